@@ -1,0 +1,92 @@
+--[[
+  claimJobs: pop-plus-lock of up to N ready jobs of one queue.
+
+  KEYS[1] waiting  KEYS[2] delayed  KEYS[3] active  KEYS[4] meta
+  KEYS[5] events   KEYS[6] wake     KEYS[7] rate-limit window counter  KEYS[8] failed
+  ARGV[1] key prefix   ARGV[2] max jobs   ARGV[3] lease ms   ARGV[4] worker id
+  ARGV[5] lock token base (random; token = base .. index)
+  ARGV[6] '1' when the caller is an external worker (may claim from external queues)
+
+  Returns {code, hintMs, job...}: code 0 ok, 1 paused, 2 maxConcurrency reached,
+  3 rate limited (hintMs = window left), 4 external queue (in-process workers
+  never claim). hintMs otherwise = ms until the next delayed job, or -1.
+  Each job is {id, lockToken, leaseExpiresAt, flat fields (payload merged as 'p')}.
+  Guarantee: due delayed jobs are promoted first; each claimed job moves
+  waiting -> active with attempts+1, executionSeq+1, a fresh token and a lease
+  in the active set, and one 'claimed' event. Limits hold across all workers.
+]]
+@include "errors"
+@include "now"
+@include "emit"
+@include "score"
+@include "job"
+@include "promote"
+
+local prefix = ARGV[1]
+local now = nowMs()
+promoteDue(prefix, KEYS[2], KEYS[1], KEYS[8], KEYS[5], now, 1000)
+
+local meta = redis.call('HMGET', KEYS[4], 'paused', 'mc', 'rlMax', 'rlDur', 'ext')
+if meta[5] == '1' and ARGV[6] ~= '1' then return {4, -1} end
+if meta[1] == '1' then
+  redis.call('DEL', KEYS[6])
+  return {1, -1}
+end
+
+local n = tonumber(ARGV[2])
+if meta[2] then
+  local free = tonumber(meta[2]) - redis.call('ZCARD', KEYS[3])
+  if free <= 0 then
+    redis.call('DEL', KEYS[6])
+    return {2, -1}
+  end
+  if free < n then n = free end
+end
+if meta[3] then
+  local left = tonumber(meta[3]) - tonumber(redis.call('GET', KEYS[7]) or '0')
+  if left <= 0 then
+    local ttl = redis.call('PTTL', KEYS[7])
+    if ttl < 0 then ttl = tonumber(meta[4]) end
+    return {3, ttl}
+  end
+  if left < n then n = left end
+end
+
+local out = {0, -1}
+local claimed = 0
+local lease = now + tonumber(ARGV[3])
+local popped = redis.call('ZPOPMIN', KEYS[1], n)
+for i = 1, #popped, 2 do
+  local id = popped[i]
+  local jk = jobKey(prefix, id)
+  local f, err = safeHmget(jk, 's', 'a', 'x')
+  if not f then
+    deadLetterCorrupt(prefix, KEYS[8], KEYS[5], id, now, 'waiting', err)
+  elseif f[1] == 'waiting' then
+    local a = (tonumber(f[2]) or 0) + 1
+    local x = (tonumber(f[3]) or 0) + 1
+    local token = ARGV[5] .. claimed
+    redis.call('HSET', jk, 's', 'active', 'a', a, 'x', x, 'lt', token, 'le', lease, 'w', ARGV[4], 'sa', now, 'ua', now)
+    redis.call('ZADD', KEYS[3], lease, id)
+    emit(KEYS[5], now, 'claimed', id, 'waiting', 'active', a, {'x', x, 'w', ARGV[4]})
+    claimed = claimed + 1
+    out[#out + 1] = {id, token, lease, readJob(jk)}
+  elseif f[1] and not VALID_STATES[f[1]] then
+    deadLetterCorrupt(prefix, KEYS[8], KEYS[5], id, now, 'waiting', 'unknown state')
+  elseif not f[1] and redis.call('EXISTS', jk) == 1 then
+    deadLetterCorrupt(prefix, KEYS[8], KEYS[5], id, now, 'waiting', 'state missing')
+  end
+  -- else: a stale entry (job gone or already moved on); dropping it is correct.
+end
+
+if claimed > 0 and meta[3] then
+  if redis.call('INCRBY', KEYS[7], claimed) == claimed then
+    redis.call('PEXPIRE', KEYS[7], meta[4])
+  end
+end
+if #popped < 2 * n then
+  -- The waiting set is drained: tokens left in the wake list are stale.
+  redis.call('DEL', KEYS[6])
+  out[2] = nextDelayedIn(KEYS[2], now)
+end
+return out

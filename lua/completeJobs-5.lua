@@ -1,0 +1,38 @@
+--[[
+  completeJobs: marks jobs held by one worker completed (batched acks).
+
+  KEYS[1] active  KEYS[2] events  KEYS[3] wake  KEYS[4] meta  KEYS[5] waiting
+  ARGV[1] key prefix   ARGV[2] worker id   ARGV[3..] triples: job id, lock token, result JSON
+  Returns one code per job: 1 completed, ERR_LEASE_LOST (stale or wrong token,
+  or the job is no longer active), ERR_NOT_FOUND.
+  Guarantee: only the current lease holder completes a job; a late ack after a
+  lease expired is refused and its result discarded; one 'completed' event.
+]]
+@include "errors"
+@include "now"
+@include "emit"
+@include "wake"
+@include "job"
+
+local now = nowMs()
+local out = {}
+for i = 3, #ARGV, 3 do
+  local id, token = ARGV[i], ARGV[i + 1]
+  local jk = jobKey(ARGV[1], id)
+  local f = safeHmget(jk, 's', 'lt', 'a', 'x', 'sa')
+  if not f or not f[1] then
+    out[#out + 1] = ERR_NOT_FOUND
+  elseif f[1] ~= 'active' or f[2] ~= token then
+    out[#out + 1] = ERR_LEASE_LOST
+  else
+    redis.call('HSET', jk, 's', 'completed', 'r', ARGV[i + 2], 'fa', now, 'ua', now)
+    redis.call('HDEL', jk, 'lt', 'le')
+    redis.call('ZREM', KEYS[1], id)
+    emit(KEYS[2], now, 'completed', id, 'active', 'completed', f[3],
+      {'x', f[4], 'w', ARGV[2], 'd', ARGV[i + 2], 'ms', now - (tonumber(f[5]) or now)})
+    out[#out + 1] = 1
+  end
+end
+-- With a concurrency cap, a finished job frees a slot that idle workers may take.
+if redis.call('HEXISTS', KEYS[4], 'mc') == 1 and redis.call('ZCARD', KEYS[5]) > 0 then wake(KEYS[3]) end
+return out

@@ -1,0 +1,29 @@
+--[[
+  extendLocks: heartbeat for several jobs of one queue held by one worker.
+
+  KEYS[1] active
+  ARGV[1] key prefix   ARGV[2] lease ms   ARGV[3..] pairs: job id, lock token
+  Returns {leaseExpiresAt, code per job}: 1 renewed, 2 renewed and a cancel
+  was requested, ERR_LEASE_LOST when the job is not active under that token.
+  Guarantee: a stale or wrong token changes nothing. Not a transition: no event.
+]]
+@include "errors"
+@include "now"
+@include "job"
+
+local now = nowMs()
+local lease = now + tonumber(ARGV[2])
+local out = {lease}
+for i = 3, #ARGV, 2 do
+  local id, token = ARGV[i], ARGV[i + 1]
+  local jk = jobKey(ARGV[1], id)
+  local f = safeHmget(jk, 's', 'lt', 'cr')
+  if f and f[1] == 'active' and f[2] == token then
+    redis.call('HSET', jk, 'le', lease)
+    redis.call('ZADD', KEYS[1], 'XX', lease, id)
+    out[#out + 1] = (f[3] == '1') and 2 or 1
+  else
+    out[#out + 1] = ERR_LEASE_LOST
+  end
+end
+return out

@@ -1,0 +1,62 @@
+--[[
+  failJob: ends an attempt that did not succeed.
+
+  KEYS[1] active  KEYS[2] delayed  KEYS[3] waiting  KEYS[4] failed
+  KEYS[5] events  KEYS[6] wake     KEYS[7] meta
+  ARGV[1] key prefix  ARGV[2] job id  ARGV[3] lock token  ARGV[4] error message
+  ARGV[5] '1' retryable | '0' unrecoverable   ARGV[6] backoff delay ms (computed by
+  the caller from src/core/backoff.ts)  ARGV[7] reason: error | timeout | cancelled | decode_error
+  ARGV[8] worker id
+  Returns {code, status}: code 1 and the new status (delayed | waiting | failed |
+  cancelled), or ERR_LEASE_LOST / ERR_NOT_FOUND.
+  Guarantee: fenced by the lock token. Attempts left and retryable -> retry
+  ('retry_scheduled'); a pending cancel request -> 'cancelled'; else the
+  dead-letter queue ('failed'). Exactly one event.
+]]
+@include "errors"
+@include "now"
+@include "emit"
+@include "score"
+@include "wake"
+@include "job"
+
+local prefix, id, token = ARGV[1], ARGV[2], ARGV[3]
+local jk = jobKey(prefix, id)
+local f = safeHmget(jk, 's', 'lt', 'a', 'ma', 'pr', 'sq', 'cr', 'x')
+if not f or not f[1] then return {ERR_NOT_FOUND, ''} end
+if f[1] ~= 'active' or f[2] ~= token then return {ERR_LEASE_LOST, f[1]} end
+
+local now = nowMs()
+local a, ma = tonumber(f[3]) or 0, tonumber(f[4]) or 1
+local reason, msg = ARGV[7], ARGV[4]
+local extra = {'x', f[8], 'w', ARGV[8], 'r', reason, 'er', msg}
+redis.call('ZREM', KEYS[1], id)
+redis.call('HDEL', jk, 'lt', 'le')
+local to
+if f[7] == '1' or reason == 'cancelled' then
+  to = 'cancelled'
+  redis.call('HSET', jk, 's', to, 'e', msg, 'fa', now, 'ua', now)
+  emit(KEYS[5], now, 'cancelled', id, 'active', to, a, extra)
+elseif ARGV[5] == '1' and a < ma then
+  local delay = tonumber(ARGV[6])
+  if delay > 0 then
+    to = 'delayed'
+    redis.call('HSET', jk, 's', to, 'e', msg, 'ra', now + delay, 'ua', now)
+    redis.call('ZADD', KEYS[2], now + delay, id)
+    if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == id then wake(KEYS[6]) end
+  else
+    to = 'waiting'
+    redis.call('HSET', jk, 's', to, 'e', msg, 'ra', now, 'ua', now)
+    redis.call('ZADD', KEYS[3], waitingScore(f[5], f[6]), id)
+    wake(KEYS[6])
+  end
+  extra[#extra + 1] = 'ra'; extra[#extra + 1] = now + delay
+  emit(KEYS[5], now, 'retry_scheduled', id, 'active', to, a, extra)
+else
+  to = 'failed'
+  redis.call('HSET', jk, 's', to, 'e', msg, 'fa', now, 'ua', now)
+  redis.call('ZADD', KEYS[4], now, id)
+  emit(KEYS[5], now, 'failed', id, 'active', to, a, extra)
+end
+if redis.call('HEXISTS', KEYS[7], 'mc') == 1 and redis.call('ZCARD', KEYS[3]) > 0 then wake(KEYS[6]) end
+return {1, to}

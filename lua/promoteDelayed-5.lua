@@ -1,0 +1,22 @@
+--[[
+  promoteDelayed: moves due delayed jobs to waiting (safety net beside the
+  promotion that every claim does first).
+
+  KEYS[1] delayed  KEYS[2] waiting  KEYS[3] failed  KEYS[4] events  KEYS[5] wake
+  ARGV[1] key prefix   ARGV[2] max jobs per call
+  Returns {promoted, nextDueInMs (-1 if none)}.
+  Guarantee: only jobs still 'delayed' with runAt <= Redis now move; one
+  'promoted' event each.
+]]
+@include "errors"
+@include "now"
+@include "emit"
+@include "score"
+@include "wake"
+@include "job"
+@include "promote"
+
+local now = nowMs()
+local n = promoteDue(ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, tonumber(ARGV[2]))
+if n > 0 then wake(KEYS[5]) end
+return {n, nextDelayedIn(KEYS[1], now)}

@@ -1,0 +1,66 @@
+--[[
+  reapExpired: the lease reaper. Moves jobs whose lease expired on.
+
+  KEYS[1] active  KEYS[2] waiting  KEYS[3] failed  KEYS[4] events  KEYS[5] wake
+  KEYS[6] delayed
+  ARGV[1] key prefix   ARGV[2] max jobs per call
+  Returns {reaped, nextExpiryInMs (-1 if none)}.
+  Guarantee: compare-and-set inside the script: only a job still 'active' whose
+  lease (from its hash, not just the set score) is past is touched, so a job
+  completed or heartbeated meanwhile is never moved. An expired lease counts as
+  an attempt: attempts left -> back to its original place in waiting
+  ('stalled', reason lease_expired); none left -> dead-letter queue ('failed',
+  reason lease_expired); cancel pending -> 'cancelled'.
+]]
+@include "errors"
+@include "now"
+@include "emit"
+@include "score"
+@include "wake"
+@include "job"
+
+local prefix = ARGV[1]
+local now = nowMs()
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local reaped = 0
+local woke = false
+for _, id in ipairs(ids) do
+  local jk = jobKey(prefix, id)
+  local f, err = safeHmget(jk, 's', 'le', 'a', 'ma', 'pr', 'sq', 'cr', 'x', 'w')
+  if not f then
+    redis.call('ZREM', KEYS[1], id)
+    deadLetterCorrupt(prefix, KEYS[3], KEYS[4], id, now, 'active', err)
+  elseif f[1] ~= 'active' then
+    redis.call('ZREM', KEYS[1], id) -- stale entry
+  elseif (tonumber(f[2]) or 0) > now then
+    redis.call('ZADD', KEYS[1], f[2], id) -- set score behind the hash: resync
+  else
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('HDEL', jk, 'lt', 'le')
+    local a, ma = tonumber(f[3]) or 1, tonumber(f[4]) or 1
+    local extra = {'x', f[8] or 0, 'w', f[9] or '', 'r', 'lease_expired'}
+    if f[7] == '1' then
+      redis.call('HSET', jk, 's', 'cancelled', 'fa', now, 'ua', now)
+      emit(KEYS[4], now, 'cancelled', id, 'active', 'cancelled', a, extra)
+    elseif a >= ma then
+      local msg = 'lease expired: the worker stopped heartbeating (stalled) on attempt ' .. a .. ' of ' .. ma
+      redis.call('HSET', jk, 's', 'failed', 'e', msg, 'fa', now, 'ua', now)
+      redis.call('ZADD', KEYS[3], now, id)
+      extra[#extra + 1] = 'er'; extra[#extra + 1] = msg
+      emit(KEYS[4], now, 'failed', id, 'active', 'failed', a, extra)
+    elseif tonumber(f[5]) and tonumber(f[6]) then
+      redis.call('HSET', jk, 's', 'waiting', 'e', 'lease expired (stalled) on attempt ' .. a, 'ua', now)
+      redis.call('ZADD', KEYS[2], waitingScore(f[5], f[6]), id)
+      emit(KEYS[4], now, 'stalled', id, 'active', 'waiting', a, extra)
+      woke = true
+    else
+      deadLetterCorrupt(prefix, KEYS[3], KEYS[4], id, now, 'active', 'priority or sequence missing')
+    end
+    reaped = reaped + 1
+  end
+end
+if woke then wake(KEYS[5]) end
+local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local hint = -1
+if nxt[2] then hint = math.max(0, tonumber(nxt[2]) - now) end
+return {reaped, hint}

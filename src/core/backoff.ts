@@ -1,0 +1,99 @@
+/**
+ * Retry backoff, as specified in API.md.
+ *
+ * Retry n (n = attempts so far, 1-based) waits
+ *   fixed: d;  linear: d·n;  exponential: d·2^(n−1)
+ * clamped to maxDelayMs, then jitter:
+ *   none: x;  full: random[0, x];  equal: x/2 + random[0, x/2]
+ * Jitter variants follow "Exponential Backoff And Jitter", Marc Brooker,
+ * AWS Architecture Blog, 2015.
+ */
+
+export type BackoffType = 'fixed' | 'linear' | 'exponential';
+export type JitterType = 'none' | 'full' | 'equal';
+
+export interface BackoffSpec {
+  type: BackoffType;
+  /** Base delay, ms, ≥ 0. */
+  delayMs: number;
+  /** Upper bound before jitter, ms, ≥ delayMs. */
+  maxDelayMs: number;
+  jitter: JitterType;
+}
+
+/** API.md default: exponential, 2000 ms, capped at 1 h, equal jitter. */
+export const DEFAULT_BACKOFF: Readonly<BackoffSpec> = Object.freeze({
+  type: 'exponential',
+  delayMs: 2000,
+  maxDelayMs: 3_600_000,
+  jitter: 'equal',
+});
+
+/**
+ * Delay before retry number `attempt` (the attempts made so far, ≥ 1), in ms.
+ * @param random source of uniform numbers in [0, 1); injected for tests.
+ * @returns an integer number of ms in [0, maxDelayMs].
+ */
+export function computeBackoffDelay(
+  spec: BackoffSpec,
+  attempt: number,
+  random: () => number = Math.random,
+): number {
+  const n = Math.max(1, Math.floor(attempt));
+  let x: number;
+  switch (spec.type) {
+    case 'fixed':
+      x = spec.delayMs;
+      break;
+    case 'linear':
+      x = spec.delayMs * n;
+      break;
+    case 'exponential':
+      // 2^(n-1) overflows to Infinity for huge n; the clamp below handles it.
+      x = spec.delayMs * Math.pow(2, n - 1);
+      break;
+  }
+  x = Math.min(x, spec.maxDelayMs);
+  switch (spec.jitter) {
+    case 'none':
+      return Math.round(x);
+    case 'full':
+      return Math.floor(random() * x);
+    case 'equal':
+      return Math.floor(x / 2 + random() * (x / 2));
+  }
+}
+
+/** Compact form stored in the job hash (`type|delayMs|maxDelayMs|jitter`). */
+export function encodeBackoff(spec: BackoffSpec): string {
+  return `${spec.type}|${spec.delayMs}|${spec.maxDelayMs}|${spec.jitter}`;
+}
+
+/**
+ * Inverse of {@link encodeBackoff}.
+ * @throws Error when the string is not a valid encoded backoff.
+ */
+export function decodeBackoff(s: string): BackoffSpec {
+  const [type, d, m, jitter] = s.split('|');
+  const spec = { type, delayMs: Number(d), maxDelayMs: Number(m), jitter } as BackoffSpec;
+  const problem = backoffProblem(spec);
+  if (problem) throw new Error(`bad backoff "${s}": ${problem}`);
+  return spec;
+}
+
+/** Returns a message describing what is wrong with `spec`, or null when valid. */
+export function backoffProblem(spec: Partial<BackoffSpec>): string | null {
+  if (!['fixed', 'linear', 'exponential'].includes(spec.type as string)) {
+    return 'type must be fixed, linear or exponential';
+  }
+  if (!Number.isInteger(spec.delayMs) || (spec.delayMs as number) < 0) {
+    return 'delayMs must be an integer ≥ 0';
+  }
+  if (!Number.isInteger(spec.maxDelayMs) || (spec.maxDelayMs as number) < (spec.delayMs as number)) {
+    return 'maxDelayMs must be an integer ≥ delayMs';
+  }
+  if (!['none', 'full', 'equal'].includes(spec.jitter as string)) {
+    return 'jitter must be none, full or equal';
+  }
+  return null;
+}

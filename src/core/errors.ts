@@ -1,0 +1,91 @@
+/**
+ * Error codes returned by the Lua scripts (negative integers) and the typed
+ * errors they map to. The numbers are shared with `lua/includes/errors.lua`;
+ * `errors.spec.ts` fails if the two files disagree.
+ */
+export enum ScriptErrorCode {
+  /** The job key does not exist. */
+  JobNotFound = -1,
+  /** The job is in a state that does not allow the transition. */
+  WrongState = -2,
+  /** The lock token does not match the job's current lease (stale or wrong). */
+  LeaseLost = -3,
+  /** Idempotency key reused within its TTL with a different body. */
+  IdempotencyConflict = -4,
+  /** The job hash cannot be decoded (corrupted by hand, wrong key type). */
+  DecodeError = -5,
+}
+
+/** Base class: every engine error carries a stable machine-readable `code`. */
+export class SluiceError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Unknown job id (maps to HTTP 404 `not_found`). */
+export class JobNotFoundError extends SluiceError {
+  constructor(readonly jobId: string) {
+    super('not_found', `job ${jobId} not found`);
+  }
+}
+
+/** The job's state does not allow the action (HTTP 409 `conflict`). */
+export class WrongStateError extends SluiceError {
+  constructor(
+    readonly jobId: string,
+    readonly status: string,
+    action: string,
+  ) {
+    super('conflict', `job ${jobId} is ${status}: cannot ${action}`);
+  }
+}
+
+/** A stale or wrong lock token: the call changed nothing (HTTP 409 `lease_lost`). */
+export class LeaseLostError extends SluiceError {
+  constructor(readonly jobId: string) {
+    super('lease_lost', `lease lost for job ${jobId}: lock token is stale or wrong`);
+  }
+}
+
+/** Same idempotency key, different body, within the TTL (HTTP 409 `conflict`). */
+export class IdempotencyConflictError extends SluiceError {
+  constructor(readonly idempotencyKey: string) {
+    super('conflict', `idempotency key "${idempotencyKey}" was used with a different body`);
+  }
+}
+
+/** Invalid job options or configuration (HTTP 400 `validation_failed`). */
+export class ValidationError extends SluiceError {
+  constructor(
+    message: string,
+    readonly details: { path: string; message: string }[] = [],
+  ) {
+    super('validation_failed', message);
+  }
+}
+
+/**
+ * Maps a negative script return code to a typed error.
+ * @throws never; returns the error for the caller to throw.
+ */
+export function errorFromCode(code: number, jobId: string, status = 'unknown', action = 'change it'): SluiceError {
+  switch (code) {
+    case ScriptErrorCode.JobNotFound:
+      return new JobNotFoundError(jobId);
+    case ScriptErrorCode.WrongState:
+      return new WrongStateError(jobId, status, action);
+    case ScriptErrorCode.LeaseLost:
+      return new LeaseLostError(jobId);
+    case ScriptErrorCode.IdempotencyConflict:
+      return new IdempotencyConflictError(jobId);
+    case ScriptErrorCode.DecodeError:
+      return new SluiceError('decode_error', `job ${jobId} cannot be decoded`);
+    default:
+      return new SluiceError('internal', `unexpected script code ${code} for job ${jobId}`);
+  }
+}

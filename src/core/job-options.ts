@@ -1,0 +1,121 @@
+import { BackoffSpec, DEFAULT_BACKOFF, backoffProblem } from './backoff';
+import { ValidationError } from './errors';
+import type { Json } from './job';
+
+/** Limits and patterns of API.md `POST /jobs`. */
+export const LIMITS = Object.freeze({
+  typePattern: /^[A-Za-z0-9_.:-]{1,128}$/,
+  queuePattern: /^[a-z0-9][a-z0-9_-]{0,63}$/,
+  minPriority: -100,
+  maxPriority: 100,
+  maxDelayMs: 31_536_000_000,
+  minAttempts: 1,
+  maxAttempts: 100,
+  maxTimeoutMs: 86_400_000,
+  maxIdempotencyKeyLength: 255,
+  defaultTimeoutMs: 600_000,
+  defaultQueue: 'default',
+});
+
+export const NAMED_PRIORITIES: Readonly<Record<string, number>> = { high: 10, normal: 0, low: -10 };
+
+/** What a client may pass to enqueue one job (the `POST /jobs` body). */
+export interface EnqueueInput {
+  type: string;
+  payload?: Record<string, Json>;
+  queue?: string;
+  priority?: number | 'high' | 'normal' | 'low';
+  delayMs?: number;
+  /** Absolute run time, epoch ms. Mutually exclusive with delayMs. */
+  runAt?: number;
+  maxAttempts?: number;
+  backoff?: BackoffSpec;
+  timeoutMs?: number;
+  idempotencyKey?: string;
+}
+
+/**
+ * An enqueue request after validation. Fields left undefined take the
+ * queue's defaults (read inside the enqueue script) and then the process
+ * defaults, so a queue reconfigured a moment ago applies at once.
+ */
+export interface NormalizedEnqueue {
+  queue: string;
+  type: string;
+  /** The payload serialized once, as stored. */
+  payloadJson: string;
+  priority: number;
+  delayMs?: number;
+  runAt?: number;
+  maxAttempts?: number;
+  backoff?: BackoffSpec;
+  timeoutMs?: number;
+  idempotencyKey?: string;
+}
+
+const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
+
+/**
+ * Validates and normalizes one enqueue input.
+ * @param maxPayloadBytes serialized payload limit (MAX_PAYLOAD_BYTES).
+ * @throws ValidationError listing every bad field as `{path, message}`.
+ * @throws PayloadTooLargeError when the payload exceeds the limit.
+ */
+export function normalizeEnqueue(input: EnqueueInput, maxPayloadBytes: number, pathPrefix = ''): NormalizedEnqueue {
+  const details: { path: string; message: string }[] = [];
+  const bad = (path: string, message: string) => details.push({ path: pathPrefix + path, message });
+  const queue = input.queue ?? LIMITS.defaultQueue;
+  if (typeof queue !== 'string' || !LIMITS.queuePattern.test(queue)) bad('queue', 'must match ^[a-z0-9][a-z0-9_-]{0,63}$');
+  if (typeof input.type !== 'string' || !LIMITS.typePattern.test(input.type)) bad('type', 'must match ^[A-Za-z0-9_.:-]{1,128}$');
+  const payload = input.payload ?? {};
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) bad('payload', 'must be a JSON object');
+  let priority = 0;
+  if (input.priority !== undefined) {
+    if (typeof input.priority === 'string' && input.priority in NAMED_PRIORITIES) priority = NAMED_PRIORITIES[input.priority];
+    else if (isInt(input.priority) && input.priority >= LIMITS.minPriority && input.priority <= LIMITS.maxPriority) priority = input.priority;
+    else bad('priority', 'must be an integer -100..100 or "high", "normal", "low"');
+  }
+  if (input.delayMs !== undefined && input.runAt !== undefined) bad('delayMs', 'delayMs and runAt are mutually exclusive');
+  if (input.delayMs !== undefined && !(isInt(input.delayMs) && input.delayMs >= 0 && input.delayMs <= LIMITS.maxDelayMs)) {
+    bad('delayMs', `must be an integer 0..${LIMITS.maxDelayMs}`);
+  }
+  if (input.runAt !== undefined && !(isInt(input.runAt) && input.runAt >= 0)) bad('runAt', 'must be a valid time');
+  if (input.maxAttempts !== undefined && !(isInt(input.maxAttempts) && input.maxAttempts >= LIMITS.minAttempts && input.maxAttempts <= LIMITS.maxAttempts)) {
+    bad('maxAttempts', 'must be an integer 1..100');
+  }
+  let backoff: BackoffSpec | undefined;
+  if (input.backoff !== undefined) {
+    backoff = { ...DEFAULT_BACKOFF, ...input.backoff };
+    const problem = typeof input.backoff === 'object' && input.backoff !== null ? backoffProblem(backoff) : 'must be an object';
+    if (problem) bad('backoff', problem);
+  }
+  if (input.timeoutMs !== undefined && !(isInt(input.timeoutMs) && input.timeoutMs >= 1 && input.timeoutMs <= LIMITS.maxTimeoutMs)) {
+    bad('timeoutMs', 'must be an integer 1..86400000');
+  }
+  if (input.idempotencyKey !== undefined && !(typeof input.idempotencyKey === 'string' && input.idempotencyKey.length >= 1 && input.idempotencyKey.length <= LIMITS.maxIdempotencyKeyLength)) {
+    bad('idempotencyKey', 'must be a string of 1..255 characters');
+  }
+  if (details.length) throw new ValidationError('invalid job', details);
+  const payloadJson = JSON.stringify(payload);
+  if (Buffer.byteLength(payloadJson) > maxPayloadBytes) throw new PayloadTooLargeError(maxPayloadBytes);
+  return {
+    queue,
+    type: input.type,
+    payloadJson,
+    priority,
+    delayMs: input.delayMs,
+    runAt: input.runAt,
+    maxAttempts: input.maxAttempts,
+    backoff,
+    timeoutMs: input.timeoutMs,
+    idempotencyKey: input.idempotencyKey,
+  };
+}
+
+/** Serialized payload over MAX_PAYLOAD_BYTES (HTTP 413 `payload_too_large`). */
+export class PayloadTooLargeError extends ValidationError {
+  override readonly code = 'payload_too_large';
+  constructor(readonly limitBytes: number) {
+    super(`payload larger than ${limitBytes} bytes`);
+  }
+}

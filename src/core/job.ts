@@ -1,0 +1,43 @@
+import type { BackoffSpec } from './backoff';
+import type { JobStatus } from './job-status';
+
+/** JSON value accepted as payload, result or progress. */
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/**
+ * The job object of API.md. Times are epoch ms here; the API layer renders
+ * them as ISO-8601 strings.
+ */
+export interface Job {
+  id: string;
+  queue: string;
+  type: string;
+  payload: Record<string, Json>;
+  status: JobStatus;
+  priority: number;
+  attempts: number;
+  maxAttempts: number;
+  backoff: BackoffSpec;
+  timeoutMs: number;
+  idempotencyKey: string | null;
+  progress: Json | null;
+  result: Json | null;
+  lastError: string | null;
+  workerId: string | null;
+  createdAt: number;
+  runAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  updatedAt: number;
+  /** Number of executions started, including ones later refunded (release). */
+  executionSeq: number;
+  /** True while an active job has a pending cancel request. */
+  cancelRequested: boolean;
+}
+
+/** A job held under a lease by the caller of claim. */
+export interface ClaimedJob extends Job {
+  lockToken: string;
+  /** Lease expiry, epoch ms (Redis clock). */
+  leaseExpiresAt: number;
+}

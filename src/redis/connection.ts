@@ -1,0 +1,40 @@
+import Redis, { Cluster, RedisOptions } from 'ioredis';
+import type { SluiceConfig } from '../config/config';
+
+/** A single-node client or a cluster client; both run the same scripts. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * Creates a Redis connection from the config: ioredis Cluster when
+ * REDIS_CLUSTER_NODES is set, else a single node from REDIS_URL.
+ * Auto-pipelining batches the commands issued in one event-loop tick into one
+ * write, which is what lets many in-flight enqueues share round trips.
+ * @param opts.blocking for connections that issue BLPOP: no auto-pipelining
+ *   (a blocked pipeline would hold up other commands).
+ */
+export function createRedis(
+  config: Pick<SluiceConfig, 'redisUrl' | 'redisClusterNodes'>,
+  opts: { blocking?: boolean; name?: string } = {},
+): RedisClient {
+  const common: RedisOptions = {
+    connectionName: opts.name,
+    // Keep retrying forever with a capped delay: workers stop claiming while
+    // disconnected and go on when Redis is back.
+    retryStrategy: (times) => Math.min(50 * times, 1000),
+    maxRetriesPerRequest: opts.blocking ? null : 20,
+    enableAutoPipelining: !opts.blocking,
+  };
+  if (config.redisClusterNodes) {
+    return new Cluster(config.redisClusterNodes, {
+      redisOptions: common,
+      enableAutoPipelining: !opts.blocking,
+      clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+    });
+  }
+  return new Redis(config.redisUrl, common);
+}
+
+/** The master nodes of a cluster, or the client itself. */
+export function masters(client: RedisClient): Redis[] {
+  return client instanceof Cluster ? client.nodes('master') : [client];
+}

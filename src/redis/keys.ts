@@ -1,0 +1,44 @@
+/**
+ * Redis key naming. Every key of a queue is `<prefix>:{<queue>}:<kind>`: the
+ * braces are a Redis Cluster hash tag, so all keys of one queue share a slot
+ * and each script touches one slot. Only this file and the store know names.
+ */
+export interface QueueKeys {
+  /** `<prefix>:{<queue>}:`, passed to scripts to build job keys. */
+  base: string;
+  waiting: string;
+  delayed: string;
+  active: string;
+  failed: string;
+  meta: string;
+  events: string;
+  wake: string;
+  rateLimit: string;
+}
+
+export function queueKeys(prefix: string, queue: string): QueueKeys {
+  const base = `${prefix}:{${queue}}:`;
+  return {
+    base,
+    waiting: base + 'waiting',
+    delayed: base + 'delayed',
+    active: base + 'active',
+    failed: base + 'failed',
+    meta: base + 'meta',
+    events: base + 'events',
+    wake: base + 'wake',
+    rateLimit: base + 'rl',
+  };
+}
+
+export const jobKey = (prefix: string, queue: string, id: string): string => `${prefix}:{${queue}}:job:${id}`;
+
+/** Global set of known queue names (its own slot; never touched by scripts). */
+export const queuesKey = (prefix: string): string => `${prefix}:queues`;
+
+/** Worker registry: a sorted set of worker ids by last heartbeat (ms) and one hash per worker. */
+export const workersKey = (prefix: string): string => `${prefix}:workers`;
+export const workerKey = (prefix: string, id: string): string => `${prefix}:worker:${id}`;
+
+/** Pub/sub channel on which cancel requests for active jobs are announced. */
+export const cancelChannel = (prefix: string): string => `${prefix}:cancel`;

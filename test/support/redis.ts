@@ -1,0 +1,58 @@
+import { randomBytes } from 'node:crypto';
+import Redis from 'ioredis';
+import { createRedis, RedisClient } from '../../src/redis/connection';
+import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { RedisScripts } from '../../src/redis/scripts';
+
+export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+
+/** A unique key prefix per test file, so tests never see each other's keys. */
+export function testPrefix(name: string): string {
+  return `t-${name}-${randomBytes(4).toString('hex')}`;
+}
+
+export interface TestStore {
+  redis: RedisClient;
+  store: RedisJobStore;
+  prefix: string;
+  close(): Promise<void>;
+}
+
+/** A store on real Redis under a fresh prefix; close() deletes its keys. */
+export async function openStore(name: string, url = REDIS_URL): Promise<TestStore> {
+  const prefix = testPrefix(name);
+  const redis = createRedis({ redisUrl: url, redisClusterNodes: null });
+  const scripts = new RedisScripts(redis);
+  await scripts.verify();
+  const store = new RedisJobStore(redis, scripts, prefix);
+  return {
+    redis,
+    store,
+    prefix,
+    close: async () => {
+      await deleteByPrefix(redis as Redis, prefix);
+      redis.disconnect();
+    },
+  };
+}
+
+export async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.unlink(...keys);
+  } while (cursor !== '0');
+}
+
+/** Reads every entry of a queue's events stream as objects. */
+export async function readEvents(redis: RedisClient, eventsKey: string): Promise<Record<string, string>[]> {
+  const entries = await redis.xrange(eventsKey, '-', '+');
+  return entries.map(([id, fields]) => {
+    const o: Record<string, string> = { streamId: id };
+    for (let i = 0; i < fields.length; i += 2) o[fields[i]] = fields[i + 1];
+    return o;
+  });
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
