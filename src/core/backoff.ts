@@ -39,7 +39,8 @@ export function computeBackoffDelay(
   attempt: number,
   random: () => number = Math.random,
 ): number {
-  const n = Math.max(1, Math.floor(attempt));
+  // NaN counts as the first retry; Infinity is capped so that d·n stays finite.
+  const n = Math.min(Math.max(1, Math.floor(attempt) || 1), Number.MAX_SAFE_INTEGER);
   let x: number;
   switch (spec.type) {
     case 'fixed':
@@ -49,8 +50,9 @@ export function computeBackoffDelay(
       x = spec.delayMs * n;
       break;
     case 'exponential':
-      // 2^(n-1) overflows to Infinity for huge n; the clamp below handles it.
-      x = spec.delayMs * Math.pow(2, n - 1);
+      // 2^(n-1) overflows to Infinity for huge n; the clamp below handles it,
+      // but 0·Infinity is NaN, so a zero base delay stays 0.
+      x = spec.delayMs === 0 ? 0 : spec.delayMs * Math.pow(2, n - 1);
       break;
   }
   x = Math.min(x, spec.maxDelayMs);

@@ -71,7 +71,8 @@ export function normalizeEnqueue(input: EnqueueInput, maxPayloadBytes: number, p
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) bad('payload', 'must be a JSON object');
   let priority = 0;
   if (input.priority !== undefined) {
-    if (typeof input.priority === 'string' && input.priority in NAMED_PRIORITIES) priority = NAMED_PRIORITIES[input.priority];
+    // hasOwn, not `in`: 'toString' & co. must not pass as named priorities.
+    if (typeof input.priority === 'string' && Object.hasOwn(NAMED_PRIORITIES, input.priority)) priority = NAMED_PRIORITIES[input.priority];
     else if (isInt(input.priority) && input.priority >= LIMITS.minPriority && input.priority <= LIMITS.maxPriority) priority = input.priority;
     else bad('priority', 'must be an integer -100..100 or "high", "normal", "low"');
   }

@@ -1,0 +1,25 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import type { SluiceConfig } from './config/config';
+import { ConfigModule } from './config/config.module';
+import { HandlersModule } from './handlers/handlers.module';
+import { HealthModule } from './health/health.module';
+import type { Logger } from './logging/logger';
+import { MaintenanceModule } from './maintenance/maintenance.module';
+import { RedisModule } from './redis/redis.module';
+import { WorkersModule } from './workers/workers.module';
+
+/** Composes the modules of the roles named by ROLE. */
+@Module({})
+export class AppModule {
+  static forRoles(config: SluiceConfig, logger: Logger): DynamicModule {
+    const imports: DynamicModule['imports'] = [
+      ConfigModule.forRoot(config, logger),
+      RedisModule,
+      HandlersModule.forRoot({ diagnostics: config.diagnosticHandlers }),
+    ];
+    if (config.roles.has('api')) imports.push(HealthModule);
+    if (config.roles.has('worker')) imports.push(WorkersModule);
+    if (config.roles.has('scheduler')) imports.push(MaintenanceModule);
+    return { module: AppModule, imports };
+  }
+}

@@ -1,0 +1,23 @@
+import type { JobContext } from '../../core/handler';
+import { UnrecoverableError } from '../../core/handler';
+import type { Json } from '../../core/job';
+import { JobHandler } from '../job-handler.decorator';
+import { JobHandlerClass, sleep } from '../handler-class';
+
+/**
+ * EXAMPLE handler (simulated): texts a payment confirmation `{phone, amount,
+ * currency}`. Uses the job id as the provider's idempotency key, since
+ * delivery is at-least-once. Phone numbers starting +999 always fail (the
+ * demo's dead-letter examples).
+ */
+@JobHandler('SEND_PAYMENT_SMS')
+export class SendPaymentSmsHandler implements JobHandlerClass {
+  async handle(p: Record<string, Json>, ctx: JobContext) {
+    if (typeof p.phone !== 'string' || !/^\+\d{6,15}$/.test(p.phone)) throw new UnrecoverableError('payload.phone must be E.164 (+ and 6-15 digits)');
+    if (typeof p.amount !== 'number' || p.amount <= 0) throw new UnrecoverableError('payload.amount must be a positive number');
+    await sleep(10 + Math.floor(Math.random() * 20), ctx.signal);
+    if (p.phone.startsWith('+999')) throw new Error(`sms gateway rejected ${p.phone}: unreachable network`);
+    ctx.log(`sent ${p.amount} ${String(p.currency ?? 'USD')} confirmation`);
+    return { providerRef: `sms-${ctx.jobId}-${ctx.executionSeq}`, idempotencyKey: ctx.jobId };
+  }
+}

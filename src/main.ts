@@ -1,0 +1,58 @@
+import 'reflect-metadata';
+import { INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module';
+import { ConfigError, loadConfig, SluiceConfig } from './config/config';
+import { createLogger } from './logging/logger';
+
+/**
+ * Entry point: `node dist/main.js`. Validates the environment (a bad value
+ * stops the process naming the variable), starts the roles named by ROLE,
+ * and on SIGTERM/SIGINT drains (workers finish or release their jobs within
+ * SHUTDOWN_GRACE_MS) and exits 0.
+ */
+async function bootstrap(): Promise<void> {
+  let config: SluiceConfig;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`sluice: configuration error: ${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+  const log = createLogger(config.logLevel);
+  const module = AppModule.forRoles(config, log);
+  let app: INestApplicationContext;
+  if (config.roles.has('api')) {
+    const http = await NestFactory.create(module, { logger: ['error', 'warn'] });
+    await http.listen(config.port, config.host);
+    log.info({ url: `http://${config.host}:${config.port}`, roles: [...config.roles] }, `sluice listening on http://${config.host}:${config.port}`);
+    app = http;
+  } else {
+    app = await NestFactory.createApplicationContext(module, { logger: ['error', 'warn'] });
+    log.info({ roles: [...config.roles] }, 'sluice started');
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    try {
+      await app.close();
+      process.exit(0);
+    } catch (e) {
+      log.error({ err: (e as Error).message }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+bootstrap().catch((e: Error) => {
+  process.stderr.write(`sluice: failed to start: ${e.message}\n`);
+  process.exit(1);
+});

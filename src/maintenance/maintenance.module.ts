@@ -1,0 +1,7 @@
+import { Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { MaintenanceService } from './maintenance.service';
+
+/** The `scheduler` role's maintenance loops (cron schedules come later). */
+@Module({ imports: [ScheduleModule.forRoot()], providers: [MaintenanceService], exports: [MaintenanceService] })
+export class MaintenanceModule {}

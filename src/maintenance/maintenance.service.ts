@@ -1,0 +1,93 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import type { SluiceConfig } from '../config/config';
+import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
+import type { Logger } from '../logging/logger';
+import type { RedisClient } from '../redis/connection';
+import { REDIS } from '../redis/redis.module';
+import { RedisJobStore } from '../redis/redis-job-store';
+import { WorkerRegistry } from '../workers/worker-registry';
+
+/** Jobs moved per script call, so one call never blocks Redis for long. */
+const BATCH = 1000;
+/** Safety-net promotion period; workers already wake exactly when a delayed job is due. */
+const PROMOTE_INTERVAL_MS = 1000;
+/** Dead workers stay listed (status "dead") this long before the sweep drops them. */
+const DEAD_WORKER_KEEP_MS = 3_600_000;
+
+/**
+ * The scheduler role's periodic maintenance, registered with
+ * @nestjs/schedule's SchedulerRegistry (intervals come from the config, so
+ * static @Interval decorators do not fit):
+ * - lease reaper every REAPER_INTERVAL_MS (stalled jobs back to waiting / DLQ),
+ * - delayed promotion every second (a safety net; claims promote too),
+ * - dead-worker sweep every minute.
+ * Each pass is one atomic script per queue, so N replicas are safe: the
+ * compare-and-set inside the scripts makes a second reaper a no-op.
+ */
+@Injectable()
+export class MaintenanceService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private busy = new Set<string>();
+
+  constructor(
+    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    @Inject(LOGGER) private readonly log: Logger,
+    @Inject(REDIS) private readonly redis: RedisClient,
+    private readonly store: RedisJobStore,
+    private readonly scheduler: SchedulerRegistry,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.every('reaper', this.config.reaperIntervalMs, () => this.reapAll());
+    this.every('promoter', PROMOTE_INTERVAL_MS, () => this.promoteAll());
+    this.every('worker-sweep', 60_000, () => WorkerRegistry.sweep(this.redis, this.config.redisPrefix, DEAD_WORKER_KEEP_MS));
+  }
+
+  onApplicationShutdown(): void {
+    for (const name of this.scheduler.getIntervals()) this.scheduler.deleteInterval(name);
+  }
+
+  /** One pass of the reaper over every queue. Returns the jobs moved. */
+  async reapAll(): Promise<number> {
+    let total = 0;
+    for (const q of await this.store.listQueues()) {
+      let r;
+      do {
+        r = await this.store.reapExpired(q, BATCH);
+        total += r.reaped;
+      } while (r.reaped === BATCH);
+    }
+    if (total) this.log.info({ reaped: total }, 'reaper moved jobs with expired leases');
+    return total;
+  }
+
+  /** One pass of delayed promotion over every queue. Returns the jobs moved. */
+  async promoteAll(): Promise<number> {
+    let total = 0;
+    for (const q of await this.store.listQueues()) {
+      let r;
+      do {
+        r = await this.store.promoteDelayed(q, BATCH);
+        total += r.promoted;
+      } while (r.promoted === BATCH);
+    }
+    return total;
+  }
+
+  /** Runs `fn` every `ms`, never overlapping itself, logging (not throwing) errors. */
+  private every(name: string, ms: number, fn: () => Promise<unknown>): void {
+    const timer = setInterval(async () => {
+      if (this.busy.has(name)) return;
+      this.busy.add(name);
+      try {
+        await fn();
+      } catch (e) {
+        this.log.warn({ task: name, err: (e as Error).message }, 'maintenance pass failed');
+      } finally {
+        this.busy.delete(name);
+      }
+    }, ms);
+    timer.unref?.();
+    this.scheduler.addInterval(name, timer);
+  }
+}

@@ -1,0 +1,86 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { REDIS_URL } from './redis';
+
+const MAIN = resolve(__dirname, '../../dist/main.js');
+
+/** A Sluice process started from the build (dist/main.js) with real signals. */
+export interface SluiceProcess {
+  proc: ChildProcess;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** Resolves when a line matching `re` has been written (rejects after timeoutMs). */
+  waitFor(re: RegExp, timeoutMs?: number): Promise<void>;
+  /** Resolves with the exit code (null when killed by a signal) and the signal. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+/**
+ * Starts `node dist/main.js` with test defaults (ROLE=worker, diagnostic
+ * handlers on, JSON logs) plus `env`. Needs `npm run build` first (npm test
+ * does it). Waits until the process logs that it started.
+ */
+export async function startSluice(env: Record<string, string>, opts: { waitReady?: boolean } = {}): Promise<SluiceProcess> {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} missing: run npm run build first`);
+  const proc = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      REDIS_URL,
+      ROLE: 'worker',
+      DIAGNOSTIC_HANDLERS: 'true',
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'production',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const listeners = new Set<() => void>();
+  const onData = (d: Buffer) => {
+    out += d.toString();
+    for (const l of [...listeners]) l();
+  };
+  proc.stdout!.on('data', onData);
+  proc.stderr!.on('data', onData);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    proc.on('exit', (code, signal) => {
+      for (const l of [...listeners]) l();
+      res({ code, signal });
+    }),
+  );
+  const waitFor = (re: RegExp, timeoutMs = 15000) =>
+    new Promise<void>((res, rej) => {
+      const check = () => {
+        if (re.test(out)) {
+          listeners.delete(check);
+          clearTimeout(t);
+          res();
+        } else if (proc.exitCode !== null || proc.signalCode !== null) {
+          listeners.delete(check);
+          clearTimeout(t);
+          rej(new Error(`process exited before ${re}: ${out.slice(-2000)}`));
+        }
+      };
+      const t = setTimeout(() => {
+        listeners.delete(check);
+        rej(new Error(`timeout waiting for ${re}; output: ${out.slice(-2000)}`));
+      }, timeoutMs);
+      listeners.add(check);
+      check();
+    });
+  const p: SluiceProcess = { proc, output: () => out, waitFor, exited, kill: (s = 'SIGTERM') => proc.kill(s) };
+  if (opts.waitReady !== false) await waitFor(/"msg":"sluice (started|listening)/);
+  return p;
+}
+
+/** Kills every given process that still runs (SIGKILL) and waits for the exits. */
+export async function killAll(procs: (SluiceProcess | undefined)[]): Promise<void> {
+  await Promise.all(
+    procs.filter((p): p is SluiceProcess => !!p && p.proc.exitCode === null && p.proc.signalCode === null).map((p) => {
+      p.kill('SIGKILL');
+      return p.exited;
+    }),
+  );
+}
