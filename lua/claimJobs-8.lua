@@ -6,11 +6,14 @@
   ARGV[1] key prefix   ARGV[2] max jobs   ARGV[3] lease ms   ARGV[4] worker id
   ARGV[5] lock token base (random; token = base .. index)
   ARGV[6] '1' when the caller is an external worker (may claim from external queues)
+  ARGV[7] '1' = full jobs (every field, for the API), else lean (what a worker needs)
 
   Returns {code, hintMs, job...}: code 0 ok, 1 paused, 2 maxConcurrency reached,
   3 rate limited (hintMs = window left), 4 external queue (in-process workers
   never claim). hintMs otherwise = ms until the next delayed job, or -1.
-  Each job is {id, lockToken, leaseExpiresAt, flat fields (payload merged as 'p')}.
+  Each job is {id, lockToken, leaseExpiresAt, type, payload, attempts,
+  maxAttempts, backoff, timeoutMs, executionSeq} and, when full, the flat
+  fields of the hash (payload merged as 'p') as an 11th element.
   Guarantee: due delayed jobs are promoted first; each claimed job moves
   waiting -> active with attempts+1, executionSeq+1, a fresh token and a lease
   in the active set, and one 'claimed' event. Limits hold across all workers.
@@ -59,18 +62,21 @@ local popped = redis.call('ZPOPMIN', KEYS[1], n)
 for i = 1, #popped, 2 do
   local id = popped[i]
   local jk = jobKey(prefix, id)
-  local f, err = safeHmget(jk, 's', 'a', 'x')
+  local f, err = safeHmget(jk, 's', 'a', 'x', 'ty', 'o', 'pn', 'p0')
   if not f then
     deadLetterCorrupt(prefix, KEYS[8], KEYS[5], id, now, 'waiting', err)
   elseif f[1] == 'waiting' then
     local a = (tonumber(f[2]) or 0) + 1
     local x = (tonumber(f[3]) or 0) + 1
     local token = ARGV[5] .. claimed
-    redis.call('HSET', jk, 's', 'active', 'a', a, 'x', x, 'lt', token, 'le', lease, 'w', ARGV[4], 'sa', now, 'ua', now)
+    redis.call('HSET', jk, 's', 'active', 'a', a, 'x', x, 'lt', token, 'w', ARGV[4], 'sa', now)
     redis.call('ZADD', KEYS[3], lease, id)
     emit(KEYS[5], now, 'claimed', id, 'waiting', 'active', a, {'x', x, 'w', ARGV[4]})
     claimed = claimed + 1
-    out[#out + 1] = {id, token, lease, readJob(jk)}
+    local ma, to, bo = unpackOpts(f[5])
+    local job = {id, token, lease, f[4] or '', readPayload(jk, f[6], f[7]), a, ma or 0, bo or '', to or '', x}
+    if ARGV[7] == '1' then job[11] = readJob(jk) end
+    out[#out + 1] = job
   elseif f[1] and not VALID_STATES[f[1]] then
     deadLetterCorrupt(prefix, KEYS[8], KEYS[5], id, now, 'waiting', 'unknown state')
   elseif not f[1] and redis.call('EXISTS', jk) == 1 then

@@ -25,8 +25,9 @@ for i = 3, #ARGV, 3 do
   elseif f[1] ~= 'active' or f[2] ~= token then
     out[#out + 1] = ERR_LEASE_LOST
   else
-    redis.call('HSET', jk, 's', 'completed', 'r', ARGV[i + 2], 'fa', now, 'ua', now)
-    redis.call('HDEL', jk, 'lt', 'le')
+    -- lt/le stay: every fenced script also requires s == 'active', so a
+    -- leftover token is inert, and not deleting saves a listpack rewrite.
+    redis.call('HSET', jk, 's', 'completed', 'r', ARGV[i + 2], 'fa', now)
     redis.call('ZREM', KEYS[1], id)
     emit(KEYS[2], now, 'completed', id, 'active', 'completed', f[3],
       {'x', f[4], 'w', ARGV[2], 'd', ARGV[i + 2], 'ms', now - (tonumber(f[5]) or now)})

@@ -6,6 +6,7 @@
   Returns {leaseExpiresAt, code per job}: 1 renewed, 2 renewed and a cancel
   was requested, ERR_LEASE_LOST when the job is not active under that token.
   Guarantee: a stale or wrong token changes nothing. Not a transition: no event.
+  The lease expiry lives only in the active set's score (one write per renewal).
 ]]
 @include "errors"
 @include "now"
@@ -19,7 +20,6 @@ for i = 3, #ARGV, 2 do
   local jk = jobKey(ARGV[1], id)
   local f = safeHmget(jk, 's', 'lt', 'cr')
   if f and f[1] == 'active' and f[2] == token then
-    redis.call('HSET', jk, 'le', lease)
     redis.call('ZADD', KEYS[1], 'XX', lease, id)
     out[#out + 1] = (f[3] == '1') and 2 or 1
   else

@@ -22,16 +22,16 @@
 
 local prefix, id, token = ARGV[1], ARGV[2], ARGV[3]
 local jk = jobKey(prefix, id)
-local f = safeHmget(jk, 's', 'lt', 'a', 'ma', 'pr', 'sq', 'cr', 'x')
+local f = safeHmget(jk, 's', 'lt', 'a', 'o', 'pr', 'sq', 'cr', 'x')
 if not f or not f[1] then return {ERR_NOT_FOUND, ''} end
 if f[1] ~= 'active' or f[2] ~= token then return {ERR_LEASE_LOST, f[1]} end
 
 local now = nowMs()
-local a, ma = tonumber(f[3]) or 0, tonumber(f[4]) or 1
+local a, ma = tonumber(f[3]) or 0, unpackOpts(f[4]) or 1
 local reason, msg = ARGV[7], ARGV[4]
 local extra = {'x', f[8], 'w', ARGV[8], 'r', reason, 'er', msg}
 redis.call('ZREM', KEYS[1], id)
-redis.call('HDEL', jk, 'lt', 'le')
+redis.call('HDEL', jk, 'lt')
 local to
 if f[7] == '1' or reason == 'cancelled' then
   to = 'cancelled'

@@ -6,8 +6,8 @@
   ARGV[1] key prefix   ARGV[2] max jobs per call
   Returns {reaped, nextExpiryInMs (-1 if none)}.
   Guarantee: compare-and-set inside the script: only a job still 'active' whose
-  lease (from its hash, not just the set score) is past is touched, so a job
-  completed or heartbeated meanwhile is never moved. An expired lease counts as
+  lease (the active set's score, renewed atomically by extendLocks) is past is
+  touched, so a job completed or heartbeated meanwhile is never moved. An expired lease counts as
   an attempt: attempts left -> back to its original place in waiting
   ('stalled', reason lease_expired); none left -> dead-letter queue ('failed',
   reason lease_expired); cancel pending -> 'cancelled'.
@@ -26,18 +26,16 @@ local reaped = 0
 local woke = false
 for _, id in ipairs(ids) do
   local jk = jobKey(prefix, id)
-  local f, err = safeHmget(jk, 's', 'le', 'a', 'ma', 'pr', 'sq', 'cr', 'x', 'w')
+  local f, err = safeHmget(jk, 's', 'lt', 'a', 'o', 'pr', 'sq', 'cr', 'x', 'w')
   if not f then
     redis.call('ZREM', KEYS[1], id)
     deadLetterCorrupt(prefix, KEYS[3], KEYS[4], id, now, 'active', err)
   elseif f[1] ~= 'active' then
     redis.call('ZREM', KEYS[1], id) -- stale entry
-  elseif (tonumber(f[2]) or 0) > now then
-    redis.call('ZADD', KEYS[1], f[2], id) -- set score behind the hash: resync
   else
     redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', jk, 'lt', 'le')
-    local a, ma = tonumber(f[3]) or 1, tonumber(f[4]) or 1
+    redis.call('HDEL', jk, 'lt')
+    local a, ma = tonumber(f[3]) or 1, unpackOpts(f[4]) or 1
     local extra = {'x', f[8] or 0, 'w', f[9] or '', 'r', 'lease_expired'}
     if f[7] == '1' then
       redis.call('HSET', jk, 's', 'cancelled', 'fa', now, 'ua', now)

@@ -28,7 +28,7 @@ for i = 3, #ARGV, 2 do
     out[#out + 1] = ERR_LEASE_LOST
   else
     redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', jk, 'lt', 'le')
+    redis.call('HDEL', jk, 'lt')
     local a = tonumber(f[3]) or 1
     if f[6] == '1' then
       redis.call('HSET', jk, 's', 'cancelled', 'fa', now, 'ua', now)

@@ -79,6 +79,10 @@ export const TRANSITIONS: readonly Transition[] = [
   { from: 'active', to: 'active', event: 'cancel_requested' },
   { from: 'waiting', to: 'cancelled', event: 'cancelled' },
   { from: 'delayed', to: 'cancelled', event: 'cancelled' },
+  // A job hash that cannot be decoded is dead-lettered where it is found
+  // (claim pops it from waiting, promotion from delayed): reason decode_error.
+  { from: 'waiting', to: 'failed', event: 'failed' },
+  { from: 'delayed', to: 'failed', event: 'failed' },
   { from: 'failed', to: 'waiting', event: 'retried_from_dlq' },
   { from: 'cancelled', to: 'waiting', event: 'retried_from_dlq' },
 ];

@@ -41,3 +41,9 @@ export interface ClaimedJob extends Job {
   /** Lease expiry, epoch ms (Redis clock). */
   leaseExpiresAt: number;
 }
+
+/** The part of a claimed job a worker needs to run it (the lean claim reply). */
+export type WorkerJob = Pick<
+  ClaimedJob,
+  'id' | 'type' | 'payload' | 'attempts' | 'maxAttempts' | 'backoff' | 'timeoutMs' | 'executionSeq' | 'lockToken' | 'leaseExpiresAt'
+>;

@@ -38,3 +38,28 @@ export function createRedis(
 export function masters(client: RedisClient): Redis[] {
   return client instanceof Cluster ? client.nodes('master') : [client];
 }
+
+/**
+ * Like {@link masters}, but first waits until a cluster client has read the
+ * slot map: before that `nodes('master')` is empty (right after construction).
+ * @throws Error when the cluster client ends before it is ready, or knows no master.
+ */
+export async function readyMasters(client: RedisClient): Promise<Redis[]> {
+  if (client instanceof Cluster && client.status !== 'ready') {
+    await new Promise<void>((resolve, reject) => {
+      const onReady = () => {
+        client.off('end', onEnd);
+        resolve();
+      };
+      const onEnd = () => {
+        client.off('ready', onReady);
+        reject(new Error('redis cluster connection ended before it was ready'));
+      };
+      client.once('ready', onReady);
+      client.once('end', onEnd);
+    });
+  }
+  const nodes = masters(client);
+  if (nodes.length === 0) throw new Error('redis cluster: no master node known');
+  return nodes;
+}

@@ -1,14 +1,17 @@
-import { decodeBackoff } from '../core/backoff';
-import type { ClaimedJob, Job, Json } from '../core/job';
+import { BackoffSpec, decodeBackoff } from '../core/backoff';
+import type { ClaimedJob, Job, Json, WorkerJob } from '../core/job';
 import { JOB_STATUSES, JobStatus } from '../core/job-status';
 
 /**
  * Job hash field names (short, so small jobs stay in Redis's listpack
  * encoding). The payload arrives merged as `p` (see lua/includes/job.lua).
  *
- *   s status  ty type  p payload  pr priority  sq FIFO sequence  ma maxAttempts
- *   a attempts  x executionSeq  bo backoff  to timeoutMs  ik idempotency key
- *   ca createdAt  ra runAt  sa startedAt  fa finishedAt  ua updatedAt
+ *   s status  ty type  p payload  pr priority  sq FIFO sequence
+ *   o options "maxAttempts;timeoutMs;backoff"  a attempts (default 0)
+ *   x executionSeq (default 0)  ik idempotency key  ca createdAt
+ *   ra runAt (default createdAt)  sa startedAt  fa finishedAt
+ *   ua updatedAt (written only by transitions that set no other timestamp;
+ *   updatedAt = the latest of ca, ua, sa, fa)
  *   lt lock token  le lease expiry  w worker id  pg progress  r result
  *   e last error  cr cancel requested
  */
@@ -54,12 +57,15 @@ export function decodeJob(id: string, queue: string, h: Record<string, string>):
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
     throw new JobDecodeError('payload is not a JSON object');
   }
-  let backoff;
-  try {
-    backoff = decodeBackoff(h.bo ?? '');
-  } catch (e) {
-    throw new JobDecodeError((e as Error).message);
-  }
+  const opts = (h.o ?? '').split(';');
+  if (opts.length !== 3) throw new JobDecodeError('field o (options) missing or malformed');
+  const backoff = cachedBackoff(opts[2]);
+  const maxAttempts = Number(opts[0]);
+  const timeoutMs = Number(opts[1]);
+  if (!Number.isInteger(maxAttempts) || !Number.isInteger(timeoutMs)) throw new JobDecodeError('field o (options) malformed');
+  const createdAt = num(h, 'ca') as number;
+  const startedAt = num(h, 'sa', false);
+  const finishedAt = num(h, 'fa', false);
   return {
     id,
     queue,
@@ -67,27 +73,76 @@ export function decodeJob(id: string, queue: string, h: Record<string, string>):
     payload: payload as Record<string, Json>,
     status,
     priority: num(h, 'pr') as number,
-    attempts: num(h, 'a') as number,
-    maxAttempts: num(h, 'ma') as number,
+    attempts: num(h, 'a', false) ?? 0,
+    maxAttempts,
     backoff,
-    timeoutMs: num(h, 'to') as number,
+    timeoutMs,
     idempotencyKey: h.ik || null,
     progress: json(h, 'pg'),
     result: json(h, 'r'),
     lastError: h.e || null,
     workerId: h.w || null,
-    createdAt: num(h, 'ca') as number,
-    runAt: num(h, 'ra') as number,
-    startedAt: num(h, 'sa', false),
-    finishedAt: num(h, 'fa', false),
-    updatedAt: num(h, 'ua') as number,
+    createdAt,
+    runAt: num(h, 'ra', false) ?? createdAt,
+    startedAt,
+    finishedAt,
+    updatedAt: Math.max(createdAt, num(h, 'ua', false) ?? 0, startedAt ?? 0, finishedAt ?? 0),
     executionSeq: num(h, 'x', false) ?? 0,
     cancelRequested: h.cr === '1',
   };
 }
 
-/** Decodes one entry of a claimJobs reply: [id, lockToken, leaseExpiresAt, flat fields]. */
-export function decodeClaimed(queue: string, entry: [string, string, number, string[]]): ClaimedJob {
-  const [id, lockToken, lease, flat] = entry;
-  return { ...decodeJob(id, queue, pairsToObject(flat)), lockToken, leaseExpiresAt: Number(lease) };
+/** One entry of a claimJobs reply (see lua/claimJobs-8.lua). */
+export type ClaimEntry = [string, string, number, string, string, number, string, string, string, number, string[]?];
+
+/** Decodes a full claimJobs entry (11 elements) into a ClaimedJob. */
+export function decodeClaimed(queue: string, entry: ClaimEntry): ClaimedJob {
+  const [id, lockToken, lease, , , , , , , , flat] = entry;
+  return { ...decodeJob(id, queue, pairsToObject(flat ?? [])), lockToken, leaseExpiresAt: Number(lease) };
+}
+
+const backoffCache = new Map<string, BackoffSpec>();
+/** decodeBackoff with a cache: a queue's jobs share a handful of encodings. */
+function cachedBackoff(s: string): BackoffSpec {
+  let b = backoffCache.get(s);
+  if (!b) {
+    try {
+      b = decodeBackoff(s);
+    } catch (e) {
+      throw new JobDecodeError((e as Error).message);
+    }
+    if (backoffCache.size < 1000) backoffCache.set(s, b);
+  }
+  return b;
+}
+
+/**
+ * Decodes a lean claimJobs entry: only what a worker needs to run the job.
+ * @throws JobDecodeError on a missing type, a non-object payload or bad options.
+ */
+export function decodeWorkerJob(entry: ClaimEntry): WorkerJob {
+  const [id, lockToken, lease, type, payloadJson, attempts, ma, bo, to, x] = entry;
+  if (!type) throw new JobDecodeError('field ty (type) missing');
+  let payload: unknown;
+  try {
+    payload = JSON.parse(payloadJson);
+  } catch {
+    throw new JobDecodeError('payload is not JSON');
+  }
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new JobDecodeError('payload is not a JSON object');
+  const maxAttempts = Number(ma);
+  const timeoutMs = Number(to);
+  if (!Number.isInteger(maxAttempts) || !Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new JobDecodeError('maxAttempts or timeoutMs malformed');
+  return {
+    id,
+    type,
+    payload: payload as Record<string, Json>,
+    attempts: Number(attempts),
+    maxAttempts,
+    backoff: cachedBackoff(bo),
+    timeoutMs,
+    executionSeq: Number(x),
+    lockToken,
+    leaseExpiresAt: Number(lease),
+  };
 }

@@ -1,5 +1,5 @@
 import type { RedisClient } from './connection';
-import { masters } from './connection';
+import { readyMasters } from './connection';
 import { LoadedScript, ScriptLoadError, loadScripts } from './script-loader';
 
 /** Names of the scripts in lua/ (file name without `-N.lua`). */
@@ -39,7 +39,8 @@ export class RedisScripts {
    * @throws ScriptLoadError
    */
   async verify(): Promise<void> {
-    for (const node of masters(this.client)) {
+    // A cluster client knows its masters only once it has read the slot map.
+    for (const node of await readyMasters(this.client)) {
       for (const s of this.byName.values()) {
         try {
           await node.script('LOAD', s.source);

@@ -1,6 +1,6 @@
 import { computeBackoffDelay } from '../core/backoff';
 import { AbortReason, HandlerMap, JobContext, UnrecoverableError } from '../core/handler';
-import type { ClaimedJob, Json } from '../core/job';
+import type { Json, WorkerJob } from '../core/job';
 import type { RedisJobStore } from '../redis/redis-job-store';
 import type { WakeWaiter } from './wake-waiter';
 
@@ -35,8 +35,10 @@ export interface WorkerRuntimeOptions {
 
 interface Running {
   queue: string;
-  job: ClaimedJob;
-  controller: AbortController;
+  job: WorkerJob;
+  /** Created on first use of ctx.signal: most handlers never read it. */
+  controller?: AbortController;
+  abortReason?: AbortReason;
   timer?: NodeJS.Timeout;
   /** The attempt's outcome is decided (acked, failed, released or lost). */
   settled: boolean;
@@ -141,7 +143,7 @@ export class WorkerRuntime {
         for (const queue of queues) {
           const free = this.options.concurrency - this.running.size;
           if (free <= 0 || this.stopping) break;
-          const res = await this.store.claim(queue, free, this.options.leaseMs, this.options.workerId);
+          const res = await this.store.claimForWorker(queue, free, this.options.leaseMs, this.options.workerId);
           if (this.redisDown) {
             this.redisDown = false;
             this.log.info({}, 'redis is back: claiming again');
@@ -183,16 +185,15 @@ export class WorkerRuntime {
   }
 
   /** Jobs claimed while stopping are handed straight back, never started. */
-  private async giveBack(queue: string, jobs: ClaimedJob[]): Promise<void> {
+  private async giveBack(queue: string, jobs: WorkerJob[]): Promise<void> {
     if (!jobs.length) return;
     await this.store.release(queue, this.options.workerId, jobs.map((j) => ({ id: j.id, lockToken: j.lockToken })));
   }
 
   // ---- running one job ----------------------------------------------------
 
-  private startJob(queue: string, job: ClaimedJob): void {
-    const controller = new AbortController();
-    const r: Running = { queue, job, controller, settled: false, done: Promise.resolve() };
+  private startJob(queue: string, job: WorkerJob): void {
+    const r: Running = { queue, job, settled: false, done: Promise.resolve() };
     this.running.set(job.id, r);
     r.timer = setTimeout(() => this.abort(r, 'timeout'), job.timeoutMs);
     r.done = this.execute(r);
@@ -219,7 +220,13 @@ export class WorkerRuntime {
       attempt: job.attempts,
       maxAttempts: job.maxAttempts,
       executionSeq: job.executionSeq,
-      signal: r.controller.signal,
+      get signal() {
+        if (!r.controller) {
+          r.controller = new AbortController();
+          if (r.abortReason) r.controller.abort(r.abortReason);
+        }
+        return r.controller.signal;
+      },
       progress: async (value: Json) => {
         if (r.settled) return;
         await this.store.progress(r.queue, job.id, job.lockToken, this.options.workerId, value, []);
@@ -267,7 +274,8 @@ export class WorkerRuntime {
 
   private abort(r: Running, reason: AbortReason): void {
     if (!this.settle(r)) return;
-    r.controller.abort(reason);
+    r.abortReason = reason;
+    r.controller?.abort(reason);
     if (reason === 'timeout') {
       this.sendFail(r, `timeout: attempt ran longer than timeoutMs=${r.job.timeoutMs}`, true, 'timeout');
     } else if (reason === 'cancelled') {
@@ -362,7 +370,8 @@ export class WorkerRuntime {
     const byQueue = new Map<string, Running[]>();
     for (const r of [...this.running.values()]) {
       if (!this.settle(r)) continue;
-      r.controller.abort(reason);
+      r.abortReason = reason;
+      r.controller?.abort(reason);
       let l = byQueue.get(r.queue);
       if (!l) byQueue.set(r.queue, (l = []));
       l.push(r);
