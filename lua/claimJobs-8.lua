@@ -10,7 +10,8 @@
 
   Returns {code, hintMs, job...}: code 0 ok, 1 paused, 2 maxConcurrency reached,
   3 rate limited (hintMs = window left), 4 external queue (in-process workers
-  never claim). hintMs otherwise = ms until the next delayed job, or -1.
+  never claim). hintMs otherwise = ms until the next delayed job, or -1;
+  0 when popped entries could not be claimed and more may be waiting.
   Each job is {id, lockToken, leaseExpiresAt, type, payload, attempts,
   maxAttempts, backoff, timeoutMs, executionSeq} and, when full, the flat
   fields of the hash (payload merged as 'p') as an 11th element.
@@ -24,6 +25,7 @@
 @include "score"
 @include "job"
 @include "promote"
+@include "wake"
 
 local prefix = ARGV[1]
 local now = nowMs()
@@ -94,5 +96,16 @@ if #popped < 2 * n then
   -- The waiting set is drained: tokens left in the wake list are stale.
   redis.call('DEL', KEYS[6])
   out[2] = nextDelayedIn(KEYS[2], now)
+else
+  if claimed * 2 < #popped then
+    -- Some popped entries were dead-lettered or stale, so fewer jobs come back
+    -- than asked for while more may be waiting: 0 = claim again now, not after
+    -- the caller's idle wait.
+    out[2] = 0
+  end
+  -- The caller took all it could and jobs are still waiting: pass the wake-up
+  -- on, so the next idle worker claims them now rather than after its poll
+  -- interval (an enqueue pushes one token; each claim hands it on).
+  if redis.call('ZCARD', KEYS[1]) > 0 then wake(KEYS[6]) end
 end
 return out

@@ -3,8 +3,9 @@
 
   KEYS[1] active  KEYS[2] events  KEYS[3] wake  KEYS[4] meta  KEYS[5] waiting
   ARGV[1] key prefix   ARGV[2] worker id   ARGV[3..] triples: job id, lock token, result JSON
-  Returns one code per job: 1 completed, ERR_LEASE_LOST (stale or wrong token,
-  or the job is no longer active), ERR_NOT_FOUND.
+  Returns one code per job: 1 completed, 2 cancelled (a client cancelled the job
+  while it ran: the cancel wins, API.md "the job ends cancelled"),
+  ERR_LEASE_LOST (stale or wrong token, or the job is no longer active), ERR_NOT_FOUND.
   Guarantee: only the current lease holder completes a job; a late ack after a
   lease expired is refused and its result discarded; one 'completed' event.
 ]]
@@ -19,13 +20,18 @@ local out = {}
 for i = 3, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
   local jk = jobKey(ARGV[1], id)
-  local f = safeHmget(jk, 's', 'lt', 'a', 'x', 'sa')
+  local f = safeHmget(jk, 's', 'lt', 'a', 'x', 'sa', 'cr')
   if not f or not f[1] then
     out[#out + 1] = ERR_NOT_FOUND
   elseif f[1] ~= 'active' or f[2] ~= token then
     out[#out + 1] = ERR_LEASE_LOST
+  elseif f[6] == '1' then
+    redis.call('HSET', jk, 's', 'cancelled', 'fa', now)
+    redis.call('ZREM', KEYS[1], id)
+    emit(KEYS[2], now, 'cancelled', id, 'active', 'cancelled', f[3], {'x', f[4], 'w', ARGV[2], 'r', 'cancel_requested'})
+    out[#out + 1] = 2
   else
-    -- lt/le stay: every fenced script also requires s == 'active', so a
+    -- lt stays: every fenced script also requires s == 'active', so a
     -- leftover token is inert, and not deleting saves a listpack rewrite.
     redis.call('HSET', jk, 's', 'completed', 'r', ARGV[i + 2], 'fa', now)
     redis.call('ZREM', KEYS[1], id)

@@ -46,6 +46,11 @@ for g = 1, groups do
   for j = 0, n - 1 do
     local b = base + j * FIELDS
     local key, hash = ARGV[b + 9], ARGV[b + 10]
+    -- Redis does not roll back a script that errors halfway: refuse malformed
+    -- numbers here, before anything is written (the store validates first).
+    if not tonumber(ARGV[b + 3]) or not tonumber(ARGV[b + 5]) then
+      return redis.error_reply('enqueueJobs: malformed priority or delay for job ' .. ARGV[b])
+    end
     if key ~= '' then
       local existing = mine[key] or seen[key]
       if not existing then

@@ -31,7 +31,14 @@ for _, id in ipairs(ids) do
     redis.call('ZREM', KEYS[1], id)
     deadLetterCorrupt(prefix, KEYS[3], KEYS[4], id, now, 'active', err)
   elseif f[1] ~= 'active' then
-    redis.call('ZREM', KEYS[1], id) -- stale entry
+    redis.call('ZREM', KEYS[1], id)
+    -- Another valid state or a missing key: a stale entry, dropped. A hash
+    -- with a garbage or missing state would be dropped from every set: DLQ it.
+    if f[1] and not VALID_STATES[f[1]] then
+      deadLetterCorrupt(prefix, KEYS[3], KEYS[4], id, now, 'active', 'unknown state')
+    elseif not f[1] and redis.call('EXISTS', jk) == 1 then
+      deadLetterCorrupt(prefix, KEYS[3], KEYS[4], id, now, 'active', 'state missing')
+    end
   else
     redis.call('ZREM', KEYS[1], id)
     redis.call('HDEL', jk, 'lt')

@@ -27,7 +27,13 @@ async function bootstrap(): Promise<void> {
   let app: INestApplicationContext;
   if (config.roles.has('api')) {
     const http = await NestFactory.create(module, { logger: ['error', 'warn'] });
-    await http.listen(config.port, config.host);
+    try {
+      await http.listen(config.port, config.host);
+    } catch (e) {
+      // Port taken etc.: stop the other roles cleanly (a worker may hold jobs).
+      await http.close().catch(() => undefined);
+      throw e;
+    }
     log.info({ url: `http://${config.host}:${config.port}`, roles: [...config.roles] }, `sluice listening on http://${config.host}:${config.port}`);
     app = http;
   } else {

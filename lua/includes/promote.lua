@@ -18,6 +18,8 @@ local function promoteDue(prefix, delayedKey, waitingKey, failedKey, eventsKey, 
       end
     elseif f[1] and not VALID_STATES[f[1]] then
       deadLetterCorrupt(prefix, failedKey, eventsKey, id, now, 'delayed', 'unknown state')
+    elseif not f[1] and redis.call('EXISTS', jk) == 1 then
+      deadLetterCorrupt(prefix, failedKey, eventsKey, id, now, 'delayed', 'state missing')
     end
     -- a missing key or another valid state means a stale set entry: dropped.
   end

@@ -17,6 +17,8 @@ export const LIMITS = Object.freeze({
   defaultQueue: 'default',
 });
 
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 export const NAMED_PRIORITIES: Readonly<Record<string, number>> = { high: 10, normal: 0, low: -10 };
 
 /** What a client may pass to enqueue one job (the `POST /jobs` body). */
@@ -95,6 +97,10 @@ export function normalizeEnqueue(input: EnqueueInput, maxPayloadBytes: number, p
   }
   if (input.idempotencyKey !== undefined && !(typeof input.idempotencyKey === 'string' && input.idempotencyKey.length >= 1 && input.idempotencyKey.length <= LIMITS.maxIdempotencyKeyLength)) {
     bad('idempotencyKey', 'must be a string of 1..255 characters');
+  } else if (input.idempotencyKey !== undefined && LONE_SURROGATE.test(input.idempotencyKey)) {
+    // Redis stores keys as UTF-8, where every lone surrogate becomes U+FFFD:
+    // two different keys would collide.
+    bad('idempotencyKey', 'must be well-formed Unicode (no lone surrogates)');
   }
   if (details.length) throw new ValidationError('invalid job', details);
   const payloadJson = JSON.stringify(payload);

@@ -56,7 +56,8 @@ export interface JobStore {
   enqueue(jobs: NormalizedEnqueue[]): Promise<EnqueueResult[]>;
   claim(queue: string, max: number, leaseMs: number, workerId: string, external?: boolean): Promise<ClaimResult>;
   extendLeases(queue: string, leases: { id: string; lockToken: string }[], leaseMs: number): Promise<{ leaseExpiresAt: number; statuses: LeaseStatus[] }>;
-  complete(queue: string, workerId: string, acks: { id: string; lockToken: string; result: Json | undefined }[]): Promise<('completed' | 'lease_lost' | 'not_found')[]>;
+  /** A job cancelled while it ran ends `cancelled`, not `completed`. */
+  complete(queue: string, workerId: string, acks: { id: string; lockToken: string; result: Json | undefined }[]): Promise<('completed' | 'cancelled' | 'lease_lost' | 'not_found')[]>;
   /** @throws LeaseLostError, JobNotFoundError */
   fail(queue: string, id: string, lockToken: string, input: FailInput): Promise<JobStatus>;
   release(queue: string, workerId: string, leases: { id: string; lockToken: string }[]): Promise<('released' | 'cancelled' | 'lease_lost' | 'not_found')[]>;

@@ -19,6 +19,8 @@ export function discoverHandlerClasses(dir: string, diagnostics: boolean): Ctor[
         if (name === 'diagnostic' && !diagnostics) continue;
         walk(path);
       } else if (/\.handler\.(js|ts)$/.test(name) && !name.endsWith('.d.ts')) {
+        // Dynamic by design: handler files are found at run time, not imported.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
         const mod = require(path) as Record<string, unknown>;
         for (const value of Object.values(mod)) {
           if (typeof value === 'function' && Reflect.getMetadata?.(JOB_HANDLER_METADATA, value)) out.push(value as Ctor);

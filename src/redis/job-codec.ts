@@ -1,4 +1,4 @@
-import { BackoffSpec, decodeBackoff } from '../core/backoff';
+import { BackoffSpec, DEFAULT_BACKOFF, decodeBackoff } from '../core/backoff';
 import type { ClaimedJob, Job, Json, WorkerJob } from '../core/job';
 import { JOB_STATUSES, JobStatus } from '../core/job-status';
 
@@ -144,5 +144,54 @@ export function decodeWorkerJob(entry: ClaimEntry): WorkerJob {
     executionSeq: Number(x),
     lockToken,
     leaseExpiresAt: Number(lease),
+  };
+}
+
+/**
+ * Best-effort decode of a corrupted hash, for reads only: unknown fields get
+ * neutral values, a non-JSON payload becomes `{}` and the status defaults to
+ * `failed` (where claim puts such jobs). Never throws.
+ */
+export function decodeJobLeniently(id: string, queue: string, h: Record<string, string>): Job {
+  const n = (k: string): number | null => (h[k] !== undefined && Number.isFinite(Number(h[k])) ? Number(h[k]) : null);
+  const parse = (k: string): Json | null => {
+    try {
+      return h[k] ? (JSON.parse(h[k]) as Json) : null;
+    } catch {
+      return null;
+    }
+  };
+  const payload = parse('p');
+  const opts = (h.o ?? '').split(';');
+  let backoff: BackoffSpec = DEFAULT_BACKOFF;
+  try {
+    backoff = decodeBackoff(opts[2] ?? '');
+  } catch {
+    /* keep the default */
+  }
+  const createdAt = n('ca') ?? 0;
+  return {
+    id,
+    queue,
+    type: h.ty || 'unknown',
+    payload: payload && typeof payload === 'object' && !Array.isArray(payload) ? (payload as Record<string, Json>) : {},
+    status: JOB_STATUSES.includes(h.s as JobStatus) ? (h.s as JobStatus) : 'failed',
+    priority: n('pr') ?? 0,
+    attempts: n('a') ?? 0,
+    maxAttempts: Number(opts[0]) || 1,
+    backoff,
+    timeoutMs: Number(opts[1]) || 600_000,
+    idempotencyKey: h.ik || null,
+    progress: parse('pg'),
+    result: parse('r'),
+    lastError: h.e || null,
+    workerId: h.w || null,
+    createdAt,
+    runAt: n('ra') ?? createdAt,
+    startedAt: n('sa'),
+    finishedAt: n('fa'),
+    updatedAt: Math.max(createdAt, n('ua') ?? 0, n('sa') ?? 0, n('fa') ?? 0),
+    executionSeq: n('x') ?? 0,
+    cancelRequested: h.cr === '1',
   };
 }

@@ -7,7 +7,7 @@ import type { JobStatus } from '../core/job-status';
 import { LIMITS, NormalizedEnqueue } from '../core/job-options';
 import type { ClaimBlock, ClaimResult, EnqueueResult, FailInput, JobStore, LeaseStatus } from '../core/ports';
 import type { RedisClient } from './connection';
-import { ClaimEntry, decodeClaimed, decodeJob, decodeWorkerJob, JobDecodeError, pairsToObject } from './job-codec';
+import { ClaimEntry, decodeClaimed, decodeJob, decodeJobLeniently, decodeWorkerJob, JobDecodeError, pairsToObject } from './job-codec';
 import { QueueKeys, cancelChannel, queueKeys, queuesKey } from './keys';
 import { RedisScripts } from './scripts';
 
@@ -30,6 +30,9 @@ interface PendingGroup {
   resolve: (r: GroupResult) => void;
   reject: (e: unknown) => void;
 }
+
+/** Per-job outcome of complete(). */
+export type CompleteOutcome = 'completed' | 'cancelled' | 'lease_lost' | 'not_found';
 
 const CLAIM_BLOCKS: ClaimBlock[] = ['none', 'paused', 'concurrency', 'rate_limited', 'external'];
 
@@ -220,11 +223,13 @@ export class RedisJobStore implements JobStore {
       [k.base, max, leaseMs, workerId, tokenBase, external ? '1' : '0', full ? '1' : '0'],
     );
     const jobs: T[] = [];
+    let undecodable = false;
     for (let i = 2; i < out.length; i++) {
       try {
         jobs.push(decode(out[i]));
       } catch (e) {
         if (!(e instanceof JobDecodeError)) throw e;
+        undecodable = true;
         const [id, token] = out[i] as [string, string];
         await this.fail(queue, id, token, {
           error: `decode error: ${e.message}`,
@@ -235,7 +240,8 @@ export class RedisJobStore implements JobStore {
         }).catch(() => undefined); // lease lost meanwhile: the reaper owns it now
       }
     }
-    return { jobs, block: CLAIM_BLOCKS[Number(out[0])] ?? 'none', retryInMs: Number(out[1]) };
+    // A dead-lettered job took a slot of this claim: more may be waiting, so claim again now.
+    return { jobs, block: CLAIM_BLOCKS[Number(out[0])] ?? 'none', retryInMs: undecodable ? 0 : Number(out[1]) };
   }
 
   async extendLeases(queue: string, leases: { id: string; lockToken: string }[], leaseMs: number) {
@@ -252,7 +258,7 @@ export class RedisJobStore implements JobStore {
     const args: (string | number)[] = [k.base, workerId];
     for (const a of acks) args.push(a.id, a.lockToken, a.result === undefined ? 'null' : JSON.stringify(a.result));
     const out = await this.scripts.run<number[]>('completeJobs', [k.active, k.events, k.wake, k.meta, k.waiting], args);
-    return out.map((c) => (c === 1 ? 'completed' : c === ScriptErrorCode.LeaseLost ? 'lease_lost' : 'not_found') as 'completed' | 'lease_lost' | 'not_found');
+    return out.map((c) => (c === 1 ? 'completed' : c === 2 ? 'cancelled' : c === ScriptErrorCode.LeaseLost ? 'lease_lost' : 'not_found') as CompleteOutcome);
   }
 
   async fail(queue: string, id: string, lockToken: string, input: FailInput): Promise<JobStatus> {
@@ -332,7 +338,14 @@ export class RedisJobStore implements JobStore {
   async getJob(queue: string, id: string): Promise<Job | null> {
     const raw = await this.redis.hgetallBuffer(this.keys(queue).base + 'job:' + id);
     if (!raw || Object.keys(raw).length === 0) return null;
-    return decodeJob(id, queue, mergePayload(raw));
+    const h = mergePayload(raw);
+    try {
+      return decodeJob(id, queue, h);
+    } catch (e) {
+      if (!(e instanceof JobDecodeError)) throw e;
+      // A corrupted job (dead-lettered with a decode error) must stay readable.
+      return decodeJobLeniently(id, queue, h);
+    }
   }
 
   /** Queue settings: pause, concurrency cap, rate limit, external, defaults. */

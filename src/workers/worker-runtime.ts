@@ -92,6 +92,7 @@ export class WorkerRuntime {
   }
 
   start(): void {
+    this.store.redis.on('close', this.onRedisClose);
     this.loopDone = this.loop().catch((e) => this.log.error({ err: e }, 'worker loop crashed'));
     this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.options.heartbeatIntervalMs);
     this.heartbeatTimer.unref?.();
@@ -125,7 +126,20 @@ export class WorkerRuntime {
     await this.flushAcks();
     await Promise.allSettled([...this.inflight]);
     clearInterval(this.heartbeatTimer);
+    this.store.redis.off('close', this.onRedisClose);
   }
+
+  /**
+   * ioredis keeps commands while it reconnects (resent or queued), so a claim
+   * in flight when Redis goes away just hangs: follow the connection itself to
+   * say at once that claiming is paused. The loop then claims nothing until
+   * the connection is ready again, and says so on the first claim that works.
+   */
+  private readonly onRedisClose = (): void => {
+    if (this.redisDown || this.stopping) return;
+    this.redisDown = true;
+    this.log.warn({}, 'redis connection lost: pausing claims');
+  };
 
   // ---- claim loop -------------------------------------------------------
 
@@ -140,6 +154,8 @@ export class WorkerRuntime {
       let claimed = 0;
       let waitMs = this.options.maxIdleWaitMs ?? (this.options.queues.includes('*') ? 1000 : 5000);
       try {
+        // Not while disconnected: the claim would wait in ioredis's offline queue.
+        if (this.store.redis.status !== 'ready') throw new Error(`redis connection is ${this.store.redis.status}`);
         for (const queue of queues) {
           const free = this.options.concurrency - this.running.size;
           if (free <= 0 || this.stopping) break;
@@ -317,7 +333,7 @@ export class WorkerRuntime {
       try {
         const out = await this.store.complete(queue, this.options.workerId, list);
         out.forEach((s, i) => {
-          if (s !== 'completed') this.log.warn({ jobId: list[i].id, queue, status: s }, 'late ack refused: lease lost, result discarded');
+          if (s !== 'completed' && s !== 'cancelled') this.log.warn({ jobId: list[i].id, queue, status: s }, 'late ack refused: lease lost, result discarded');
         });
         return;
       } catch (e) {

@@ -1,0 +1,191 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { JOB_STATUSES, JobStatus, TERMINAL_STATUSES, TRANSITIONS, canTransition, isTerminal } from './job-status';
+
+const LUA_DIR = resolve(__dirname, '../../lua');
+
+/** The `event` values of API.md `GET /jobs/:id/events`. */
+const API_EVENTS = [
+  'enqueued', 'promoted', 'claimed', 'heartbeat_lost', 'progress', 'completed', 'retry_scheduled',
+  'failed', 'stalled', 'released', 'cancelled', 'cancel_requested', 'retried_from_dlq',
+];
+/** Events that record something about an active job but are not a state transition. */
+const NON_TRANSITION_EVENTS = new Set(['progress']);
+
+describe('JobStatus', () => {
+  it('lists the six API statuses', () => {
+    expect([...JOB_STATUSES].sort()).toEqual(['active', 'cancelled', 'completed', 'delayed', 'failed', 'waiting']);
+    expect(new Set(JOB_STATUSES).size).toBe(JOB_STATUSES.length);
+  });
+
+  it('terminal statuses are completed, failed and cancelled', () => {
+    expect([...TERMINAL_STATUSES].sort()).toEqual(['cancelled', 'completed', 'failed']);
+    for (const s of JOB_STATUSES) expect(isTerminal(s)).toBe(['completed', 'failed', 'cancelled'].includes(s));
+  });
+
+  it('matches VALID_STATES of lua/includes/job.lua', () => {
+    const text = readFileSync(join(LUA_DIR, 'includes', 'job.lua'), 'utf8');
+    const m = /local VALID_STATES = \{([^}]*)\}/.exec(text);
+    expect(m).not.toBeNull();
+    const lua = [...(m as RegExpExecArray)[1].matchAll(/(\w+)\s*=\s*true/g)].map((x) => x[1]).sort();
+    expect(lua).toEqual([...JOB_STATUSES].sort());
+  });
+});
+
+describe('TRANSITIONS', () => {
+  it('has no duplicate (from, to, event) rows and only known statuses and API events', () => {
+    const keys = TRANSITIONS.map((t) => `${t.from}>${t.to}:${t.event}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    for (const t of TRANSITIONS) {
+      if (t.from !== null) expect(JOB_STATUSES).toContain(t.from);
+      expect(JOB_STATUSES).toContain(t.to);
+      expect(API_EVENTS).toContain(t.event);
+    }
+  });
+
+  it('enqueue creates waiting or delayed jobs only', () => {
+    expect(canTransition(null, 'waiting')).toBe(true);
+    expect(canTransition(null, 'delayed')).toBe(true);
+    for (const s of ['active', 'completed', 'failed', 'cancelled'] as JobStatus[]) expect(canTransition(null, s)).toBe(false);
+  });
+
+  it('only an active job completes', () => {
+    for (const s of JOB_STATUSES) expect(canTransition(s, 'completed')).toBe(s === 'active');
+  });
+
+  it('only a waiting job is claimed', () => {
+    for (const s of JOB_STATUSES) expect(canTransition(s, 'active')).toBe(s === 'waiting' || s === 'active');
+    expect(TRANSITIONS.filter((t) => t.to === 'active' && t.from !== 'active').map((t) => t.event)).toEqual(['claimed']);
+  });
+
+  it('terminal states are left only through a DLQ retry (completed never)', () => {
+    for (const t of TRANSITIONS) {
+      if (t.from && isTerminal(t.from)) {
+        expect(t).toEqual({ from: t.from, to: 'waiting', event: 'retried_from_dlq' });
+      }
+    }
+    for (const s of JOB_STATUSES) expect(canTransition('completed', s)).toBe(false);
+    expect(canTransition('failed', 'waiting')).toBe(true);
+    expect(canTransition('cancelled', 'waiting')).toBe(true);
+    expect(canTransition('failed', 'active')).toBe(false);
+    expect(canTransition('cancelled', 'failed')).toBe(false);
+  });
+
+  it('cancel reaches cancelled from waiting, delayed and active only', () => {
+    for (const s of JOB_STATUSES) expect(canTransition(s, 'cancelled')).toBe(['waiting', 'delayed', 'active'].includes(s));
+  });
+
+  it('a running job cannot go back to delayed except by a retry', () => {
+    expect(TRANSITIONS.filter((t) => t.to === 'delayed' && t.from !== null)).toEqual([
+      { from: 'active', to: 'delayed', event: 'retry_scheduled' },
+    ]);
+  });
+
+  it('every transition is reachable from enqueue', () => {
+    const seen = new Set<JobStatus>();
+    const todo: (JobStatus | null)[] = [null];
+    while (todo.length) {
+      const s = todo.pop() as JobStatus | null;
+      for (const t of TRANSITIONS.filter((x) => x.from === s)) {
+        if (!seen.has(t.to)) {
+          seen.add(t.to);
+          todo.push(t.to);
+        }
+      }
+    }
+    expect([...seen].sort()).toEqual([...JOB_STATUSES].sort());
+  });
+});
+
+/**
+ * Every event the Lua scripts emit, read from the source: emit(...) calls
+ * and deadLetterCorrupt(...) (which emits 'failed' from its `from` argument).
+ * Where a script passes a variable as from/to, VARIABLE_VALUES lists what that
+ * variable can hold at that call (read from the script); an unknown variable
+ * fails the test so the table is kept up to date.
+ */
+const VARIABLE_VALUES: Record<string, (string | null)[]> = {
+  'cancelJob-4.lua:cancelled:from:s': ['waiting', 'delayed'],
+  'enqueueJobs-5.lua:enqueued:to:state': ['waiting', 'delayed'],
+  'failJob-7.lua:cancelled:to:to': ['cancelled'],
+  'failJob-7.lua:retry_scheduled:to:to': ['delayed', 'waiting'],
+  'failJob-7.lua:failed:to:to': ['failed'],
+  'retryJob-5.lua:retried_from_dlq:from:f[1]': ['failed', 'cancelled'],
+};
+
+interface LuaEmit {
+  file: string;
+  event: string;
+  from: string | null;
+  to: string;
+}
+
+function luaEmits(): LuaEmit[] {
+  const files = [
+    ...readdirSync(LUA_DIR).filter((f) => f.endsWith('.lua')),
+    ...readdirSync(join(LUA_DIR, 'includes')).map((f) => `includes/${f}`),
+  ];
+  const out: LuaEmit[] = [];
+  const lit = (s: string) => /^'(\w*)'$/.exec(s.trim())?.[1];
+  for (const file of files) {
+    const text = readFileSync(join(LUA_DIR, file), 'utf8');
+    const values = (event: string, which: 'from' | 'to', arg: string): (string | null)[] => {
+      const l = lit(arg);
+      if (l !== undefined) return [l === '' ? null : l];
+      const key = `${file.replace('includes/', '')}:${event}:${which}:${arg.trim()}`;
+      const v = VARIABLE_VALUES[key];
+      if (!v) throw new Error(`unknown variable in an emit call: ${key}; add it to VARIABLE_VALUES`);
+      return v;
+    };
+    for (const m of text.matchAll(/\bemit\(([^)]*)/g)) {
+      const args = m[1].split(',');
+      if (args[0].trim() === 'eventsKey' && args[2].trim() === 'event') continue; // the definition
+      const event = lit(args[2]);
+      if (event === undefined) throw new Error(`${file}: emit with a non-literal event: ${m[0]}`);
+      if (event === 'failed' && file === 'includes/job.lua') continue; // deadLetterCorrupt body, checked at its callers
+      for (const from of values(event, 'from', args[4])) for (const to of values(event, 'to', args[5])) out.push({ file, event, from, to: to as string });
+    }
+    for (const m of text.matchAll(/\bdeadLetterCorrupt\(([^)]*)\)/g)) {
+      const args = m[1].split(',');
+      if (args[5].trim() === 'from') continue; // the definition
+      const from = lit(args[5]);
+      if (from === undefined) throw new Error(`${file}: deadLetterCorrupt with a non-literal from: ${m[0]}`);
+      out.push({ file, event: 'failed', from, to: 'failed' });
+    }
+  }
+  return out;
+}
+
+describe('TRANSITIONS matches what the Lua scripts emit', () => {
+  const emits = luaEmits();
+
+  it('finds the emits of every transition script', () => {
+    const files = new Set(emits.map((e) => e.file));
+    for (const f of ['cancelJob-4.lua', 'claimJobs-8.lua', 'completeJobs-5.lua', 'enqueueJobs-5.lua', 'failJob-7.lua',
+      'reapExpired-6.lua', 'releaseJobs-5.lua', 'retryJob-5.lua', 'updateProgress-1.lua', 'includes/promote.lua']) {
+      expect(files).toContain(f);
+    }
+  });
+
+  it('every event a script emits is an API event', () => {
+    for (const e of emits) expect(API_EVENTS).toContain(e.event);
+  });
+
+  it('every (from, to, event) a script emits is an allowed transition', () => {
+    for (const e of emits) {
+      if (NON_TRANSITION_EVENTS.has(e.event)) {
+        expect({ ...e, sameState: e.from === e.to }).toEqual({ ...e, sameState: true });
+        continue;
+      }
+      const allowed = TRANSITIONS.some((t) => t.from === e.from && t.to === e.to && t.event === e.event);
+      expect({ ...e, allowed }).toEqual({ ...e, allowed: true });
+    }
+  });
+
+  it('every allowed transition is emitted by some script', () => {
+    for (const t of TRANSITIONS) {
+      const found = emits.some((e) => e.from === t.from && e.to === t.to && e.event === t.event);
+      expect({ ...t, found }).toEqual({ ...t, found: true });
+    }
+  });
+});

@@ -1,0 +1,379 @@
+/**
+ * cancelJob-4.lua, retryJob-5.lua and updateProgress-1.lua through
+ * RedisJobStore.cancel / retryFromDlq / progress, on real Redis.
+ */
+import Redis from 'ioredis';
+import { JobNotFoundError, LeaseLostError, WrongStateError } from '../../../src/core/errors';
+import { EnqueueInput, normalizeEnqueue } from '../../../src/core/job-options';
+import { TRANSITIONS } from '../../../src/core/job-status';
+import { cancelChannel } from '../../../src/redis/keys';
+import { openStore, readEvents, REDIS_URL, sleep, TestStore } from '../../support/redis';
+
+let t: TestStore;
+beforeAll(async () => {
+  t = await openStore('cancel-retry-progress');
+});
+afterAll(async () => t.close());
+
+// ---- helpers (each test uses its own queue, so sets and events are its own) ----
+const queues: string[] = [];
+const newQueue = () => {
+  const q = `crp${queues.length + 1}`;
+  queues.push(q);
+  return q;
+};
+const norm = (q: string, input: Partial<EnqueueInput> = {}) => normalizeEnqueue({ type: 't', ...input, queue: q }, 1e7);
+async function enq(q: string, input: Partial<EnqueueInput> = {}): Promise<string> {
+  const [r] = await t.store.enqueue([norm(q, input)]);
+  return r.id;
+}
+/** Enqueues one job and claims it. */
+async function claimOne(q: string, input: Partial<EnqueueInput> = {}, leaseMs = 30_000, worker = 'w1') {
+  const id = await enq(q, input);
+  const c = await t.store.claim(q, 1, leaseMs, worker);
+  expect(c.jobs.map((j) => j.id)).toEqual([id]);
+  return { id, token: c.jobs[0].lockToken, job: c.jobs[0] };
+}
+/** A job in the dead-letter queue (failed, unrecoverable, after one attempt). */
+async function deadLettered(q: string, input: Partial<EnqueueInput> = {}) {
+  const { id, token } = await claimOne(q, { maxAttempts: 3, ...input });
+  expect(await t.store.fail(q, id, token, { error: 'it broke', retryable: false, delayMs: 0, reason: 'error', workerId: 'w1' })).toBe('failed');
+  return id;
+}
+/** A job whose first lease expired and was reaped, then claimed again: `stale` is the first claim's token. */
+async function staleToken(q: string) {
+  const first = await claimOne(q, { maxAttempts: 5 }, 100, 'w-old');
+  await sleep(150);
+  expect((await t.store.reapExpired(q, 10)).reaped).toBe(1);
+  const c = await t.store.claim(q, 1, 30_000, 'w-new');
+  expect(c.jobs.map((j) => j.id)).toEqual([first.id]);
+  return { id: first.id, stale: first.token, current: c.jobs[0].lockToken };
+}
+async function events(q: string, id?: string) {
+  const all = await readEvents(t.redis, t.store.keys(q).events);
+  return id ? all.filter((e) => e.j === id) : all;
+}
+const efta = (evs: Record<string, string>[]) => evs.map((e) => [e.e, e.f, e.t, Number(e.a)]);
+const jk = (q: string, id: string) => `${t.store.keys(q).base}job:${id}`;
+const raw = (q: string, id: string) => t.redis.hgetall(jk(q, id));
+/** The job's hash, its place in every set and the stream length: a refused call must leave all of it unchanged. */
+async function snapshot(q: string, id: string) {
+  const k = t.store.keys(q);
+  const [hash, w, d, a, f, ev] = await Promise.all([
+    raw(q, id),
+    t.redis.zscore(k.waiting, id),
+    t.redis.zscore(k.delayed, id),
+    t.redis.zscore(k.active, id),
+    t.redis.zscore(k.failed, id),
+    t.redis.xlen(k.events),
+  ]);
+  return { hash, w, d, a, f, ev };
+}
+function expectLegal(evs: Record<string, string>[]) {
+  for (const e of evs) {
+    if (e.e === 'log') continue;
+    if (e.e === 'progress') {
+      expect(e.f).toBe(e.t);
+      continue;
+    }
+    const from = e.f === '' ? null : e.f;
+    expect({ e: e.e, f: from, t: e.t, ok: TRANSITIONS.some((x) => x.event === e.e && x.from === from && x.to === e.t) }).toEqual({ e: e.e, f: from, t: e.t, ok: true });
+  }
+}
+const ids = (r: { jobs: { id: string }[] }) => r.jobs.map((j) => j.id);
+
+describe('cancel', () => {
+  it('a handler that finishes after a cancel request does not win: the job ends cancelled', async () => {
+    const q = newQueue();
+    const { id, token } = await claimOne(q);
+    expect(await t.store.cancel(q, id)).toBe('active');
+    expect(await t.store.complete(q, 'w1', [{ id, lockToken: token, result: { done: true } }])).toEqual(['cancelled']);
+    const j = (await t.store.getJob(q, id))!;
+    expect(j.status).toBe('cancelled');
+    expect(j.result).toBeNull();
+    expect(await t.redis.zscore(t.store.keys(q).active, id)).toBeNull();
+    expect(efta(await events(q, id)).map((e) => e[0])).toEqual(['enqueued', 'claimed', 'cancel_requested', 'cancelled']);
+  });
+
+  it.each(['waiting', 'delayed'] as const)('a %s job is cancelled at once, out of its set, one cancelled event', async (state) => {
+    const q = newQueue();
+    const k = t.store.keys(q);
+    const id = await enq(q, state === 'delayed' ? { delayMs: 60_000 } : {});
+    const other = await enq(q);
+    expect(await t.store.cancel(q, id)).toBe('cancelled');
+    const j = (await t.store.getJob(q, id))!;
+    expect(j.status).toBe('cancelled');
+    expect(j.finishedAt).toEqual(expect.any(Number));
+    for (const set of [k.waiting, k.delayed, k.active, k.failed]) expect(await t.redis.zscore(set, id)).toBeNull();
+    const ev = await events(q, id);
+    expect(efta(ev)).toEqual([
+      ['enqueued', '', state, 0],
+      ['cancelled', state, 'cancelled', 0],
+    ]);
+    expect(ev[1].r).toBe('client');
+    expect(ids(await t.store.claim(q, 10, 1000, 'w'))).toEqual([other]);
+  });
+
+  it('an active job gets a cancel request: one cancel_requested event, a pub/sub message, heartbeat says cancel_requested', async () => {
+    const q = newQueue();
+    const { id, token } = await claimOne(q);
+    const sub = new Redis(REDIS_URL);
+    const messages: string[] = [];
+    try {
+      await sub.subscribe(cancelChannel(t.prefix));
+      sub.on('message', (_ch, msg) => messages.push(msg));
+      expect(await t.store.cancel(q, id)).toBe('active');
+      const j = (await t.store.getJob(q, id))!;
+      expect(j).toMatchObject({ status: 'active', cancelRequested: true });
+      expect((await t.store.extendLeases(q, [{ id, lockToken: token }], 30_000)).statuses).toEqual(['cancel_requested']);
+      // Asking again changes nothing and announces nothing.
+      const before = await snapshot(q, id);
+      expect(await t.store.cancel(q, id)).toBe('active');
+      expect(await snapshot(q, id)).toEqual(before);
+      await sleep(50);
+      expect(messages).toEqual([id]);
+    } finally {
+      sub.disconnect();
+    }
+    const ev = await events(q, id);
+    expect(efta(ev.slice(2))).toEqual([['cancel_requested', 'active', 'active', 1]]);
+    expect(ev[2].r).toBe('client');
+
+    // The holder stops: fail with reason 'cancelled' ends it cancelled.
+    expect(await t.store.fail(q, id, token, { error: 'aborted', retryable: true, delayMs: 0, reason: 'cancelled', workerId: 'w1' })).toBe('cancelled');
+    expect((await t.store.getJob(q, id))!.status).toBe('cancelled');
+    expect(efta((await events(q, id)).slice(3))).toEqual([['cancelled', 'active', 'cancelled', 1]]);
+  });
+
+  it.each(['completed', 'failed', 'cancelled'] as const)('a %s job: WrongStateError naming the status, nothing changed', async (state) => {
+    const q = newQueue();
+    let id: string;
+    if (state === 'completed') {
+      const c = await claimOne(q);
+      await t.store.complete(q, 'w1', [{ id: c.id, lockToken: c.token, result: 1 }]);
+      id = c.id;
+    } else if (state === 'failed') {
+      id = await deadLettered(q);
+    } else {
+      id = await enq(q);
+      await t.store.cancel(q, id);
+    }
+    const before = await snapshot(q, id);
+    const err = await t.store.cancel(q, id).catch((e) => e);
+    expect(err).toBeInstanceOf(WrongStateError);
+    expect(err.status).toBe(state);
+    expect(err.code).toBe('conflict');
+    expect(await snapshot(q, id)).toEqual(before);
+  });
+
+  it('an unknown job: JobNotFoundError', async () => {
+    const q = newQueue();
+    const err = await t.store.cancel(q, 'nope').catch((e) => e);
+    expect(err).toBeInstanceOf(JobNotFoundError);
+    expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+  });
+});
+
+describe('retryFromDlq', () => {
+  it('puts a failed job back in waiting with fresh counters, at the back of its priority (C8)', async () => {
+    const q = newQueue();
+    const k = t.store.keys(q);
+    const { id, token } = await claimOne(q, { priority: 3, maxAttempts: 1 });
+    await t.store.progress(q, id, token, 'w1', 50, []);
+    await t.store.fail(q, id, token, { error: 'it broke', retryable: true, delayMs: 0, reason: 'error', workerId: 'w1' });
+    expect((await t.store.getJob(q, id))!).toMatchObject({ status: 'failed', attempts: 1, progress: 50 });
+    const laterSame = await enq(q, { priority: 3 });
+    const lower = await enq(q, { priority: 2 });
+    await t.redis.del(k.wake);
+
+    expect(await t.store.retryFromDlq(q, id)).toBe('waiting');
+    const j = (await t.store.getJob(q, id))!;
+    expect(j).toMatchObject({ status: 'waiting', attempts: 0, priority: 3, finishedAt: null, result: null, workerId: null, progress: null, cancelRequested: false });
+    expect(await t.redis.zscore(k.failed, id)).toBeNull();
+    expect(await t.redis.zscore(k.waiting, id)).not.toBeNull();
+    expect(await t.redis.llen(k.wake)).toBe(1);
+    const ev = await events(q, id);
+    expect(efta(ev.slice(-1))).toEqual([['retried_from_dlq', 'failed', 'waiting', 0]]);
+    expect(ev[ev.length - 1].r).toBe('manual');
+    expect(ev[ev.length - 1].p).toBeUndefined();
+
+    // Back of its priority: behind the equal-priority job already waiting, ahead of lower priorities.
+    expect(ids(await t.store.claim(q, 10, 30_000, 'w2'))).toEqual([laterSame, id, lower]);
+    const again = (await t.store.getJob(q, id))!;
+    expect(again).toMatchObject({ status: 'active', attempts: 1, executionSeq: 2 });
+  });
+
+  it('with a new payload, which replaces the old one whatever the sizes', async () => {
+    const q = newQueue();
+    const small = { a: 1 };
+    const chunked = { s: 'é😀'.repeat(60) }; // several 64-byte chunks
+    const big = { s: 'x'.repeat(5000), u: '\ud800😀' }; // one field
+    const tiny = {};
+    for (const [from, to] of [[small, chunked], [chunked, small], [chunked, big], [big, chunked], [big, tiny], [chunked, { s: 'é'.repeat(20) }]]) {
+      const id = await deadLettered(q, { payload: from });
+      expect(await t.store.retryFromDlq(q, id, to)).toBe('waiting');
+      expect((await t.store.getJob(q, id))!.payload).toEqual(to);
+      expect((await events(q, id)).pop()!.p).toBe(JSON.stringify(to));
+      const c = await t.store.claim(q, 1, 30_000, 'w');
+      expect(c.jobs[0]).toMatchObject({ id, payload: to });
+      await t.store.release(q, 'w', [{ id, lockToken: c.jobs[0].lockToken }]);
+      const lean = await t.store.claimForWorker(q, 1, 30_000, 'w');
+      expect(lean.jobs[0]).toMatchObject({ id, payload: to });
+      await t.store.complete(q, 'w', [{ id, lockToken: lean.jobs[0].lockToken, result: null }]);
+      expect((await t.store.getJob(q, id))!.payload).toEqual(to);
+    }
+  });
+
+  it('a retried job can succeed (C8)', async () => {
+    const q = newQueue();
+    const id = await deadLettered(q, { payload: { fail: true } });
+    await t.store.retryFromDlq(q, id, { fail: false });
+    const c = await t.store.claim(q, 1, 30_000, 'w');
+    expect(await t.store.complete(q, 'w', [{ id, lockToken: c.jobs[0].lockToken, result: 'ok' }])).toEqual(['completed']);
+    expect(efta(await events(q, id)).map((e) => e[0])).toEqual(['enqueued', 'claimed', 'failed', 'retried_from_dlq', 'claimed', 'completed']);
+  });
+
+  it('a job dead-lettered by the reaper is retried with attempts reset', async () => {
+    const q = newQueue();
+    const { id } = await claimOne(q, { maxAttempts: 1 }, 100);
+    await sleep(150);
+    await t.store.reapExpired(q, 10);
+    expect((await t.store.getJob(q, id))!.status).toBe('failed');
+    expect(await t.store.retryFromDlq(q, id)).toBe('waiting');
+    expect((await t.store.claim(q, 1, 30_000, 'w')).jobs[0]).toMatchObject({ id, attempts: 1, maxAttempts: 1 });
+  });
+
+  it('a cancelled job can be retried', async () => {
+    const q = newQueue();
+    const id = await enq(q);
+    await t.store.cancel(q, id);
+    expect(await t.store.retryFromDlq(q, id)).toBe('waiting');
+    expect(efta((await events(q, id)).slice(-1))).toEqual([['retried_from_dlq', 'cancelled', 'waiting', 0]]);
+    expect(ids(await t.store.claim(q, 1, 30_000, 'w'))).toEqual([id]);
+  });
+
+  it('a corrupted job retried from the DLQ is dead-lettered again on claim, without harm', async () => {
+    const q = newQueue();
+    const id = await enq(q);
+    const good = await enq(q);
+    await t.redis.multi().del(jk(q, id)).set(jk(q, id), 'garbage').exec();
+    expect(ids(await t.store.claim(q, 1, 30_000, 'w'))).toEqual([]);
+    expect(await t.store.retryFromDlq(q, id)).toBe('waiting');
+    expect(ids(await t.store.claim(q, 10, 30_000, 'w'))).toEqual([good]);
+    expect(await t.redis.zscore(t.store.keys(q).failed, id)).not.toBeNull();
+  });
+
+  it.each(['waiting', 'delayed', 'active', 'completed'] as const)('a %s job: WrongStateError, nothing changed', async (state) => {
+    const q = newQueue();
+    let id: string;
+    if (state === 'waiting') id = await enq(q);
+    else if (state === 'delayed') id = await enq(q, { delayMs: 60_000 });
+    else {
+      const c = await claimOne(q);
+      id = c.id;
+      if (state === 'completed') await t.store.complete(q, 'w1', [{ id, lockToken: c.token, result: 1 }]);
+    }
+    const before = await snapshot(q, id);
+    const err = await t.store.retryFromDlq(q, id, { replaced: true }).catch((e) => e);
+    expect(err).toBeInstanceOf(WrongStateError);
+    expect(err.status).toBe(state);
+    expect(await snapshot(q, id)).toEqual(before);
+  });
+
+  it('an unknown job: JobNotFoundError', async () => {
+    const q = newQueue();
+    await expect(t.store.retryFromDlq(q, 'nope')).rejects.toThrow(JobNotFoundError);
+    expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+    expect(await t.redis.hget(t.store.keys(q).meta, 'seq')).toBeNull();
+  });
+});
+
+describe('progress', () => {
+  it('records progress (number, then object) with one progress event each', async () => {
+    const q = newQueue();
+    const { id, token } = await claimOne(q);
+    await t.store.progress(q, id, token, 'w1', 42, []);
+    expect((await t.store.getJob(q, id))!.progress).toBe(42);
+    const obj = { step: 'upload', done: 3, of: 7, note: 'héllo 😀' };
+    await t.store.progress(q, id, token, 'w1', obj, []);
+    expect((await t.store.getJob(q, id))!.progress).toEqual(obj);
+    const ev = await events(q, id);
+    expect(efta(ev.slice(2))).toEqual([
+      ['progress', 'active', 'active', 1],
+      ['progress', 'active', 'active', 1],
+    ]);
+    expect(ev[2]).toMatchObject({ d: '42', w: 'w1', x: '1' });
+    expect(JSON.parse(ev[3].d)).toEqual(obj);
+  });
+
+  it('log lines become log entries (not transitions); no progress event without progress', async () => {
+    const q = newQueue();
+    const { id, token } = await claimOne(q);
+    await t.store.progress(q, id, token, 'w1', undefined, [
+      { level: 'info', message: 'starting' },
+      { level: 'warn', message: 'a|b|c with pipes' },
+      { level: 'error', message: '' },
+      { level: 'info', message: 'ünïcödé 😀' },
+    ]);
+    expect((await t.store.getJob(q, id))!.progress).toBeNull();
+    const logs = (await events(q, id)).slice(2);
+    expect(logs.map((e) => [e.e, e.lvl, e.m, e.a])).toEqual([
+      ['log', 'info', 'starting', '1'],
+      ['log', 'warn', 'a|b|c with pipes', '1'],
+      ['log', 'error', '', '1'],
+      ['log', 'info', 'ünïcödé 😀', '1'],
+    ]);
+  });
+
+  it('progress and logs together: one progress event, then the log entries', async () => {
+    const q = newQueue();
+    const { id, token } = await claimOne(q);
+    await t.store.progress(q, id, token, 'w1', 50, [{ level: 'info', message: 'half way' }]);
+    expect((await events(q, id)).slice(2).map((e) => e.e)).toEqual(['progress', 'log']);
+  });
+
+  describe('refusals change nothing (LeaseLostError)', () => {
+    it('wrong lock token', async () => {
+      const q = newQueue();
+      const { id, token } = await claimOne(q);
+      const before = await snapshot(q, id);
+      await expect(t.store.progress(q, id, token + '!', 'w1', 10, [{ level: 'info', message: 'x' }])).rejects.toThrow(LeaseLostError);
+      expect(await snapshot(q, id)).toEqual(before);
+    });
+
+    it('stale token after the lease was reaped and the job re-claimed', async () => {
+      const q = newQueue();
+      const { id, stale, current } = await staleToken(q);
+      const before = await snapshot(q, id);
+      await expect(t.store.progress(q, id, stale, 'w-old', 99, [{ level: 'info', message: 'late' }])).rejects.toThrow(LeaseLostError);
+      expect(await snapshot(q, id)).toEqual(before);
+      await t.store.progress(q, id, current, 'w-new', 1, []);
+      expect((await t.store.getJob(q, id))!.progress).toBe(1);
+    });
+
+    it('wrong state: waiting and completed jobs', async () => {
+      const q = newQueue();
+      const waiting = await enq(q, { priority: -1 });
+      const done = await claimOne(q);
+      await t.store.complete(q, 'w1', [{ id: done.id, lockToken: done.token, result: 1 }]);
+      for (const [id, token] of [[waiting, 'x'], [done.id, done.token]]) {
+        const before = await snapshot(q, id);
+        await expect(t.store.progress(q, id, token, 'w1', 5, [{ level: 'info', message: 'x' }])).rejects.toThrow(LeaseLostError);
+        expect(await snapshot(q, id)).toEqual(before);
+      }
+    });
+
+    it('unknown job', async () => {
+      const q = newQueue();
+      await expect(t.store.progress(q, 'nope', 'x', 'w1', 5, [])).rejects.toThrow(LeaseLostError);
+      expect(await t.redis.exists(jk(q, 'nope'))).toBe(0);
+      expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+    });
+  });
+});
+
+describe('cancel/retry/progress: audit trail', () => {
+  it('every event written in this file is an allowed transition', async () => {
+    for (const q of queues) expectLegal(await events(q));
+  });
+});
