@@ -24,14 +24,18 @@ export function createRedis(
     maxRetriesPerRequest: opts.blocking ? null : 20,
     enableAutoPipelining: !opts.blocking,
   };
-  if (config.redisClusterNodes) {
-    return new Cluster(config.redisClusterNodes, {
-      redisOptions: common,
-      enableAutoPipelining: !opts.blocking,
-      clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
-    });
-  }
-  return new Redis(config.redisUrl, common);
+  const client: RedisClient = config.redisClusterNodes
+    ? new Cluster(config.redisClusterNodes, {
+        redisOptions: common,
+        enableAutoPipelining: !opts.blocking,
+        clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+      })
+    : new Redis(config.redisUrl, common);
+  // Connection errors surface as rejected commands and 'close' events, which
+  // the callers handle (the worker logs "pausing claims" once); without a
+  // listener ioredis would print every reconnect attempt to stderr.
+  client.on('error', () => undefined);
+  return client;
 }
 
 /** The master nodes of a cluster, or the client itself. */
