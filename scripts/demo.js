@@ -18,6 +18,7 @@ const { createRedis } = require(`${dist}/redis/connection`);
 const { RedisScripts } = require(`${dist}/redis/scripts`);
 const { RedisJobStore } = require(`${dist}/redis/redis-job-store`);
 const { normalizeEnqueue } = require(`${dist}/core/job-options`);
+const { Client } = require('pg');
 
 const CI = process.argv.includes('--ci') || !process.stdout.isTTY;
 const KEEP = process.argv.includes('--keep');
@@ -25,6 +26,7 @@ const SCALE = CI ? 0.4 : 1;
 const PORT = process.env.PORT || '3000';
 const PREFIX = process.env.REDIS_PREFIX || `sluice-demo-${Date.now().toString(36)}`;
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/sluice';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const n = (x) => Math.max(1, Math.round(x * SCALE));
 
@@ -115,10 +117,18 @@ async function main() {
   ids.push({ id: first.id, queue: 'critical' });
   console.log(`submitted ${ids.length} jobs in ${Date.now() - t0} ms; idempotent resubmission → same job: ${first.id === again.id && again.replayed}`);
 
+  // Live jobs are read from Redis; finished ones leave Redis once the audit
+  // writer has mirrored them, so those are read from PostgreSQL.
+  const pg = new Client({ connectionString: DATABASE_URL });
+  await pg.connect();
   const statusOf = async () => {
     const p = redis.pipeline();
     for (const j of ids) p.hget(store.keys(j.queue).base + 'job:' + j.id, 's');
-    return (await p.exec()).map(([, s]) => s);
+    const live = (await p.exec()).map(([, s]) => s);
+    const gone = ids.filter((_, i) => !live[i]).map((j) => j.id);
+    const rows = gone.length ? (await pg.query('SELECT id, status FROM jobs WHERE id = ANY($1::uuid[])', [gone])).rows : [];
+    const mirrored = new Map(rows.map((r) => [r.id, r.status]));
+    return live.map((s, i) => s || mirrored.get(ids[i].id) || 'unknown');
   };
   const tally = (statuses) => {
     const byQueue = {};
@@ -134,6 +144,7 @@ async function main() {
     statuses = await statusOf();
     const byQueue = tally(statuses);
     const lines = Object.entries(byQueue).sort().map(([q, c]) => {
+      c.unknown = c.unknown || 0;
       const total = Object.values(c).reduce((a, b) => a + b, 0);
       const done = c.completed + c.failed + c.cancelled;
       return `  ${q.padEnd(9)} ${bar(done, total)} ${String(done).padStart(4)}/${total}  waiting ${c.waiting} delayed ${c.delayed} active ${c.active} failed(DLQ) ${c.failed}`;
@@ -154,8 +165,8 @@ async function main() {
     console.log(`\nDLQ retry: job ${dead.id} (${dead.type}) failed after ${dead.attempts} attempts: "${dead.lastError}"`);
     await store.retryFromDlq('critical', dead.id, { ...dead.payload, phone: '+15550009999' });
     for (let i = 0; i < 100; i++) {
-      retried = await store.getJob('critical', dead.id);
-      if (retried.status === 'completed') break;
+      retried = (await store.getJob('critical', dead.id)) ?? (await pg.query('SELECT status FROM jobs WHERE id = $1', [dead.id])).rows[0];
+      if (retried?.status === 'completed') break;
       await sleep(100);
     }
     console.log(`  → retried with a corrected phone number: ${retried.status}`);
@@ -170,6 +181,7 @@ async function main() {
   console.log(`SUMMARY ${JSON.stringify({ jobs: ids.length, completed: totals.completed || 0, failed: totals.failed || 0, retriedFromDlq: retried ? retried.status : null, idempotentReplay: again.replayed })}`);
 
   redis.disconnect();
+  await pg.end();
   if (KEEP) {
     console.log('server keeps running (--keep); Ctrl-C to stop');
     return;

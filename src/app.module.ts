@@ -1,5 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { SluiceConfig } from './config/config';
+import { AuditDbModule } from './audit/audit-db.module';
+import { AuditModule } from './audit/audit.module';
 import { ConfigModule } from './config/config.module';
 import { HandlersModule } from './handlers/handlers.module';
 import { HealthModule } from './health/health.module';
@@ -17,6 +19,7 @@ export class AppModule {
       RedisModule,
       HandlersModule.forRoot({ diagnostics: config.diagnosticHandlers }),
     ];
+    if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);
     if (config.roles.has('api')) imports.push(HealthModule);
     if (config.roles.has('worker')) imports.push(WorkersModule);
     if (config.roles.has('scheduler')) imports.push(MaintenanceModule);

@@ -28,6 +28,13 @@ export interface SluiceConfig {
   idempotencyTtlMs: number;
   diagnosticHandlers: boolean;
   logLevel: string;
+  /** Pending audit events (all streams) above which enqueue answers 503. */
+  auditMaxBacklog: number;
+  /** Finished jobs kept in Redis after mirroring; -1 = none (deleted once mirrored). */
+  keepCompletedCount: number;
+  keepCompletedMs: number;
+  /** History kept in PostgreSQL, days. */
+  retentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -78,6 +85,11 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
   if (!/^rediss?:\/\//.test(redisUrl)) throw new ConfigError(`REDIS_URL=${JSON.stringify(redisUrl)} is invalid: expected redis://host:port`);
   const databaseUrl = env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/sluice';
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError(`DATABASE_URL is invalid: expected postgres://...`);
+  try {
+    new URL(databaseUrl);
+  } catch {
+    throw new ConfigError(`DATABASE_URL is invalid: not a URL`);
+  }
   const redisPrefix = env.REDIS_PREFIX || 'sluice';
   if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(redisPrefix) ) throw new ConfigError(`REDIS_PREFIX=${JSON.stringify(redisPrefix)} is invalid: use letters, digits, _ . : -`);
 
@@ -115,5 +127,9 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS', 86_400_000, 1000),
     diagnosticHandlers: bool(env, 'DIAGNOSTIC_HANDLERS', false),
     logLevel,
+    auditMaxBacklog: int(env, 'AUDIT_MAX_BACKLOG', 1_000_000, 1),
+    keepCompletedCount: int(env, 'KEEP_COMPLETED_COUNT', -1, -1),
+    keepCompletedMs: int(env, 'KEEP_COMPLETED_MS', -1, -1),
+    retentionDays: int(env, 'RETENTION_DAYS', 30, 1, 36500),
   };
 }

@@ -14,6 +14,10 @@ export interface QueueKeys {
   events: string;
   wake: string;
   rateLimit: string;
+  /** Finished jobs kept in Redis under KEEP_COMPLETED_* (sorted by finish time). */
+  done: string;
+  /** Lock held by the audit writer that mirrors this queue's stream. */
+  auditLock: string;
 }
 
 export function queueKeys(prefix: string, queue: string): QueueKeys {
@@ -28,6 +32,8 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     events: base + 'events',
     wake: base + 'wake',
     rateLimit: base + 'rl',
+    done: base + 'done',
+    auditLock: base + 'auditlock',
   };
 }
 

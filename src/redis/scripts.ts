@@ -14,7 +14,9 @@ export type ScriptName =
   | 'reapExpired'
   | 'cancelJob'
   | 'retryJob'
-  | 'updateProgress';
+  | 'updateProgress'
+  | 'renewLock'
+  | 'forgetJobs';
 
 /**
  * Registers the Lua scripts on a client (ioredis `defineCommand`: EVALSHA with

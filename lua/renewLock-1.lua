@@ -1,0 +1,13 @@
+--[[
+  renewLock: extends a lock only if the caller still owns it (compare-and-pexpire).
+
+  KEYS[1] lock key
+  ARGV[1] owner id   ARGV[2] ttl ms
+  Returns 1 renewed, 0 the lock is gone or held by someone else.
+  Guarantee: never extends another owner's lock.
+]]
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0

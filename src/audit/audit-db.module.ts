@@ -1,0 +1,35 @@
+import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import type { SluiceConfig } from '../config/config';
+import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
+import type { Logger } from '../logging/logger';
+import { openAuditStore } from './data-source';
+
+export const AUDIT_DB = Symbol('AUDIT_DB');
+
+/**
+ * The PostgreSQL connection of the roles that need it (audit, api): the
+ * database is created if missing and migrations are applied at start.
+ */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: AUDIT_DB,
+      inject: [SLUICE_CONFIG, LOGGER],
+      useFactory: async (c: SluiceConfig, log: Logger) => {
+        const { dataSource, applied } = await openAuditStore(c.databaseUrl);
+        if (applied.length) log.info({ migrations: applied }, 'database migrated');
+        return dataSource;
+      },
+    },
+  ],
+  exports: [AUDIT_DB],
+})
+export class AuditDbModule implements OnApplicationShutdown {
+  constructor(@Inject(AUDIT_DB) private readonly db: DataSource) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.db.destroy().catch(() => undefined);
+  }
+}

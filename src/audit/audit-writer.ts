@@ -1,0 +1,223 @@
+import type { DataSource } from 'typeorm';
+import type { RedisClient } from '../redis/connection';
+import type { RedisJobStore } from '../redis/redis-job-store';
+import type { Logger } from '../workers/worker-runtime';
+import { writeBatch } from './batch-writer';
+import { project, StreamEntry } from './projection';
+
+export const AUDIT_GROUP = 'sluice-audit';
+
+export interface AuditWriterOptions {
+  writerId: string;
+  /** Max stream entries per Postgres transaction (≤ 1000). */
+  batchSize?: number;
+  /** Ownership lease of a queue's stream, ms; a dead writer's queues are taken over after it. */
+  lockTtlMs?: number;
+  /** Sleep when every owned stream is empty, ms. */
+  idleMs?: number;
+  /** Keep finished jobs in Redis (-1 = delete once mirrored). */
+  keepCompletedCount?: number;
+  keepCompletedMs?: number;
+}
+
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+type XEntries = [string, string[]][];
+
+/**
+ * The `audit` role: mirrors every queue's events stream into PostgreSQL.
+ *
+ * - One consumer group (`sluice-audit`) per stream; new queues are found in
+ *   the queue registry.
+ * - Each queue's stream is mirrored by one writer at a time (a lease in Redis,
+ *   renewed while held), so a job's events reach the projection in order;
+ *   several writers share the queues. A writer taking over a queue first
+ *   claims the entries its dead owner left pending (XAUTOCLAIM).
+ * - Entries are read in batches (≤ batchSize, no waiting once something
+ *   arrived), written in one transaction with one multi-row statement per
+ *   table, then XACK+XDEL'd. Writes are idempotent (the stream entry id is
+ *   unique in job_events), so a batch replayed after a crash adds nothing.
+ * - When Postgres is down the transaction fails, nothing is acked, entries
+ *   wait in Redis and are retried with backoff.
+ * - Retention: once mirrored, completed/cancelled job hashes leave Redis.
+ */
+export class AuditWriter {
+  private running = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  private owned = new Set<string>();
+  private groupsMade = new Set<string>();
+  private ownershipCheckedAt = 0;
+  /** Entries taken over from a dead writer, to be written before new ones. */
+  private backlog: StreamEntry[] = [];
+  private pgDown = false;
+  readonly stats = { batches: 0, events: 0, lastBatchAt: 0 };
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly store: RedisJobStore,
+    private readonly db: DataSource,
+    private readonly opts: AuditWriterOptions,
+    private readonly log: Logger = silent,
+  ) {}
+
+  start(): void {
+    this.running = true;
+    this.loopDone = this.loop().catch((e) => this.log.error({ err: (e as Error).message }, 'audit writer loop crashed'));
+  }
+
+  /** Stops after the batch in progress; releases the queues it owned. */
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loopDone;
+    await Promise.all([...this.owned].map((q) => this.redis.eval(
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, this.store.keys(q).auditLock, this.opts.writerId,
+    ).catch(() => undefined)));
+    this.owned.clear();
+  }
+
+  /** Runs until stopped: claim queues, read, write, ack. */
+  private async loop(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      try {
+        if (Date.now() - this.ownershipCheckedAt >= Math.min(1000, (this.opts.lockTtlMs ?? 5000) / 3)) await this.refreshOwnership();
+        const n = await this.runOnce();
+        failures = 0;
+        if (n === 0) await sleep(this.opts.idleMs ?? 5);
+      } catch (e) {
+        failures++;
+        if (!this.pgDown) this.log.warn({ err: (e as Error).message }, 'audit batch failed: events stay in Redis, retrying');
+        this.pgDown = true;
+        await sleep(Math.min(100 * 2 ** Math.min(failures, 5), 2000));
+      }
+    }
+  }
+
+  /**
+   * Reads and writes one batch. Returns the number of entries written.
+   * @throws when Postgres or Redis fails (nothing acked: the batch is retried).
+   */
+  async runOnce(): Promise<number> {
+    const entries = this.backlog.length ? this.backlog.splice(0, this.opts.batchSize ?? 1000) : await this.read();
+    if (!entries.length) return 0;
+    try {
+      await this.db.transaction((m) => writeBatch(m, project(entries)));
+    } catch (e) {
+      // Keep them for the retry, in order, ahead of anything read later.
+      this.backlog.unshift(...entries);
+      throw e;
+    }
+    if (this.pgDown) {
+      this.pgDown = false;
+      this.log.info({}, 'audit writer: postgres is back, mirroring resumed');
+    }
+    await this.acknowledge(entries);
+    this.stats.batches++;
+    this.stats.events += entries.length;
+    this.stats.lastBatchAt = Date.now();
+    return entries.length;
+  }
+
+  private async read(): Promise<StreamEntry[]> {
+    const budget = this.opts.batchSize ?? 1000;
+    const queues = [...this.owned];
+    if (!queues.length) return [];
+    const per = Math.max(1, Math.ceil(budget / queues.length));
+    const replies = await Promise.all(
+      queues.map((q) =>
+        (this.redis as any).xreadgroup('GROUP', AUDIT_GROUP, this.opts.writerId, 'COUNT', per, 'STREAMS', this.store.keys(q).events, '>') as Promise<
+          [string, XEntries][] | null
+        >,
+      ),
+    );
+    const out: StreamEntry[] = [];
+    replies.forEach((r, i) => {
+      if (r) for (const [id, fields] of r[0][1]) out.push({ queue: queues[i], id, fields: toObject(fields) });
+    });
+    return out;
+  }
+
+  private async acknowledge(entries: StreamEntry[]): Promise<void> {
+    const byQueue = new Map<string, string[]>();
+    for (const e of entries) {
+      let l = byQueue.get(e.queue);
+      if (!l) byQueue.set(e.queue, (l = []));
+      l.push(e.id);
+    }
+    const finished = project(entries).finished;
+    await Promise.all(
+      [...byQueue].map(async ([q, ids]) => {
+        const k = this.store.keys(q);
+        await this.redis.xack(k.events, AUDIT_GROUP, ...ids);
+        await this.redis.xdel(k.events, ...ids);
+      }),
+    );
+    const done = new Map<string, string[]>();
+    for (const f of finished) {
+      let l = done.get(f.queue);
+      if (!l) done.set(f.queue, (l = []));
+      l.push(f.jobId);
+    }
+    await Promise.all(
+      [...done].map(([q, ids]) => {
+        const k = this.store.keys(q);
+        return this.store.scripts.run('forgetJobs', [k.done, k.meta], [k.base, this.opts.keepCompletedCount ?? -1, this.opts.keepCompletedMs ?? -1, ...ids]);
+      }),
+    );
+  }
+
+  /** Creates missing consumer groups, takes free queues, renews held ones. */
+  private async refreshOwnership(): Promise<void> {
+    this.ownershipCheckedAt = Date.now();
+    const ttl = this.opts.lockTtlMs ?? 5000;
+    for (const q of await this.store.listQueues()) {
+      const k = this.store.keys(q);
+      if (!this.groupsMade.has(q)) {
+        await this.redis.xgroup('CREATE', k.events, AUDIT_GROUP, '0', 'MKSTREAM').catch((e: Error) => {
+          if (!/BUSYGROUP/.test(e.message)) throw e;
+        });
+        this.groupsMade.add(q);
+      }
+      if (this.owned.has(q)) {
+        const still = await this.store.scripts.run<number>('renewLock', [k.auditLock], [this.opts.writerId, ttl]);
+        if (still !== 1) {
+          this.owned.delete(q);
+          this.log.warn({ queue: q }, 'audit writer lost the ownership of a queue');
+        }
+      } else if ((await this.redis.set(k.auditLock, this.opts.writerId, 'PX', ttl, 'NX')) === 'OK') {
+        this.owned.add(q);
+        await this.takeOver(q);
+      }
+    }
+  }
+
+  /** Claims every entry left pending in the group by earlier owners (XAUTOCLAIM). */
+  private async takeOver(queue: string): Promise<void> {
+    const k = this.store.keys(queue);
+    let cursor = '0-0';
+    const taken: StreamEntry[] = [];
+    do {
+      const r = (await (this.redis as any).xautoclaim(k.events, AUDIT_GROUP, this.opts.writerId, 0, cursor, 'COUNT', 1000)) as [string, XEntries, string[]?];
+      cursor = r[0];
+      for (const [id, fields] of r[1]) if (fields) taken.push({ queue, id, fields: toObject(fields) });
+    } while (cursor !== '0-0');
+    if (taken.length) {
+      taken.sort((a, b) => compareIds(a.id, b.id));
+      this.backlog.push(...taken);
+      this.log.info({ queue, entries: taken.length }, 'audit writer took over pending entries');
+    }
+  }
+}
+
+function toObject(flat: string[]): Record<string, string> {
+  const o: Record<string, string> = {};
+  for (let i = 0; i < flat.length; i += 2) o[flat[i]] = flat[i + 1];
+  return o;
+}
+
+/** Orders stream ids "ms-seq" numerically. */
+export function compareIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map(BigInt);
+  const [bm, bs] = b.split('-').map(BigInt);
+  return am === bm ? (as < bs ? -1 : as > bs ? 1 : 0) : am < bm ? -1 : 1;
+}

@@ -1,0 +1,68 @@
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { AUDIT_ENTITIES } from './entities';
+import { AuditSchema1796000000000 } from './migrations/1796000000000-AuditSchema';
+
+/** Every migration, in order. Append only. */
+export const MIGRATIONS = [AuditSchema1796000000000];
+
+/** Builds the TypeORM data source (never `synchronize`: migrations only). */
+export function createDataSource(databaseUrl: string, poolSize = 10): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url: databaseUrl,
+    entities: AUDIT_ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'sluice_migrations',
+    synchronize: false,
+    logging: false,
+    extra: { max: poolSize, application_name: 'sluice' },
+  });
+}
+
+/**
+ * Creates the database named in `databaseUrl` when it does not exist, by
+ * connecting to the server's `postgres` database.
+ * @throws Error when the server is unreachable or the role may not create it.
+ */
+export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, '')) || 'postgres';
+  const admin = new URL(databaseUrl);
+  admin.pathname = '/postgres';
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    const r = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (r.rowCount) return false;
+    try {
+      await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+    } catch (e) {
+      // Another process created it at the same moment.
+      if ((e as { code?: string }).code !== '42P04') throw e;
+    }
+    return true;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Creates the database if missing, connects, and applies pending migrations
+ * (serialized across processes by a Postgres advisory lock).
+ * @returns the initialized data source and the names of the migrations applied.
+ */
+export async function openAuditStore(databaseUrl: string, poolSize = 10): Promise<{ dataSource: DataSource; applied: string[] }> {
+  await ensureDatabase(databaseUrl);
+  const dataSource = createDataSource(databaseUrl, poolSize);
+  await dataSource.initialize();
+  const qr = dataSource.createQueryRunner();
+  try {
+    await qr.query('SELECT pg_advisory_lock(774411)');
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    return { dataSource, applied: applied.map((m) => m.name) };
+  } finally {
+    await qr.query('SELECT pg_advisory_unlock(774411)').catch(() => undefined);
+    await qr.release();
+  }
+}

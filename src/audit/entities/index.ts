@@ -1,0 +1,9 @@
+import { DeadLetterJobEntity } from './dead-letter-job.entity';
+import { JobEventEntity } from './job-event.entity';
+import { JobExecutionEntity } from './job-execution.entity';
+import { JobLogEntity } from './job-log.entity';
+import { JobEntity } from './job.entity';
+import { WorkerEntity } from './worker.entity';
+
+export const AUDIT_ENTITIES = [JobEntity, JobEventEntity, JobExecutionEntity, DeadLetterJobEntity, JobLogEntity, WorkerEntity];
+export { DeadLetterJobEntity, JobEventEntity, JobExecutionEntity, JobLogEntity, JobEntity, WorkerEntity };

@@ -1,0 +1,25 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+
+/**
+ * `job_events`: the append-only audit trail, one row per stream entry.
+ * (queue, stream_ms, stream_seq) is the stream entry id and is unique, which
+ * makes the writer idempotent: a batch written twice inserts nothing twice.
+ */
+@Entity({ name: 'job_events' })
+export class JobEventEntity {
+  @PrimaryGeneratedColumn('increment', { type: 'bigint' }) seq!: string;
+  @Column('text') queue!: string;
+  @Column('bigint', { name: 'stream_ms' }) streamMs!: string;
+  @Column('bigint', { name: 'stream_seq' }) streamSeq!: string;
+  @Column('uuid', { name: 'job_id' }) jobId!: string;
+  @Column('timestamptz') at!: Date;
+  @Column('text') event!: string;
+  @Column('text', { name: 'from_status', nullable: true }) fromStatus!: string | null;
+  @Column('text', { name: 'to_status', nullable: true }) toStatus!: string | null;
+  @Column('int', { nullable: true }) attempt!: number | null;
+  @Column('int', { name: 'execution_seq', nullable: true }) executionSeq!: number | null;
+  @Column('text', { name: 'worker_id', nullable: true }) workerId!: string | null;
+  @Column('text', { nullable: true }) reason!: string | null;
+  @Column('text', { nullable: true }) error!: string | null;
+  @Column('text', { nullable: true }) data!: string | null;
+}

@@ -1,0 +1,255 @@
+/**
+ * Turns events-stream entries into the rows the audit writer stores. Pure:
+ * no I/O, so the mapping is unit-tested on its own.
+ *
+ * Stream entry fields (see lua/includes/emit.lua): e event, j job id, f from,
+ * t to, a attempt, at time (ms), x executionSeq, w worker, r reason,
+ * er error, d data JSON (result / progress), ms duration, and on `enqueued`:
+ * ty type, p payload, pr priority, o "maxAttempts;timeoutMs;backoff",
+ * ra runAt, ik idempotency key. `log` entries carry lvl and m.
+ */
+
+export interface StreamEntry {
+  queue: string;
+  /** Stream entry id, "<ms>-<seq>". */
+  id: string;
+  fields: Record<string, string>;
+}
+
+export interface EventRow {
+  queue: string;
+  streamMs: string;
+  streamSeq: string;
+  jobId: string;
+  at: number;
+  event: string;
+  from: string | null;
+  to: string | null;
+  attempt: number | null;
+  executionSeq: number | null;
+  workerId: string | null;
+  reason: string | null;
+  error: string | null;
+  data: string | null;
+}
+
+export interface LogRow {
+  queue: string;
+  streamMs: string;
+  streamSeq: string;
+  jobId: string;
+  at: number;
+  attempt: number;
+  level: string;
+  message: string;
+}
+
+export interface JobInsert {
+  id: string;
+  queue: string;
+  type: string;
+  status: string;
+  priority: number;
+  maxAttempts: number;
+  timeoutMs: number;
+  backoff: string;
+  idempotencyKey: string | null;
+  payload: string;
+  createdAt: number;
+  runAt: number;
+  streamMs: string;
+  streamSeq: string;
+}
+
+/** Columns an event may set on the `jobs` projection; undefined = leave as is. */
+export interface JobPatch {
+  id: string;
+  streamMs: string;
+  streamSeq: string;
+  updatedAt: number;
+  status?: string;
+  attempts?: number;
+  workerId?: string | null;
+  executionSeq?: number;
+  startedAt?: number | null;
+  finishedAt?: number | null;
+  runAt?: number;
+  lastError?: string | null;
+  result?: string | null;
+  progress?: string | null;
+  payload?: string;
+}
+
+export interface ExecutionStart {
+  jobId: string;
+  executionSeq: number;
+  queue: string;
+  attempt: number;
+  workerId: string | null;
+  startedAt: number;
+}
+
+export interface ExecutionEnd extends ExecutionStart {
+  finishedAt: number;
+  outcome: 'completed' | 'failed' | 'timeout' | 'stalled' | 'released' | 'cancelled';
+  error: string | null;
+  durationMs: number | null;
+}
+
+export interface DlqChange {
+  jobId: string;
+  /** true: the job is (now) in the DLQ; false: it left it (retried). */
+  present: boolean;
+  lastError: string | null;
+  attempts: number;
+  failedAt: number;
+}
+
+export interface AuditBatch {
+  events: EventRow[];
+  logs: LogRow[];
+  inserts: JobInsert[];
+  patches: JobPatch[];
+  starts: ExecutionStart[];
+  ends: ExecutionEnd[];
+  dlq: DlqChange[];
+  /** Jobs whose last event in the batch left them completed or cancelled (retention). */
+  finished: { queue: string; jobId: string; status: 'completed' | 'cancelled' }[];
+}
+
+const num = (v: string | undefined): number | null => (v === undefined || v === '' ? null : Number(v));
+const str = (v: string | undefined): string | null => (v === undefined || v === '' ? null : v);
+
+/** Splits "ms-seq" into its two parts (strings: they may exceed 2^53 in theory). */
+export function splitStreamId(id: string): [string, string] {
+  const i = id.indexOf('-');
+  return [id.slice(0, i), id.slice(i + 1)];
+}
+
+function outcomeOf(e: string, reason: string | null): ExecutionEnd['outcome'] | null {
+  switch (e) {
+    case 'completed':
+      return 'completed';
+    case 'retry_scheduled':
+      return reason === 'timeout' ? 'timeout' : 'failed';
+    case 'failed':
+      return reason === 'lease_expired' ? 'stalled' : reason === 'timeout' ? 'timeout' : 'failed';
+    case 'stalled':
+      return 'stalled';
+    case 'released':
+      return 'released';
+    case 'cancelled':
+      return 'cancelled';
+    default:
+      return null;
+  }
+}
+
+/**
+ * Maps entries (in stream order per queue) to row sets. Patches of one job
+ * within the batch are merged in order, so each job gets at most one patch.
+ */
+export function project(entries: StreamEntry[]): AuditBatch {
+  const batch: AuditBatch = { events: [], logs: [], inserts: [], patches: [], starts: [], ends: [], dlq: [], finished: [] };
+  const patches = new Map<string, JobPatch>();
+  const dlq = new Map<string, DlqChange>();
+  const finished = new Map<string, AuditBatch['finished'][number] | null>();
+  for (const { queue, id, fields: f } of entries) {
+    const [streamMs, streamSeq] = splitStreamId(id);
+    const jobId = f.j;
+    const at = Number(f.at);
+    if (!jobId || !Number.isFinite(at)) continue; // not an entry of ours
+    if (f.e === 'log') {
+      batch.logs.push({ queue, streamMs, streamSeq, jobId, at, attempt: num(f.a) ?? 0, level: f.lvl || 'info', message: f.m ?? '' });
+      continue;
+    }
+    const reason = str(f.r);
+    const error = str(f.er);
+    const attempt = num(f.a);
+    const x = num(f.x);
+    const worker = str(f.w);
+    batch.events.push({
+      queue, streamMs, streamSeq, jobId, at, event: f.e, from: str(f.f), to: str(f.t), attempt, executionSeq: x,
+      workerId: worker, reason, error, data: f.e === 'enqueued' ? str(f.p) : str(f.d),
+    });
+
+    if (f.e === 'enqueued') {
+      const [ma, to, ...bo] = (f.o ?? '').split(';');
+      batch.inserts.push({
+        id: jobId, queue, type: f.ty ?? '', status: f.t, priority: num(f.pr) ?? 0, maxAttempts: Number(ma) || 1,
+        timeoutMs: Number(to) || 600_000, backoff: bo.join(';'), idempotencyKey: str(f.ik), payload: f.p ?? '{}',
+        createdAt: at, runAt: num(f.ra) ?? at, streamMs, streamSeq,
+      });
+      finished.set(jobId, null);
+      continue;
+    }
+
+    const p: JobPatch = patches.get(jobId) ?? { id: jobId, streamMs, streamSeq, updatedAt: at };
+    p.streamMs = streamMs;
+    p.streamSeq = streamSeq;
+    p.updatedAt = at;
+    if (f.t && f.e !== 'cancel_requested' && f.e !== 'progress') p.status = f.t;
+    if (x !== null) p.executionSeq = x;
+    if (worker !== null) p.workerId = worker;
+    switch (f.e) {
+      case 'claimed':
+        p.attempts = attempt ?? undefined;
+        p.startedAt = at;
+        p.finishedAt = null;
+        batch.starts.push({ jobId, executionSeq: x ?? 0, queue, attempt: attempt ?? 0, workerId: worker, startedAt: at });
+        break;
+      case 'progress':
+        p.progress = str(f.d);
+        break;
+      case 'completed':
+        p.attempts = attempt ?? undefined;
+        p.result = str(f.d);
+        p.finishedAt = at;
+        break;
+      case 'retry_scheduled':
+        p.attempts = attempt ?? undefined;
+        p.lastError = error;
+        p.runAt = num(f.ra) ?? at;
+        break;
+      case 'failed':
+        p.attempts = attempt ?? undefined;
+        p.lastError = error;
+        p.finishedAt = at;
+        dlq.set(jobId, { jobId, present: true, lastError: error, attempts: attempt ?? 0, failedAt: at });
+        break;
+      case 'stalled':
+        p.attempts = attempt ?? undefined;
+        p.lastError = `lease expired (stalled) on attempt ${attempt}`;
+        break;
+      case 'released':
+        p.attempts = Math.max(0, (attempt ?? 1) - 1);
+        break;
+      case 'cancelled':
+        p.finishedAt = at;
+        break;
+      case 'retried_from_dlq':
+        p.attempts = 0;
+        p.finishedAt = null;
+        p.result = null;
+        p.runAt = at;
+        if (f.p) p.payload = f.p;
+        dlq.set(jobId, { jobId, present: false, lastError: null, attempts: 0, failedAt: at });
+        break;
+    }
+    patches.set(jobId, p);
+    const outcome = x !== null && f.f === 'active' ? outcomeOf(f.e, reason) : null;
+    if (outcome) {
+      const ms = num(f.ms);
+      batch.ends.push({
+        jobId, executionSeq: x as number, queue, attempt: attempt ?? 0, workerId: worker,
+        startedAt: ms !== null ? at - ms : at, finishedAt: at, outcome, error, durationMs: ms,
+      });
+    }
+    if (f.t === 'completed' || f.t === 'cancelled') finished.set(jobId, { queue, jobId, status: f.t });
+    else if (f.e !== 'progress' && f.e !== 'cancel_requested') finished.set(jobId, null);
+  }
+  batch.patches = [...patches.values()];
+  batch.dlq = [...dlq.values()];
+  batch.finished = [...finished.values()].filter((v): v is AuditBatch['finished'][number] => v !== null);
+  return batch;
+}
