@@ -7,10 +7,14 @@
   ARGV[5] lock token base (random; token = base .. index)
   ARGV[6] '1' when the caller is an external worker (may claim from external queues)
   ARGV[7] '1' = full jobs (every field, for the API), else lean (what a worker needs)
+  ARGV[8] '1' when the caller holds no job right now (it may take a job that must run alone)
 
   Returns {code, hintMs, job...}: code 0 ok, 1 paused, 2 maxConcurrency reached,
   3 rate limited (hintMs = window left), 4 external queue (in-process workers
-  never claim). hintMs otherwise = ms until the next delayed job, or -1;
+  never claim), 5 solo: the one job returned must run alone (its last lease
+  expired: it may be what crashed its worker, so it must not take other jobs
+  down with it again), 6 isolate: the next job must run alone and the caller
+  holds jobs: claim again once idle (nothing claimed). hintMs otherwise = ms until the next delayed job, or -1;
   0 when popped entries could not be claimed and more may be waiting.
   Each job is {id, lockToken, leaseExpiresAt, type, payload, attempts,
   maxAttempts, backoff, timeoutMs, executionSeq} and, when full, the flat
@@ -61,10 +65,18 @@ local out = {0, -1}
 local claimed = 0
 local lease = now + tonumber(ARGV[3])
 local popped = redis.call('ZPOPMIN', KEYS[1], n)
+local solo = false
+local stopAt = nil -- index in popped of the first entry to put back
 for i = 1, #popped, 2 do
   local id = popped[i]
   local jk = jobKey(prefix, id)
-  local f, err = safeHmget(jk, 's', 'a', 'x', 'ty', 'o', 'pn', 'p0')
+  local f, err = safeHmget(jk, 's', 'a', 'x', 'ty', 'o', 'pn', 'p0', 'iso')
+  if f and f[1] == 'waiting' and f[8] == '1' then
+    -- A job whose lease expired runs alone: only an idle caller takes it, and
+    -- takes nothing else with it. Others stop here, keeping the order.
+    if claimed == 0 and ARGV[8] == '1' then solo = true else stopAt = i end
+  end
+  if stopAt then break end
   if not f then
     deadLetterCorrupt(prefix, KEYS[8], KEYS[5], id, now, 'waiting', err)
   elseif f[1] == 'waiting' then
@@ -79,6 +91,10 @@ for i = 1, #popped, 2 do
     local job = {id, token, lease, f[4] or '', readPayload(jk, f[6], f[7]), a, ma or 0, bo or '', to or '', x}
     if ARGV[7] == '1' then job[11] = readJob(jk) end
     out[#out + 1] = job
+    if solo then
+      stopAt = i + 2
+      break
+    end
   elseif f[1] and not VALID_STATES[f[1]] then
     deadLetterCorrupt(prefix, KEYS[8], KEYS[5], id, now, 'waiting', 'unknown state')
   elseif not f[1] and redis.call('EXISTS', jk) == 1 then
@@ -92,12 +108,18 @@ if claimed > 0 and meta[3] then
     redis.call('PEXPIRE', KEYS[7], meta[4])
   end
 end
-if #popped < 2 * n then
+local taken = #popped
+if stopAt then
+  for j = stopAt, #popped, 2 do redis.call('ZADD', KEYS[1], popped[j + 1], popped[j]) end
+  taken = stopAt - 1
+  if solo then out[1] = 5 elseif claimed == 0 then out[1] = 6 end
+end
+if not stopAt and #popped < 2 * n then
   -- The waiting set is drained: tokens left in the wake list are stale.
   redis.call('DEL', KEYS[6])
   out[2] = nextDelayedIn(KEYS[2], now)
 else
-  if claimed * 2 < #popped then
+  if claimed * 2 < taken then
     -- Some popped entries were dead-lettered or stale, so fewer jobs come back
     -- than asked for while more may be waiting: 0 = claim again now, not after
     -- the caller's idle wait.

@@ -54,7 +54,9 @@ for _, id in ipairs(ids) do
       extra[#extra + 1] = 'er'; extra[#extra + 1] = msg
       emit(KEYS[4], now, 'failed', id, 'active', 'failed', a, extra)
     elseif tonumber(f[5]) and tonumber(f[6]) then
-      redis.call('HSET', jk, 's', 'waiting', 'e', 'lease expired (stalled) on attempt ' .. a, 'ua', now)
+      -- iso: its next run is alone (claimJobs), so if it crashes its worker
+      -- again it takes no other job down with it.
+      redis.call('HSET', jk, 's', 'waiting', 'e', 'lease expired (stalled) on attempt ' .. a, 'ua', now, 'iso', 1)
       redis.call('ZADD', KEYS[2], waitingScore(f[5], f[6]), id)
       emit(KEYS[4], now, 'stalled', id, 'active', 'waiting', a, extra)
       woke = true

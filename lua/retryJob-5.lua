@@ -33,7 +33,7 @@ if ARGV[3] ~= '' then
   extra[#extra + 1] = 'p'; extra[#extra + 1] = ARGV[3]
 end
 redis.call(unpack(args))
-redis.call('HDEL', jk, 'fa', 'r', 'cr', 'lt', 'w', 'pg')
+redis.call('HDEL', jk, 'fa', 'r', 'cr', 'lt', 'w', 'pg', 'iso')
 redis.call('ZREM', KEYS[1], id)
 redis.call('ZADD', KEYS[2], waitingScore(pr, seq), id)
 emit(KEYS[3], now, 'retried_from_dlq', id, f[1], 'waiting', 0, extra)

@@ -19,7 +19,12 @@ export interface EnqueueResult {
 }
 
 /** Why a claim returned fewer jobs than asked for. */
-export type ClaimBlock = 'none' | 'paused' | 'concurrency' | 'rate_limited' | 'external';
+/**
+ * What a claim reports besides its jobs. `solo`: the one job returned must run
+ * alone (its previous lease expired, so it may crash its worker). `isolate`:
+ * the next job must run alone; claim again once the caller holds no job.
+ */
+export type ClaimBlock = 'none' | 'paused' | 'concurrency' | 'rate_limited' | 'external' | 'solo' | 'isolate';
 
 export interface ClaimResult {
   jobs: ClaimedJob[];

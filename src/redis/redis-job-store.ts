@@ -34,7 +34,7 @@ interface PendingGroup {
 /** Per-job outcome of complete(). */
 export type CompleteOutcome = 'completed' | 'cancelled' | 'lease_lost' | 'not_found';
 
-const CLAIM_BLOCKS: ClaimBlock[] = ['none', 'paused', 'concurrency', 'rate_limited', 'external'];
+const CLAIM_BLOCKS: ClaimBlock[] = ['none', 'paused', 'concurrency', 'rate_limited', 'external', 'solo', 'isolate'];
 
 /**
  * The Redis implementation of {@link JobStore}: the only code that builds
@@ -197,13 +197,18 @@ export class RedisJobStore implements JobStore {
    * corrupted job never reaches (or stops) a worker.
    */
   async claim(queue: string, max: number, leaseMs: number, workerId: string, external = false): Promise<ClaimResult> {
-    const r = await this.claimRaw(queue, max, leaseMs, workerId, external, true, (e) => decodeClaimed(queue, e));
+    // The caller (an external worker or a test) is treated as holding nothing.
+    const r = await this.claimRaw(queue, max, leaseMs, workerId, external, true, true, (e) => decodeClaimed(queue, e));
     return r as ClaimResult;
   }
 
-  /** Like {@link claim}, but returns only what a worker needs (a smaller reply, cheaper to decode). */
-  async claimForWorker(queue: string, max: number, leaseMs: number, workerId: string): Promise<{ jobs: WorkerJob[]; block: ClaimBlock; retryInMs: number }> {
-    return this.claimRaw(queue, max, leaseMs, workerId, false, false, decodeWorkerJob);
+  /**
+   * Like {@link claim}, but returns only what a worker needs (a smaller reply,
+   * cheaper to decode). `idle`: the worker holds no job, so it may be given a
+   * job that must run alone (block `solo`).
+   */
+  async claimForWorker(queue: string, max: number, leaseMs: number, workerId: string, idle = true): Promise<{ jobs: WorkerJob[]; block: ClaimBlock; retryInMs: number }> {
+    return this.claimRaw(queue, max, leaseMs, workerId, false, false, idle, decodeWorkerJob);
   }
 
   private async claimRaw<T>(
@@ -213,6 +218,7 @@ export class RedisJobStore implements JobStore {
     workerId: string,
     external: boolean,
     full: boolean,
+    idle: boolean,
     decode: (e: ClaimEntry) => T,
   ): Promise<{ jobs: T[]; block: ClaimBlock; retryInMs: number }> {
     const k = this.keys(queue);
@@ -220,7 +226,7 @@ export class RedisJobStore implements JobStore {
     const out = await this.scripts.run<any[]>(
       'claimJobs',
       [k.waiting, k.delayed, k.active, k.meta, k.events, k.wake, k.rateLimit, k.failed],
-      [k.base, max, leaseMs, workerId, tokenBase, external ? '1' : '0', full ? '1' : '0'],
+      [k.base, max, leaseMs, workerId, tokenBase, external ? '1' : '0', full ? '1' : '0', idle ? '1' : '0'],
     );
     const jobs: T[] = [];
     let undecodable = false;

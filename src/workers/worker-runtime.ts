@@ -70,6 +70,10 @@ export class WorkerRuntime {
   private queuesReadAt = 0;
   private readonly externalQueues = new Set<string>();
   private redisDown = false;
+  /** The job held now must run alone (claim said `solo`). */
+  private soloRunning = false;
+  /** A job that must run alone is next: claim nothing until idle (claim said `isolate`). */
+  private isolating = false;
   private readonly random: () => number;
 
   constructor(
@@ -145,11 +149,14 @@ export class WorkerRuntime {
 
   private async loop(): Promise<void> {
     while (!this.stopping) {
-      if (this.running.size >= this.options.concurrency) {
+      // Full, running a job that must run alone, or draining to take one: wait for a slot.
+      if (this.running.size >= this.options.concurrency || (this.running.size > 0 && (this.soloRunning || this.isolating))) {
         await new Promise<void>((r) => (this.slotWaiter = r));
         this.slotWaiter = null;
         continue;
       }
+      this.soloRunning = false;
+      this.isolating = false;
       const queues = await this.queueList();
       let claimed = 0;
       let waitMs = this.options.maxIdleWaitMs ?? (this.options.queues.includes('*') ? 1000 : 5000);
@@ -159,7 +166,7 @@ export class WorkerRuntime {
         for (const queue of queues) {
           const free = this.options.concurrency - this.running.size;
           if (free <= 0 || this.stopping) break;
-          const res = await this.store.claimForWorker(queue, free, this.options.leaseMs, this.options.workerId);
+          const res = await this.store.claimForWorker(queue, free, this.options.leaseMs, this.options.workerId, this.running.size === 0);
           if (this.redisDown) {
             this.redisDown = false;
             this.log.info({}, 'redis is back: claiming again');
@@ -172,6 +179,13 @@ export class WorkerRuntime {
           for (const job of res.jobs) this.startJob(queue, job);
           claimed += res.jobs.length;
           if (res.retryInMs >= 0) waitMs = Math.min(waitMs, Math.max(1, res.retryInMs));
+          if (res.block === 'solo') this.soloRunning = true;
+          if (res.block === 'isolate') this.isolating = true;
+          // Claim nothing else now: a solo job runs alone; isolate means drain first.
+          if (res.block === 'solo' || res.block === 'isolate') {
+            claimed = Math.max(claimed, 1);
+            break;
+          }
         }
       } catch (e) {
         if (!this.redisDown) this.log.warn({ err: (e as Error).message }, 'claim failed: redis unavailable, pausing claims');

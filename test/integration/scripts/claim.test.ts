@@ -185,7 +185,37 @@ describe('claim: ordering', () => {
     expect(ids(c)).toEqual([first]);
     await sleep(150);
     expect((await t.store.reapExpired(q, 10)).reaped).toBe(1);
-    expect(ids(await t.store.claim(q, 10, 5000, 'w'))).toEqual([first, ...rest]);
+    // It comes first again, and alone (its lease expired: it may crash workers).
+    const again = await t.store.claim(q, 10, 5000, 'w');
+    expect(ids(again)).toEqual([first]);
+    expect(again.block).toBe('solo');
+    expect(ids(await t.store.claim(q, 10, 5000, 'w'))).toEqual(rest);
+  });
+
+  it('a stalled job runs alone: a busy worker is told to drain (isolate), an idle one gets it solo', async () => {
+    const q = newQueue();
+    const [first, ...rest] = await enqMany(q, 4);
+    expect(ids(await t.store.claim(q, 1, 100, 'w-dead'))).toEqual([first]);
+    await sleep(150);
+    expect((await t.store.reapExpired(q, 10)).reaped).toBe(1);
+    const busy = await t.store.claimForWorker(q, 10, 5000, 'w-busy', false);
+    expect(busy.jobs).toEqual([]);
+    expect(busy.block).toBe('isolate');
+    // Nothing was lost or reordered by the refusal.
+    expect(await t.redis.zrange(t.store.keys(q).waiting, 0, -1)).toEqual([first, ...rest]);
+    const idle = await t.store.claimForWorker(q, 10, 5000, 'w-idle', true);
+    expect(idle.jobs.map((j) => j.id)).toEqual([first]);
+    expect(idle.block).toBe('solo');
+    // Jobs before a suspect are claimed normally; the claim stops at it.
+    const q2 = newQueue();
+    const [x1, x2] = await enqMany(q2, 2);
+    expect(ids(await t.store.claim(q2, 1, 5000, 'w'))).toEqual([x1]);
+    await t.redis.hset(t.store.keys(q2).base + 'job:' + x2, 'iso', 1);
+    const y = await enqMany(q2, 1);
+    const part = await t.store.claimForWorker(q2, 10, 5000, 'w-busy', false);
+    expect(part.jobs).toEqual([]);
+    expect(part.block).toBe('isolate');
+    expect(await t.redis.zrange(t.store.keys(q2).waiting, 0, -1)).toEqual([x2, ...y]);
   });
 
   it('a released job keeps its original place', async () => {

@@ -1,0 +1,126 @@
+import type { DataSource } from 'typeorm';
+import { DEFAULT_BACKOFF } from '../../core/backoff';
+import type { Job } from '../../core/job';
+import { badCursor, checkLimit, epochMs, JOB_SELECT, JobRow, parsePayload, rowToJob, UUID_RE } from './common';
+import type { Page } from './list-jobs';
+
+export interface ListDlqFilter {
+  /** Exact queue name. */
+  queue?: string;
+  /** Exact job type. */
+  type?: string;
+  /** `nextCursor` of the previous page; absent for the first page. */
+  cursor?: string;
+  /** Page size, integer 1..500, default 50. */
+  limit?: number;
+}
+
+/** Decoded DLQ cursor: the (failed_at, job_id) of the last item, failed_at as exact µs text. */
+interface DlqKey {
+  failedAt: string;
+  jobId: string;
+}
+
+const KEY_TS_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+
+/** (failed_at, job_id) → opaque base64url cursor. failed_at keeps its µs, so the bound is exact. */
+export function encodeDlqCursor(k: DlqKey): string {
+  return Buffer.from(`${k.failedAt}|${k.jobId}`, 'utf8').toString('base64url');
+}
+
+/**
+ * Inverse of {@link encodeDlqCursor}.
+ * @throws ValidationError when `cursor` is not one.
+ */
+export function decodeDlqCursor(cursor: string): DlqKey {
+  if (!/^[A-Za-z0-9_-]{1,120}$/.test(cursor)) badCursor();
+  const [failedAt, jobId, extra] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (extra !== undefined || !KEY_TS_RE.test(failedAt ?? '') || !UUID_RE.test(jobId ?? '')) badCursor();
+  return { failedAt, jobId };
+}
+
+/**
+ * Builds the SQL of one DLQ page: newest failures first, keyset on
+ * (failed_at, job_id) with a row comparison that the
+ * `dead_letter_jobs_*_failed` indexes take as an index condition; each row
+ * joined to its `jobs` row by primary key (LEFT: the DLQ copy stands alone
+ * if the projection row is gone). Fetches `limit + 1` rows.
+ */
+export function listDlqSql(f: { queue?: string; type?: string }, after: DlqKey | null, limit: number): { sql: string; params: unknown[] } {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (f.queue !== undefined) {
+    params.push(f.queue);
+    where.push(`d.queue = $${params.length}`);
+  }
+  if (f.type !== undefined) {
+    params.push(f.type);
+    where.push(`d.type = $${params.length}`);
+  }
+  if (after) {
+    params.push(after.failedAt, after.jobId);
+    where.push(`(d.failed_at, d.job_id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+  }
+  params.push(limit + 1);
+  const sql = `SELECT ${JOB_SELECT},
+    d.job_id AS d_id, d.queue AS d_queue, d.type AS d_type, d.payload AS d_payload, d.last_error AS d_last_error, d.attempts AS d_attempts,
+    ${epochMs('d.failed_at')} AS failed_ms, to_char(d.failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS failed_key
+  FROM dead_letter_jobs d LEFT JOIN jobs j ON j.id = d.job_id${where.length ? `
+  WHERE ${where.join(' AND ')}` : ''}
+  ORDER BY d.failed_at DESC, d.job_id DESC LIMIT $${params.length}`;
+  return { sql, params };
+}
+
+type DlqRow = JobRow & {
+  d_id: string;
+  d_queue: string;
+  d_type: string;
+  d_payload: string;
+  d_last_error: string | null;
+  d_attempts: number;
+  failed_ms: number;
+  failed_key: string;
+};
+
+function dlqRowToJob(r: DlqRow): Job {
+  const base: Job = r.id
+    ? rowToJob(r)
+    : {
+        id: r.d_id, queue: r.d_queue, type: r.d_type, payload: {}, status: 'failed', priority: 0, attempts: r.d_attempts,
+        maxAttempts: Math.max(1, r.d_attempts), backoff: { ...DEFAULT_BACKOFF }, timeoutMs: 600_000, idempotencyKey: null,
+        progress: null, result: null, lastError: null, workerId: null, createdAt: r.failed_ms, runAt: r.failed_ms,
+        startedAt: null, finishedAt: r.failed_ms, updatedAt: r.failed_ms, executionSeq: r.d_attempts, cancelRequested: false,
+      };
+  return {
+    ...base,
+    id: r.d_id,
+    queue: r.d_queue,
+    type: r.d_type,
+    payload: parsePayload(r.d_payload),
+    status: 'failed',
+    attempts: r.d_attempts,
+    lastError: r.d_last_error,
+    finishedAt: base.finishedAt ?? r.failed_ms,
+  };
+}
+
+/**
+ * `GET /jobs/dlq/all?queue=&type=&cursor=&limit=`: the dead-letter queue
+ * from `dead_letter_jobs`, newest failure first, keyset pagination on
+ * (failed_at, job_id) (no OFFSET; pages never overlap or skip).
+ *
+ * @returns `{ items: Job[], nextCursor }`: jobs in status `failed` with
+ *   `lastError` and the payload of the DLQ copy (times epoch ms); the other
+ *   fields come from the `jobs` row, or neutral defaults if it is gone.
+ * @throws ValidationError on a bad limit or cursor (HTTP 400).
+ */
+export async function listDlq(db: DataSource, filter: ListDlqFilter = {}): Promise<Page<Job>> {
+  const limit = checkLimit(filter.limit);
+  const after = filter.cursor !== undefined && filter.cursor !== '' ? decodeDlqCursor(filter.cursor) : null;
+  const { sql, params } = listDlqSql({ queue: filter.queue, type: filter.type }, after, limit);
+  const rows: DlqRow[] = await db.query(sql, params);
+  const more = rows.length > limit;
+  const page = more ? rows.slice(0, limit) : rows;
+  const last = page[page.length - 1];
+  return { items: page.map(dlqRowToJob), nextCursor: more ? encodeDlqCursor({ failedAt: last.failed_key, jobId: last.d_id }) : null };
+}
