@@ -18,6 +18,13 @@ export interface AuditWriterOptions {
   /** Keep finished jobs in Redis (-1 = delete once mirrored). */
   keepCompletedCount?: number;
   keepCompletedMs?: number;
+  /**
+   * Called when the writer takes a queue over, before it mirrors any of its
+   * entries, with the queue's audit lock held under `writerId` (the restore
+   * check: src/audit/restore.ts). If it throws, the lock is released and the
+   * queue is tried again on the next ownership round.
+   */
+  onAcquire?: (queue: string) => Promise<void>;
 }
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -75,15 +82,36 @@ export class AuditWriter {
     this.owned.clear();
   }
 
-  /** Runs until stopped: claim queues, read, write, ack. */
+  /**
+   * Runs until stopped: claim queues, read, write, ack. Pipelined: the next
+   * batch is read from Redis, and the previous one acknowledged, while the
+   * current one is written to PostgreSQL.
+   */
   private async loop(): Promise<void> {
     let failures = 0;
+    let acking: Promise<void> = Promise.resolve();
     while (this.running) {
       try {
-        if (Date.now() - this.ownershipCheckedAt >= Math.min(1000, (this.opts.lockTtlMs ?? 5000) / 3)) await this.refreshOwnership();
-        const n = await this.runOnce();
+        if (Date.now() - this.ownershipCheckedAt >= Math.min(1000, (this.opts.lockTtlMs ?? 5000) / 3)) {
+          await acking; // a takeover must see this writer's acks done
+          await this.refreshOwnership();
+        }
+        const entries = await this.nextBatch();
+        if (!entries.length) {
+          await sleep(this.opts.idleMs ?? 5);
+          continue;
+        }
+        // Read ahead while this batch goes to PostgreSQL.
+        this.prefetch = this.backlog.length ? null : this.read();
+        const batch = project(entries);
+        await this.write(entries, batch);
         failures = 0;
-        if (n === 0) await sleep(this.opts.idleMs ?? 5);
+        const prev = acking;
+        acking = prev.then(() => this.acknowledge(entries, batch)).catch((e) => {
+          // Still pending: write them again (idempotent) and ack on the next round.
+          this.backlog.push(...entries);
+          this.log.warn({ err: (e as Error).message }, 'audit ack failed: retrying the batch');
+        });
       } catch (e) {
         failures++;
         if (!this.pgDown) this.log.warn({ err: (e as Error).message }, 'audit batch failed: events stay in Redis, retrying');
@@ -91,30 +119,53 @@ export class AuditWriter {
         await sleep(Math.min(100 * 2 ** Math.min(failures, 5), 2000));
       }
     }
+    await acking;
+    if (this.prefetch) this.backlog.push(...(await this.prefetch.catch(() => [])));
   }
 
-  /**
-   * Reads and writes one batch. Returns the number of entries written.
-   * @throws when Postgres or Redis fails (nothing acked: the batch is retried).
-   */
-  async runOnce(): Promise<number> {
-    const entries = this.backlog.length ? this.backlog.splice(0, this.opts.batchSize ?? 1000) : await this.read();
-    if (!entries.length) return 0;
+  private prefetch: Promise<StreamEntry[]> | null = null;
+
+  /** Entries to write next: the retry backlog first, then what was read ahead, then a fresh read. */
+  private async nextBatch(): Promise<StreamEntry[]> {
+    if (this.backlog.length) return this.backlog.splice(0, this.opts.batchSize ?? 1000);
+    if (this.prefetch) {
+      const p = this.prefetch;
+      this.prefetch = null;
+      return p;
+    }
+    return this.read();
+  }
+
+  /** Writes one batch in one transaction; on failure keeps it (and anything read ahead) for the retry, in order. */
+  private async write(entries: StreamEntry[], batch = project(entries)): Promise<void> {
     try {
-      await this.db.transaction((m) => writeBatch(m, project(entries)));
+      await this.db.transaction((m) => writeBatch(m, batch));
     } catch (e) {
-      // Keep them for the retry, in order, ahead of anything read later.
-      this.backlog.unshift(...entries);
+      const ahead = this.prefetch ? await this.prefetch.catch(() => []) : [];
+      this.prefetch = null;
+      this.backlog.unshift(...entries, ...ahead);
       throw e;
     }
     if (this.pgDown) {
       this.pgDown = false;
       this.log.info({}, 'audit writer: postgres is back, mirroring resumed');
     }
-    await this.acknowledge(entries);
     this.stats.batches++;
     this.stats.events += entries.length;
     this.stats.lastBatchAt = Date.now();
+  }
+
+  /**
+   * Reads, writes and acknowledges one batch (no read-ahead). Returns the
+   * number of entries written. Used by tests to step the writer.
+   * @throws when Postgres or Redis fails (nothing acked: the batch is retried).
+   */
+  async runOnce(): Promise<number> {
+    const entries = await this.nextBatch();
+    if (!entries.length) return 0;
+    const batch = project(entries);
+    await this.write(entries, batch);
+    await this.acknowledge(entries, batch);
     return entries.length;
   }
 
@@ -137,19 +188,23 @@ export class AuditWriter {
     return out;
   }
 
-  private async acknowledge(entries: StreamEntry[]): Promise<void> {
+  private async acknowledge(entries: StreamEntry[], batch = project(entries)): Promise<void> {
     const byQueue = new Map<string, string[]>();
     for (const e of entries) {
       let l = byQueue.get(e.queue);
       if (!l) byQueue.set(e.queue, (l = []));
       l.push(e.id);
     }
-    const finished = project(entries).finished;
+    const finished = batch.finished;
     await Promise.all(
       [...byQueue].map(async ([q, ids]) => {
         const k = this.store.keys(q);
-        await this.redis.xack(k.events, AUDIT_GROUP, ...ids);
-        await this.redis.xdel(k.events, ...ids);
+        // One MULTI: a writer dying between a separate XACK and XDEL would leave
+        // acked entries in the stream for good (never pending, so never taken
+        // over; never delivered again), and XLEN would not drain to 0.
+        const res = await this.redis.multi().xack(k.events, AUDIT_GROUP, ...ids).xdel(k.events, ...ids).exec();
+        const err = res ? res.find(([e]) => e)?.[0] : new Error('XACK/XDEL transaction aborted');
+        if (err) throw err;
       }),
     );
     const done = new Map<string, string[]>();
@@ -185,9 +240,33 @@ export class AuditWriter {
           this.log.warn({ queue: q }, 'audit writer lost the ownership of a queue');
         }
       } else if ((await this.redis.set(k.auditLock, this.opts.writerId, 'PX', ttl, 'NX')) === 'OK') {
+        if (!(await this.prepare(q))) continue;
         this.owned.add(q);
         await this.takeOver(q);
       }
+    }
+  }
+
+  /**
+   * Before mirroring a queue just taken: (re)creates the consumer group (Redis
+   * may have lost it since it was first made) and runs the onAcquire hook.
+   * Returns false, with the lock released, when the hook failed.
+   */
+  private async prepare(queue: string): Promise<boolean> {
+    const k = this.store.keys(queue);
+    await this.redis.xgroup('CREATE', k.events, AUDIT_GROUP, '0', 'MKSTREAM').catch((e: Error) => {
+      if (!/BUSYGROUP/.test(e.message)) throw e;
+    });
+    if (!this.opts.onAcquire) return true;
+    try {
+      await this.opts.onAcquire(queue);
+      return true;
+    } catch (e) {
+      this.log.warn({ queue, err: (e as Error).message }, 'audit writer: queue check failed, will retry');
+      await this.redis
+        .eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, k.auditLock, this.opts.writerId)
+        .catch(() => undefined);
+      return false;
     }
   }
 

@@ -10,6 +10,7 @@ import { REDIS } from '../redis/redis.module';
 import { RedisJobStore } from '../redis/redis-job-store';
 import { AuditWriter } from './audit-writer';
 import { AUDIT_DB } from './audit-db.module';
+import { formatRestoreReport, QueueRestorer } from './restore';
 import { pruneHistory } from './retention';
 
 /** Retention pass period: hourly is plenty for a days-long retention. */
@@ -30,12 +31,45 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     private readonly store: RedisJobStore,
   ) {}
 
-  onApplicationBootstrap(): void {
+  /**
+   * The restore check first (queues whose Redis state is lost are rebuilt
+   * from PostgreSQL, the others get their epoch recorded), then the writer,
+   * which runs the same check on each queue it takes over later.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    // A queue whose audit lock another process holds is not waited for long:
+    // that process is restoring it, or this writer checks it when it takes it over.
+    const restorer = new QueueRestorer(this.db, this.store, { lockWaitMs: 2000, log: this.log.child({ component: 'restore' }) });
+    try {
+      const reports = await restorer.checkAll();
+      const acted = reports.filter((r) => r.action !== 'intact');
+      for (const r of acted) {
+        const line = formatRestoreReport(r);
+        if (r.action === 'error') this.log.error({ queue: r.queue, counts: r.counts }, `restore check: ${line}`);
+        else if (r.action === 'busy') this.log.warn({ queue: r.queue }, `restore check: ${line}`);
+        else this.log.info({ queue: r.queue, action: r.action, counts: r.counts }, `restore check: ${line}`);
+      }
+      this.log.info(
+        { queues: reports.length, restored: reports.filter((r) => r.action === 'restored').length },
+        acted.some((r) => r.action === 'restored') ? 'restore check: redis state rebuilt from postgres' : 'restore check: nothing to restore',
+      );
+    } catch (e) {
+      // The writer runs the same check per queue when it takes one over.
+      this.log.error({ err: (e as Error).message }, 'restore check failed');
+    }
     this.writer = new AuditWriter(
       this.redis,
       this.store,
       this.db,
-      { writerId: this.writerId, keepCompletedCount: this.config.keepCompletedCount, keepCompletedMs: this.config.keepCompletedMs },
+      {
+        writerId: this.writerId,
+        keepCompletedCount: this.config.keepCompletedCount,
+        keepCompletedMs: this.config.keepCompletedMs,
+        onAcquire: async (queue) => {
+          const r = await restorer.ensureQueue(queue, { lockToken: this.writerId });
+          if (r.action === 'restored') this.log.info({ queue, action: r.action, counts: r.counts }, `restore check: ${formatRestoreReport(r)}`);
+        },
+      },
       this.log.child({ component: 'audit', writerId: this.writerId }),
     );
     this.writer.start();

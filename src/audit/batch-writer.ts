@@ -89,17 +89,27 @@ export async function writeBatch(m: EntityManager, b: AuditBatch): Promise<void>
       ],
     );
   }
-  const into = b.dlq.filter((d) => d.present);
-  const out = b.dlq.filter((d) => !d.present);
-  if (out.length) await m.query(`DELETE FROM dead_letter_jobs WHERE job_id = ANY($1::uuid[])`, [out.map((d) => d.jobId)]);
-  if (into.length) {
+  if (b.dlq.length) {
+    // The DLQ follows the projection (already patched above, and only ever
+    // moved forward by newer events): a job is in it exactly while its newest
+    // known state is 'failed', with that failure's error. Taking the row from
+    // the batch's own events instead would let a replayed older batch re-add
+    // a job that was retried since, delete the row of a newer failure, or
+    // overwrite it with an older error.
     // The payload and type come from the projection, so the copy survives pruning of the job.
+    const ids = b.dlq.map((d) => d.jobId);
+    await m.query(
+      `DELETE FROM dead_letter_jobs d WHERE d.job_id = ANY($1::uuid[])
+         AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status = 'failed')`,
+      [ids],
+    );
     await m.query(
       `INSERT INTO dead_letter_jobs (job_id, queue, type, payload, last_error, attempts, failed_at)
-       SELECT j.id, j.queue, j.type, j.payload, u.er, u.a, ${ts('u.fa')}
-       FROM unnest($1::uuid[], $2::text[], $3::int[], $4::float8[]) AS u(id, er, a, fa) JOIN jobs j ON j.id = u.id
-       ON CONFLICT (job_id) DO UPDATE SET last_error = EXCLUDED.last_error, attempts = EXCLUDED.attempts, failed_at = EXCLUDED.failed_at`,
-      [into.map((d) => d.jobId), into.map((d) => d.lastError), into.map((d) => d.attempts), into.map((d) => d.failedAt)],
+       SELECT j.id, j.queue, j.type, j.payload, j.last_error, j.attempts, COALESCE(j.finished_at, j.updated_at)
+       FROM jobs j WHERE j.id = ANY($1::uuid[]) AND j.status = 'failed'
+       ON CONFLICT (job_id) DO UPDATE SET payload = EXCLUDED.payload, last_error = EXCLUDED.last_error,
+         attempts = EXCLUDED.attempts, failed_at = EXCLUDED.failed_at`,
+      [ids],
     );
   }
 }

@@ -16,8 +16,15 @@ export interface QueueKeys {
   rateLimit: string;
   /** Finished jobs kept in Redis under KEEP_COMPLETED_* (sorted by finish time). */
   done: string;
-  /** Lock held by the audit writer that mirrors this queue's stream. */
+  /** Lock held by the audit writer that mirrors this queue's stream (also by a restore). */
   auditLock: string;
+  /**
+   * Epoch marker: a string set when the queue is first taken over by an audit
+   * writer (and recorded in PostgreSQL's `queues` table) or when a restore
+   * ends. Its absence while PostgreSQL knows the queue means Redis lost the
+   * queue's data (see src/audit/restore.ts).
+   */
+  epoch: string;
 }
 
 export function queueKeys(prefix: string, queue: string): QueueKeys {
@@ -34,6 +41,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     rateLimit: base + 'rl',
     done: base + 'done',
     auditLock: base + 'auditlock',
+    epoch: base + 'epoch',
   };
 }
 

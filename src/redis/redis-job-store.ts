@@ -397,7 +397,66 @@ export class RedisJobStore implements JobStore {
     ]);
     return { waiting: w, delayed: d, active: a, failed: f };
   }
+
+  /**
+   * Recreates one chunk of a queue's jobs from their PostgreSQL copies
+   * (lua/restoreJobs-8.lua; driven by src/audit/restore.ts). Fenced by the
+   * queue's audit lock held with `lock.token`; `epoch` non-empty on the last
+   * call sets the queue's epoch marker. Jobs that exist in Redis are skipped.
+   */
+  async restoreJobs(
+    queue: string,
+    lock: { token: string; ttlMs: number },
+    opts: { epoch: string; minStreamId: string; group: string },
+    jobs: RestoreJobInput[],
+  ): Promise<RestoreJobsResult> {
+    const k = this.keys(queue);
+    const args: (string | number)[] = [k.base, lock.token, lock.ttlMs, opts.epoch, opts.minStreamId, opts.group];
+    for (const j of jobs) {
+      args.push(
+        j.id, j.kind, j.type, j.payload, j.priority, `${j.maxAttempts};${j.timeoutMs};${j.backoff}`, j.attempts, j.executionSeq,
+        j.createdAt, j.runAt, j.idempotencyKey ?? '', j.lastError ?? '', j.workerId ?? '', j.startedAt ?? '', j.failedAt ?? '', j.updatedAt,
+      );
+    }
+    const out = await this.scripts.run<(string | number)[]>(
+      'restoreJobs',
+      [k.waiting, k.delayed, k.failed, k.events, k.wake, k.meta, k.epoch, k.auditLock],
+      args,
+    );
+    if (out[0] !== 'ok') return { status: out[0] as 'lock_lost' | 'already_restored' };
+    const [, waiting, delayed, active, failed, cancelled, skipped] = out.map(Number);
+    return { status: 'ok', waiting, delayed, active, failed, cancelled, skipped };
+  }
 }
+
+/** One job for {@link RedisJobStore.restoreJobs}; times are epoch ms. */
+export interface RestoreJobInput {
+  id: string;
+  /** Its state in PostgreSQL; `cancel` = active with a pending cancel request. */
+  kind: 'waiting' | 'delayed' | 'active' | 'cancel' | 'failed';
+  type: string;
+  payload: string;
+  priority: number;
+  maxAttempts: number;
+  timeoutMs: number;
+  /** Encoded backoff (src/core/backoff.ts encodeBackoff). */
+  backoff: string;
+  attempts: number;
+  executionSeq: number;
+  createdAt: number;
+  runAt: number;
+  idempotencyKey: string | null;
+  lastError: string | null;
+  workerId: string | null;
+  startedAt: number | null;
+  failedAt: number | null;
+  updatedAt: number;
+}
+
+/** Outcome of one restoreJobs call: counts of jobs recreated per kind, and skipped (already in Redis). */
+export type RestoreJobsResult =
+  | { status: 'ok'; waiting: number; delayed: number; active: number; failed: number; cancelled: number; skipped: number }
+  | { status: 'lock_lost' | 'already_restored' };
 
 /** Stable hash of the parts of an enqueue request that define "the same body". */
 function bodyHash(j: NormalizedEnqueue): string {

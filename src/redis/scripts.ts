@@ -16,7 +16,8 @@ export type ScriptName =
   | 'retryJob'
   | 'updateProgress'
   | 'renewLock'
-  | 'forgetJobs';
+  | 'forgetJobs'
+  | 'restoreJobs';
 
 /**
  * Registers the Lua scripts on a client (ioredis `defineCommand`: EVALSHA with

@@ -42,9 +42,9 @@ export function decodeDlqCursor(cursor: string): DlqKey {
 /**
  * Builds the SQL of one DLQ page: newest failures first, keyset on
  * (failed_at, job_id) with a row comparison that the
- * `dead_letter_jobs_*_failed` indexes take as an index condition; each row
- * joined to its `jobs` row by primary key (LEFT: the DLQ copy stands alone
- * if the projection row is gone). Fetches `limit + 1` rows.
+ * `dead_letter_jobs_*failed` indexes take as an index condition; the page's
+ * rows are then joined to their `jobs` rows by primary key (LEFT: the DLQ
+ * copy stands alone if the projection row is gone). Fetches `limit + 1` rows.
  */
 export function listDlqSql(f: { queue?: string; type?: string }, after: DlqKey | null, limit: number): { sql: string; params: unknown[] } {
   const where: string[] = [];
@@ -62,12 +62,15 @@ export function listDlqSql(f: { queue?: string; type?: string }, after: DlqKey |
     where.push(`(d.failed_at, d.job_id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
   }
   params.push(limit + 1);
+  // LIMIT inside, join outside: the page is cut from the index before any `jobs` row is read.
   const sql = `SELECT ${JOB_SELECT},
     d.job_id AS d_id, d.queue AS d_queue, d.type AS d_type, d.payload AS d_payload, d.last_error AS d_last_error, d.attempts AS d_attempts,
     ${epochMs('d.failed_at')} AS failed_ms, to_char(d.failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS failed_key
-  FROM dead_letter_jobs d LEFT JOIN jobs j ON j.id = d.job_id${where.length ? `
-  WHERE ${where.join(' AND ')}` : ''}
-  ORDER BY d.failed_at DESC, d.job_id DESC LIMIT $${params.length}`;
+  FROM (
+    SELECT * FROM dead_letter_jobs d${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
+    ORDER BY d.failed_at DESC, d.job_id DESC LIMIT $${params.length}
+  ) d LEFT JOIN jobs j ON j.id = d.job_id
+  ORDER BY d.failed_at DESC, d.job_id DESC`;
   return { sql, params };
 }
 

@@ -1,0 +1,225 @@
+#!/usr/bin/env node
+/*
+ * Audit mirror benchmark (after `npm run build`; Redis at REDIS_URL, Postgres at PG_URL):
+ *  1. throughput: N jobs enqueued and processed with no writer running, then an
+ *     AuditWriter drains the streams: events/s into PostgreSQL;
+ *  2. lag: a steady 5,000 jobs/s for 20 s with a worker and the writer on:
+ *     p50/p99 of the age of the oldest unmirrored event, sampled every 50 ms;
+ *  3. processing with full audit vs BullMQ (no history at all), same Redis, alternating.
+ *   node scripts/bench/audit.js [--n 50000] [--rounds 3] [--write docs/benchmarks.md]
+ */
+const { performance } = require('node:perf_hooks');
+const os = require('node:os');
+const fs = require('node:fs');
+const path = require('node:path');
+const dist = path.resolve(__dirname, '../../dist');
+const { createRedis } = require(`${dist}/redis/connection`);
+const { RedisScripts } = require(`${dist}/redis/scripts`);
+const { RedisJobStore } = require(`${dist}/redis/redis-job-store`);
+const { normalizeEnqueue } = require(`${dist}/core/job-options`);
+const { HandlerMap } = require(`${dist}/core/handler`);
+const { WorkerRuntime } = require(`${dist}/workers/worker-runtime`);
+const { WakeWaiter } = require(`${dist}/workers/wake-waiter`);
+const { AuditWriter } = require(`${dist}/audit/audit-writer`);
+const { openAuditStore } = require(`${dist}/audit/data-source`);
+const { readBacklog } = require(`${dist}/audit/audit-backlog`);
+const { Queue, Worker } = require('bullmq');
+const IORedis = require('ioredis');
+const { Client } = require('pg');
+
+const args = process.argv.slice(2);
+const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
+const N = Number(opt('n', 50000));
+const ROUNDS = Number(opt('rounds', 3));
+const WRITE = opt('write', null);
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+const PG_URL = process.env.PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const fmt = (x) => Math.round(x).toLocaleString('en-US');
+let seq = 0;
+
+async function freshDb() {
+  const u = new URL(PG_URL);
+  u.pathname = `/sluice_bench_${process.pid}_${seq++}`;
+  const { dataSource } = await openAuditStore(u.toString(), 10);
+  return {
+    db: dataSource,
+    async drop() {
+      await dataSource.destroy();
+      const admin = new URL(PG_URL);
+      const c = new Client({ connectionString: admin.toString() });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${u.pathname.slice(1)}" WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+function sluice() {
+  const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
+  const store = new RedisJobStore(redis, new RedisScripts(redis), `bench-audit-${process.pid}-${seq++}`);
+  const job = (i) => normalizeEnqueue({ type: 'noop', queue: 'bench', payload: { i } }, 1e6);
+  return {
+    redis,
+    store,
+    async fill(n) {
+      for (let i = 0; i < n; i += 1000) await store.enqueue(Array.from({ length: Math.min(1000, n - i) }, (_, j) => job(i + j)));
+    },
+    worker(onJob) {
+      const handlers = new HandlerMap();
+      handlers.register('noop', () => (onJob && onJob(), null));
+      const rt = new WorkerRuntime(store, handlers, new WakeWaiter(() => createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null }, { blocking: true }), false), {
+        workerId: 'bench', queues: ['bench'], concurrency: 50, leaseMs: 30000, heartbeatIntervalMs: 10000, shutdownGraceMs: 1000,
+      });
+      rt.start();
+      return rt;
+    },
+    writer(db) {
+      const w = new AuditWriter(redis, store, db, { writerId: `w${seq++}`, idleMs: 2 });
+      w.start();
+      return w;
+    },
+    job,
+    async clean() {
+      let cursor = '0';
+      do {
+        const [c, keys] = await redis.scan(cursor, 'MATCH', `${store.prefix}:*`, 'COUNT', 5000);
+        cursor = c;
+        if (keys.length) await redis.unlink(...keys);
+      } while (cursor !== '0');
+      redis.disconnect();
+    },
+  };
+}
+
+async function waitDrained(s) {
+  for (;;) {
+    const b = await readBacklog(s.redis, s.store);
+    if (b.pending === 0) return;
+    await sleep(5);
+  }
+}
+
+async function throughput() {
+  const s = sluice();
+  const { db, drop } = await freshDb();
+  await s.fill(N);
+  let done = 0;
+  const rt = s.worker(() => done++);
+  while (done < N) await sleep(10);
+  await rt.stop();
+  const events = (await readBacklog(s.redis, s.store)).pending;
+  const t0 = performance.now();
+  const w = s.writer(db);
+  await waitDrained(s);
+  const rate = events / ((performance.now() - t0) / 1000);
+  await w.stop();
+  await s.clean();
+  await drop();
+  return { events, rate };
+}
+
+async function lag(rate = 5000, seconds = 20) {
+  const s = sluice();
+  const { db, drop } = await freshDb();
+  const w = s.writer(db);
+  const rt = s.worker();
+  const samples = [];
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      samples.push((await readBacklog(s.redis, s.store)).lagMs);
+      await sleep(50);
+    }
+  })();
+  const t0 = performance.now();
+  let sent = 0;
+  while (performance.now() - t0 < seconds * 1000) {
+    const due = Math.floor(((performance.now() - t0) / 1000) * rate);
+    const batch = [];
+    while (sent < due) batch.push(s.job(sent++));
+    await Promise.all(batch.map((j) => s.store.enqueue([j])));
+    await sleep(5);
+  }
+  sampling = false;
+  await sampler;
+  await rt.stop();
+  await waitDrained(s);
+  await w.stop();
+  await s.clean();
+  await drop();
+  return { p50: pct(samples, 50), p99: pct(samples, 99), jobs: sent };
+}
+
+async function processingWithAudit() {
+  const s = sluice();
+  const { db, drop } = await freshDb();
+  await s.fill(N);
+  const w = s.writer(db);
+  let done = 0;
+  const t0 = performance.now();
+  const rt = s.worker(() => done++);
+  while (done < N) await sleep(2);
+  await rt.stop();
+  const r = N / ((performance.now() - t0) / 1000);
+  await waitDrained(s);
+  await w.stop();
+  await s.clean();
+  await drop();
+  return r;
+}
+
+async function processingBull() {
+  const connection = new IORedis(REDIS_URL, { maxRetriesPerRequest: null });
+  const name = `bench-audit-bull-${process.pid}-${seq++}`;
+  const q = new Queue(name, { connection });
+  for (let i = 0; i < N; i += 1000) await q.addBulk(Array.from({ length: Math.min(1000, N - i) }, (_, j) => ({ name: 'noop', data: { i: i + j } })));
+  let done = 0;
+  const t0 = performance.now();
+  const worker = new Worker(name, async () => null, { connection: new IORedis(REDIS_URL, { maxRetriesPerRequest: null }), concurrency: 50, removeOnComplete: { count: 1000 } });
+  worker.on('completed', () => done++);
+  while (done < N) await sleep(2);
+  const r = N / ((performance.now() - t0) / 1000);
+  await worker.close();
+  await q.obliterate({ force: true });
+  await q.close();
+  connection.disconnect();
+  return r;
+}
+
+async function main() {
+  console.log(`machine: ${os.cpus().length}x ${os.cpus()[0].model}, node ${process.version}; N=${N}, rounds=${ROUNDS}`);
+  const tp = [], withAudit = [], bull = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const t = await throughput();
+    tp.push(t.rate);
+    const order = r % 2 ? [processingBull, processingWithAudit] : [processingWithAudit, processingBull];
+    for (const f of order) (f === processingBull ? bull : withAudit).push(await f());
+    console.log(`round ${r + 1}: audit ${fmt(t.rate)} events/s (${fmt(t.events)} events); processing with audit ${fmt(withAudit[r])}/s; BullMQ ${fmt(bull[r])}/s`);
+  }
+  const l = await lag();
+  console.log(`lag at 5,000 jobs/s for 20 s (${fmt(l.jobs)} jobs): p50 ${l.p50} ms, p99 ${l.p99} ms`);
+  const lines = [
+    `### Audit run of ${new Date().toISOString().slice(0, 10)}`,
+    '',
+    `Machine: ${os.cpus().length}× ${os.cpus()[0].model}, Node ${process.version}, Redis and PostgreSQL on the same host. Command: \`node scripts/bench/audit.js --n ${N} --rounds ${ROUNDS}\`. Medians of ${ROUNDS} rounds.`,
+    '',
+    `| measure | result |`,
+    `|---|---:|`,
+    `| audit writer throughput into PostgreSQL | ${fmt(median(tp))} events/s |`,
+    `| audit lag at a steady 5,000 jobs/s, p50 / p99 | ${l.p50} ms / ${l.p99} ms |`,
+    `| processing, no-op, concurrency 50, with the audit writer on | ${fmt(median(withAudit))} jobs/s |`,
+    `| BullMQ 6.7 processing, same setup (no history kept) | ${fmt(median(bull))} jobs/s |`,
+    `| ratio | ${(median(withAudit) / median(bull)).toFixed(2)}x |`,
+    '',
+  ];
+  console.log(lines.slice(4).join('\n'));
+  if (WRITE) fs.appendFileSync(WRITE, lines.join('\n') + '\n');
+  process.exit(0);
+}
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

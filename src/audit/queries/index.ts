@@ -1,0 +1,75 @@
+import type { DataSource } from 'typeorm';
+import type { Job } from '../../core/job';
+import type { RedisJobStore } from '../../redis/redis-job-store';
+import { auditLag } from './audit-lag';
+import { getJob } from './get-job';
+import { jobEvents, JobEvent } from './job-events';
+import { jobExecutions, JobExecution } from './job-executions';
+import { jobLogs, JobLogLine } from './job-logs';
+import { listDlq, ListDlqFilter } from './list-dlq';
+import { listJobs, ListJobsFilter, Page } from './list-jobs';
+import { queueCounts, QueueCounts, sumCounts } from './queue-counts';
+import { throughput, Throughput } from './throughput';
+
+export type { JobEvent, JobExecution, JobLogLine, ListDlqFilter, ListJobsFilter, Page, QueueCounts, Throughput };
+export { auditLag, getJob, jobEvents, jobExecutions, jobLogs, listDlq, listJobs, queueCounts, sumCounts, throughput };
+
+/**
+ * The history services the HTTP API calls, bound to one Postgres data
+ * source and one Redis store. Framework-free: a Nest provider can wrap it.
+ * Each method is documented on the function it delegates to (one file per
+ * operation in this folder). Times are epoch ms; bad input throws the core's
+ * ValidationError (HTTP 400); an unreachable Redis/Postgres throws its
+ * client's error (HTTP 503).
+ */
+export class HistoryQueries {
+  constructor(
+    readonly db: DataSource,
+    readonly store: RedisJobStore,
+  ) {}
+
+  /** Redis while live, else Postgres; null when unknown. */
+  getJob(id: string): Promise<Job | null> {
+    return getJob(this.db, this.store, id);
+  }
+
+  /** Newest first, keyset on id; limit 1..500 (default 50). */
+  listJobs(filter: ListJobsFilter = {}): Promise<Page<Job>> {
+    return listJobs(this.db, filter);
+  }
+
+  /** Audit trail, oldest first. */
+  jobEvents(id: string): Promise<{ items: JobEvent[] }> {
+    return jobEvents(this.db, id);
+  }
+
+  /** One row per execution started. */
+  jobExecutions(id: string): Promise<{ items: JobExecution[] }> {
+    return jobExecutions(this.db, id);
+  }
+
+  /** Handler log lines, oldest first. */
+  jobLogs(id: string): Promise<{ items: JobLogLine[] }> {
+    return jobLogs(this.db, id);
+  }
+
+  /** Dead-letter queue, newest failure first, keyset on (failed_at, job_id). */
+  listDlq(filter: ListDlqFilter = {}): Promise<Page<Job>> {
+    return listDlq(this.db, filter);
+  }
+
+  /** Exact counts per queue (live from Redis, terminal from Postgres). */
+  queueCounts(queues?: string[]): Promise<Record<string, QueueCounts>> {
+    return queueCounts(this.db, this.store, queues);
+  }
+
+  /** Completed / failed in the last minute. */
+  throughput(): Promise<Throughput> {
+    return throughput(this.db, this.store);
+  }
+
+  /** Age of the oldest unmirrored audit event, ms, and the backlog size. */
+  auditLag(): Promise<{ lagMs: number; pending: number }> {
+    return auditLag(this.store);
+  }
+}
