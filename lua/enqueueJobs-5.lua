@@ -77,9 +77,28 @@ for g = 1, groups do
   base = base + n * FIELDS
 end
 
--- Pass 2: write.
+-- Pass 2: write. The common case (no delay, no key, payload of one chunk)
+-- is written with literal argument lists: most of this script's cost is Lua
+-- building tables, not the Redis commands themselves.
 local out = {}
 local woke = false
+-- One HINCRBY reserves the sequence numbers of every job to write (a resent
+-- job found by EXISTS below leaves a gap, which is harmless).
+local toWrite = 0
+base = first
+for g = 1, groups do
+  local n = tonumber(ARGV[6 + g])
+  if not conflict[g] then
+    for j = 0, n - 1 do
+      if not replay[base + j * FIELDS] then toWrite = toWrite + 1 end
+    end
+  end
+  base = base + n * FIELDS
+end
+local seq = 0
+if toWrite > 0 then seq = redis.call('HINCRBY', KEYS[5], 'seq', toWrite) - toWrite end
+local dMa, dBo, dTo = meta[1] or ARGV[2], meta[2] or ARGV[3], meta[3] or ARGV[4]
+local defaultOpts = packOpts(dMa, dTo, dBo)
 base = first
 for g = 1, groups do
   local n = tonumber(ARGV[6 + g])
@@ -87,34 +106,39 @@ for g = 1, groups do
     out[g] = {ERR_IDEMPOTENCY_CONFLICT, conflict[g]}
   else
     local res = {1}
+    local r = 1
     for j = 0, n - 1 do
       local b = base + j * FIELDS
       local id = replay[b] or ARGV[b]
-      local jk = jobKey(prefix, id)
+      local jk = prefix .. 'job:' .. id
       if replay[b] or redis.call('EXISTS', jk) == 1 then
-        res[#res + 1] = id; res[#res + 1] = redis.call('HGET', jk, 's') or 'unknown'; res[#res + 1] = 1
+        res[r + 1] = id; res[r + 2] = redis.call('HGET', jk, 's') or 'unknown'; res[r + 3] = 1
       else
-        local priority = ARGV[b + 3]
-        local seq = redis.call('HINCRBY', KEYS[5], 'seq', 1)
-        local ma = ARGV[b + 6] ~= '' and ARGV[b + 6] or (meta[1] or ARGV[2])
-        local bo = ARGV[b + 7] ~= '' and ARGV[b + 7] or (meta[2] or ARGV[3])
-        local to = ARGV[b + 8] ~= '' and ARGV[b + 8] or (meta[3] or ARGV[4])
+        seq = seq + 1
+        local ty, payload, priority, key = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 9]
+        local o = defaultOpts
+        if ARGV[b + 6] ~= '' or ARGV[b + 7] ~= '' or ARGV[b + 8] ~= '' then
+          o = packOpts(ARGV[b + 6] ~= '' and ARGV[b + 6] or dMa, ARGV[b + 8] ~= '' and ARGV[b + 8] or dTo, ARGV[b + 7] ~= '' and ARGV[b + 7] or dBo)
+        end
         local runAt = now
-        if ARGV[b + 4] == 'd' then runAt = now + tonumber(ARGV[b + 5])
-        elseif ARGV[b + 4] == 'a' then runAt = math.max(now, tonumber(ARGV[b + 5])) end
+        local mode = ARGV[b + 4]
+        if mode == 'd' then runAt = now + tonumber(ARGV[b + 5])
+        elseif mode == 'a' then runAt = math.max(now, tonumber(ARGV[b + 5])) end
         local state = 'waiting'
         if runAt > now then state = 'delayed' end
-        local o = packOpts(ma, to, bo)
         -- attempts/executionSeq default to 0, runAt to createdAt, updatedAt to the latest timestamp.
-        local args = {'HSET', jk, 's', state, 'ty', ARGV[b + 1], 'pr', priority, 'sq', seq, 'o', o, 'ca', now}
-        if runAt ~= now then args[#args + 1] = 'ra'; args[#args + 1] = runAt end
-        local key = ARGV[b + 9]
-        if key ~= '' then
-          args[#args + 1] = 'ik'; args[#args + 1] = key
-          redis.call('SET', prefix .. 'idem:' .. key, id .. '|' .. ARGV[b + 10], 'PX', ARGV[5])
+        if runAt == now and key == '' and #payload <= CHUNK then
+          redis.call('HSET', jk, 's', state, 'ty', ty, 'pr', priority, 'sq', seq, 'o', o, 'ca', now, 'p0', payload)
+        else
+          local args = {'HSET', jk, 's', state, 'ty', ty, 'pr', priority, 'sq', seq, 'o', o, 'ca', now}
+          if runAt ~= now then args[#args + 1] = 'ra'; args[#args + 1] = runAt end
+          if key ~= '' then
+            args[#args + 1] = 'ik'; args[#args + 1] = key
+            redis.call('SET', prefix .. 'idem:' .. key, id .. '|' .. ARGV[b + 10], 'PX', ARGV[5])
+          end
+          payloadFields(payload, args)
+          redis.call(unpack(args))
         end
-        payloadFields(ARGV[b + 2], args)
-        redis.call(unpack(args))
         if state == 'waiting' then
           redis.call('ZADD', KEYS[1], waitingScore(priority, seq), id)
           woke = true
@@ -123,11 +147,17 @@ for g = 1, groups do
           -- A new earliest delayed job must shorten the blocked workers' timeout.
           if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == id then woke = true end
         end
-        local extra = {'ty', ARGV[b + 1], 'p', ARGV[b + 2], 'pr', priority, 'o', o, 'ra', runAt}
-        if key ~= '' then extra[#extra + 1] = 'ik'; extra[#extra + 1] = key end
-        emit(KEYS[3], now, 'enqueued', id, '', state, 0, extra)
-        res[#res + 1] = id; res[#res + 1] = state; res[#res + 1] = 0
+        -- The enqueued event carries the whole spec: PostgreSQL gets the job from it.
+        if key == '' then
+          redis.call('XADD', KEYS[3], '*', 'e', 'enqueued', 'j', id, 'f', '', 't', state, 'a', 0, 'at', now,
+            'ty', ty, 'p', payload, 'pr', priority, 'o', o, 'ra', runAt)
+        else
+          redis.call('XADD', KEYS[3], '*', 'e', 'enqueued', 'j', id, 'f', '', 't', state, 'a', 0, 'at', now,
+            'ty', ty, 'p', payload, 'pr', priority, 'o', o, 'ra', runAt, 'ik', key)
+        end
+        res[r + 1] = id; res[r + 2] = state; res[r + 3] = 0
       end
+      r = r + 3
     end
     out[g] = res
   end

@@ -48,17 +48,31 @@ export async function writeBatch(m: EntityManager, b: AuditBatch): Promise<void>
   }
   if (b.inserts.length) {
     const i = dedupe(b.inserts, (r) => r.id);
+    // A row that already exists is brought forward like a patch would be (the
+    // insert may carry later events of the batch, folded in by the projection).
     await m.query(
-      `INSERT INTO jobs (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload,
-                         execution_seq, created_at, run_at, updated_at, last_event_ms, last_event_seq)
-       SELECT id, q, ty, s, pr, 0, ma, bo, tm, ik, p, 0, ${ts('ca')}, ${ts('ra')}, ${ts('ca')}, sm, ss
-       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::int[], $9::text[], $10::text[], $11::float8[], $12::float8[], $13::bigint[], $14::bigint[])
-         AS u(id, q, ty, s, pr, ma, bo, tm, ik, p, ca, ra, sm, ss)
-       ON CONFLICT (id) DO NOTHING`,
+      `INSERT INTO jobs AS j (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload,
+                         execution_seq, created_at, run_at, updated_at, last_event_ms, last_event_seq,
+                         worker_id, started_at, finished_at, last_error, result, progress)
+       SELECT id, q, ty, s, pr, a, ma, bo, tm, ik, p, x, ${ts('ca')}, ${ts('ra')}, ${ts('ua')}, sm, ss,
+              w, ${ts('sa')}, ${ts('fa')}, er, r, pg
+       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::int[], $9::text[], $10::text[],
+                   $11::float8[], $12::float8[], $13::bigint[], $14::bigint[], $15::int[], $16::int[], $17::float8[], $18::text[],
+                   $19::float8[], $20::float8[], $21::text[], $22::text[], $23::text[])
+         AS u(id, q, ty, s, pr, ma, bo, tm, ik, p, ca, ra, sm, ss, a, x, ua, w, sa, fa, er, r, pg)
+       ON CONFLICT (id) DO UPDATE SET
+         status = EXCLUDED.status, attempts = EXCLUDED.attempts, execution_seq = EXCLUDED.execution_seq, run_at = EXCLUDED.run_at,
+         updated_at = EXCLUDED.updated_at, worker_id = EXCLUDED.worker_id, started_at = EXCLUDED.started_at,
+         finished_at = EXCLUDED.finished_at, last_error = EXCLUDED.last_error, result = EXCLUDED.result,
+         progress = EXCLUDED.progress, payload = EXCLUDED.payload,
+         last_event_ms = EXCLUDED.last_event_ms, last_event_seq = EXCLUDED.last_event_seq
+       WHERE (j.last_event_ms, j.last_event_seq) < (EXCLUDED.last_event_ms, EXCLUDED.last_event_seq)`,
       [
         i.map((r) => r.id), i.map((r) => r.queue), i.map((r) => r.type), i.map((r) => r.status), i.map((r) => r.priority), i.map((r) => r.maxAttempts),
         i.map((r) => r.backoff), i.map((r) => r.timeoutMs), i.map((r) => r.idempotencyKey), i.map((r) => r.payload), i.map((r) => r.createdAt),
-        i.map((r) => r.runAt), i.map((r) => r.streamMs), i.map((r) => r.streamSeq),
+        i.map((r) => r.runAt), i.map((r) => r.streamMs), i.map((r) => r.streamSeq), i.map((r) => r.attempts), i.map((r) => r.executionSeq),
+        i.map((r) => r.updatedAt), i.map((r) => r.workerId), i.map((r) => r.startedAt), i.map((r) => r.finishedAt), i.map((r) => r.lastError),
+        i.map((r) => r.result), i.map((r) => r.progress),
       ],
     );
   }

@@ -59,6 +59,16 @@ export interface JobInsert {
   runAt: number;
   streamMs: string;
   streamSeq: string;
+  /** Later events of the same batch, folded in (see foldPatches): the row is written once. */
+  attempts: number;
+  workerId: string | null;
+  executionSeq: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  lastError: string | null;
+  result: string | null;
+  progress: string | null;
+  updatedAt: number;
 }
 
 /** Columns an event may set on the `jobs` projection; undefined = leave as is. */
@@ -179,6 +189,8 @@ export function project(entries: StreamEntry[]): AuditBatch {
         id: jobId, queue, type: f.ty ?? '', status: f.t, priority: num(f.pr) ?? 0, maxAttempts: Number(ma) || 1,
         timeoutMs: Number(to) || 600_000, backoff: bo.join(';'), idempotencyKey: str(f.ik), payload: f.p ?? '{}',
         createdAt: at, runAt: num(f.ra) ?? at, streamMs, streamSeq,
+        attempts: 0, workerId: null, executionSeq: 0, startedAt: null, finishedAt: null, lastError: null, result: null,
+        progress: null, updatedAt: at,
       });
       finished.set(jobId, null);
       continue;
@@ -248,8 +260,68 @@ export function project(entries: StreamEntry[]): AuditBatch {
     if (f.t === 'completed' || f.t === 'cancelled') finished.set(jobId, { queue, jobId, status: f.t });
     else if (f.e !== 'progress' && f.e !== 'cancel_requested') finished.set(jobId, null);
   }
-  batch.patches = [...patches.values()];
+  batch.patches = foldPatches(batch.inserts, [...patches.values()]);
+  batch.ends = foldStarts(batch.starts, batch.ends);
   batch.dlq = [...dlq.values()];
   batch.finished = [...finished.values()].filter((v): v is AuditBatch['finished'][number] => v !== null);
   return batch;
+}
+
+/**
+ * A job enqueued and changed within one batch is written once: its patch is
+ * applied to its insert row (same "newest event wins" result, one row write
+ * instead of an insert plus an update). Returns the patches left.
+ */
+function foldPatches(inserts: JobInsert[], patches: JobPatch[]): JobPatch[] {
+  if (!inserts.length || !patches.length) return patches;
+  const byId = new Map(inserts.map((i) => [i.id, i]));
+  const left: JobPatch[] = [];
+  for (const p of patches) {
+    const row = byId.get(p.id);
+    if (!row) {
+      left.push(p);
+      continue;
+    }
+    if (p.status !== undefined) row.status = p.status;
+    if (p.attempts !== undefined) row.attempts = p.attempts;
+    if (p.workerId !== undefined) row.workerId = p.workerId;
+    if (p.executionSeq !== undefined) row.executionSeq = p.executionSeq;
+    if (p.startedAt !== undefined) row.startedAt = p.startedAt;
+    if (p.finishedAt !== undefined) row.finishedAt = p.finishedAt;
+    if (p.runAt !== undefined) row.runAt = p.runAt;
+    if (p.lastError !== undefined) row.lastError = p.lastError;
+    if (p.result !== undefined) row.result = p.result;
+    if (p.progress !== undefined) row.progress = p.progress;
+    if (p.payload !== undefined) row.payload = p.payload;
+    row.updatedAt = p.updatedAt;
+    row.streamMs = p.streamMs;
+    row.streamSeq = p.streamSeq;
+  }
+  return left;
+}
+
+/**
+ * An execution started and ended within one batch is written once, by its
+ * end row, carrying the start's time (and the duration derived from it).
+ * The start rows of those executions are removed from `starts` in place.
+ */
+function foldStarts(starts: ExecutionStart[], ends: ExecutionEnd[]): ExecutionEnd[] {
+  if (!starts.length || !ends.length) return ends;
+  const key = (r: { jobId: string; executionSeq: number }) => `${r.jobId}/${r.executionSeq}`;
+  const byKey = new Map(starts.map((s) => [key(s), s]));
+  const folded = new Set<string>();
+  for (const e of ends) {
+    const s = byKey.get(key(e));
+    if (!s) continue;
+    e.startedAt = s.startedAt;
+    if (e.durationMs === null) e.durationMs = Math.max(0, e.finishedAt - s.startedAt);
+    if (e.workerId === null) e.workerId = s.workerId;
+    folded.add(key(e));
+  }
+  if (folded.size) {
+    const kept = starts.filter((s) => !folded.has(key(s)));
+    starts.length = 0;
+    starts.push(...kept);
+  }
+  return ends;
 }

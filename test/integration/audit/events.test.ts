@@ -558,39 +558,51 @@ describe('projection + writeBatch (unit-style, real schema)', () => {
     ]);
   });
 
-  test('project(): one event row per entry, logs apart, one merged patch per job, executions and DLQ changes', () => {
+  test('project(): one event row per entry, logs apart, a job enqueued in the batch written once, executions and DLQ changes', () => {
     const b = project(entries);
     expect(b.events).toHaveLength(entries.length - 1);
     expect(b.logs.map((l) => [l.jobId, l.level, l.message, l.attempt])).toEqual([
       [x, 'info', 'x runs', 1],
     ]);
+    // Both jobs were enqueued in this batch: their later events are folded
+    // into the insert row (one row write), so no patch is left.
     expect(b.inserts.map((i) => [i.id, i.type, i.status, i.maxAttempts, i.payload])).toEqual([
-      [x, 'proj.x', 'waiting', 2, '{"v":1}'],
-      [y, 'proj.y', 'waiting', 3, '{"v":2}'],
+      [x, 'proj.x', 'failed', 2, '{"v":11}'],
+      [y, 'proj.y', 'completed', 3, '{"v":2}'],
     ]);
-    expect(b.patches).toHaveLength(2);
-    const px = b.patches.find((p) => p.id === x)!;
+    expect(b.patches).toHaveLength(0);
+    const ix = b.inserts.find((i) => i.id === x)!;
     const last = entries.filter((e) => e.fields.j === x).pop()!;
-    expect(`${px.streamMs}-${px.streamSeq}`).toBe(last.id);
-    expect([
-      px.status,
-      px.attempts,
-      px.executionSeq,
-      px.lastError,
-      px.progress,
-      px.payload,
-    ]).toEqual(['failed', 1, 3, 'e3', '20', '{"v":11}']);
-    expect(b.starts.map((s) => [s.jobId, s.executionSeq])).toEqual([
-      [x, 1],
-      [y, 1],
-      [x, 2],
-      [x, 3],
+    expect(`${ix.streamMs}-${ix.streamSeq}`).toBe(last.id);
+    expect([ix.status, ix.attempts, ix.executionSeq, ix.lastError, ix.progress, ix.payload]).toEqual([
+      'failed',
+      1,
+      3,
+      'e3',
+      '20',
+      '{"v":11}',
     ]);
-    expect(b.ends.map((e) => [e.jobId, e.executionSeq, e.outcome])).toEqual([
-      [x, 1, 'failed'],
-      [y, 1, 'completed'],
-      [x, 2, 'failed'],
-      [x, 3, 'failed'],
+    // Without the enqueued entries the same events make one merged patch per job.
+    const noInsert = project(entries.filter((e) => e.fields.e !== 'enqueued'));
+    const px = noInsert.patches.find((p) => p.id === x)!;
+    expect([px.status, px.attempts, px.executionSeq, px.lastError, px.progress, px.payload]).toEqual([
+      'failed',
+      1,
+      3,
+      'e3',
+      '20',
+      '{"v":11}',
+    ]);
+    // Executions that started and ended in the batch are written once, by their end row.
+    expect(b.starts).toEqual([]);
+    const startedAt = new Map(
+      entries.filter((e) => e.fields.e === 'claimed').map((e) => [`${e.fields.j}/${e.fields.x}`, Number(e.fields.at)]),
+    );
+    expect(b.ends.map((e) => [e.jobId, e.executionSeq, e.outcome, e.startedAt === startedAt.get(`${e.jobId}/${e.executionSeq}`)])).toEqual([
+      [x, 1, 'failed', true],
+      [y, 1, 'completed', true],
+      [x, 2, 'failed', true],
+      [x, 3, 'failed', true],
     ]);
     // The last DLQ change of a job wins: X is in the DLQ (failed again after its retry).
     expect(b.dlq.map((d) => [d.jobId, d.present, d.lastError])).toEqual([[x, true, 'e3']]);
