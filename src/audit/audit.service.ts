@@ -12,9 +12,12 @@ import { AuditWriter } from './audit-writer';
 import { AUDIT_DB } from './audit-db.module';
 import { formatRestoreReport, QueueRestorer } from './restore';
 import { pruneHistory } from './retention';
+import { mirrorWorkers } from './worker-history';
 
 /** Retention pass period: hourly is plenty for a days-long retention. */
 const PRUNE_INTERVAL_MS = 3_600_000;
+/** How often the worker registry is copied into the `workers` table. */
+const WORKERS_INTERVAL_MS = 5_000;
 
 /** The `audit` role: runs an AuditWriter and the PostgreSQL retention pruner. */
 @Injectable()
@@ -22,6 +25,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   readonly writerId = `audit-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private writer?: AuditWriter;
   private pruneTimer?: NodeJS.Timeout;
+  private workersTimer?: NodeJS.Timeout;
 
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
@@ -73,6 +77,12 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
       this.log.child({ component: 'audit', writerId: this.writerId }),
     );
     this.writer.start();
+    this.workersTimer = setInterval(() => {
+      mirrorWorkers(this.db, this.redis, this.config.redisPrefix).catch((e) =>
+        this.log.debug({ err: (e as Error).message }, 'worker history not mirrored this time'),
+      );
+    }, WORKERS_INTERVAL_MS);
+    this.workersTimer.unref?.();
     this.pruneTimer = setInterval(() => {
       pruneHistory(this.db, this.config.retentionDays)
         .then((n) => n && this.log.info({ pruned: n, retentionDays: this.config.retentionDays }, 'history pruned'))
@@ -84,6 +94,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
 
   async beforeApplicationShutdown(): Promise<void> {
     clearInterval(this.pruneTimer);
+    clearInterval(this.workersTimer);
     await this.writer?.stop();
   }
 }
