@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import type { SluiceConfig } from './config/config';
 import { AuditDbModule } from './audit/audit-db.module';
 import { AuditModule } from './audit/audit.module';
+import { BacklogModule } from './audit/backlog.module';
 import { ConfigModule } from './config/config.module';
 import { HandlersModule } from './handlers/handlers.module';
 import { HealthModule } from './health/health.module';
@@ -17,6 +18,8 @@ export class AppModule {
     const imports: DynamicModule['imports'] = [
       ConfigModule.forRoot(config, logger),
       RedisModule,
+      // Every role: load shedding guards whichever enqueue the process makes.
+      BacklogModule,
       HandlersModule.forRoot({ diagnostics: config.diagnosticHandlers }),
     ];
     if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);

@@ -6,6 +6,7 @@ import {
   LeaseLostError,
   ScriptErrorCode,
   SluiceError,
+  UnavailableError,
   ValidationError,
   WrongStateError,
   errorFromCode,
@@ -124,6 +125,7 @@ describe('error classes', () => {
       new LeaseLostError('a'),
       new IdempotencyConflictError('k'),
       new ValidationError('bad', [{ path: 'type', message: 'm' }]),
+      new UnavailableError('busy'),
     ];
     for (const e of all) {
       expect(e).toBeInstanceOf(Error);
@@ -137,5 +139,11 @@ describe('error classes', () => {
     expect(new ValidationError('bad', [{ path: 'p', message: 'm' }]).details).toEqual([{ path: 'p', message: 'm' }]);
     expect(new ValidationError('bad').details).toEqual([]);
     expect(new ValidationError('bad').code).toBe('validation_failed');
+  });
+
+  it('UnavailableError has the code of HTTP 503 and keeps its message', () => {
+    const e = new UnavailableError('audit backlog over its bound');
+    expect(e.code).toBe('unavailable');
+    expect(e.message).toBe('audit backlog over its bound');
   });
 });

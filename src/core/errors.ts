@@ -70,6 +70,17 @@ export class ValidationError extends SluiceError {
 }
 
 /**
+ * The engine refuses new work for now (HTTP 503 `unavailable`): load shedding,
+ * e.g. while the audit backlog is over AUDIT_MAX_BACKLOG because PostgreSQL
+ * is unreachable. Nothing was written; the same call can be retried later.
+ */
+export class UnavailableError extends SluiceError {
+  constructor(message: string) {
+    super('unavailable', message);
+  }
+}
+
+/**
  * Maps a negative script return code to a typed error.
  * @throws never; returns the error for the caller to throw.
  */

@@ -57,7 +57,7 @@ export interface FailInput {
  * IdempotencyConflictError as documented per method.
  */
 export interface JobStore {
-  /** Enqueue jobs of one queue atomically. @throws IdempotencyConflictError */
+  /** Enqueue jobs of one queue atomically. @throws IdempotencyConflictError; UnavailableError when load shedding refuses the call (nothing written). */
   enqueue(jobs: NormalizedEnqueue[]): Promise<EnqueueResult[]>;
   claim(queue: string, max: number, leaseMs: number, workerId: string, external?: boolean): Promise<ClaimResult>;
   extendLeases(queue: string, leases: { id: string; lockToken: string }[], leaseMs: number): Promise<{ leaseExpiresAt: number; statuses: LeaseStatus[] }>;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { DEFAULT_BACKOFF, encodeBackoff } from '../core/backoff';
-import { ScriptErrorCode, errorFromCode, IdempotencyConflictError } from '../core/errors';
+import { ScriptErrorCode, errorFromCode, IdempotencyConflictError, UnavailableError } from '../core/errors';
 import type { Job, Json, WorkerJob } from '../core/job';
 import type { JobStatus } from '../core/job-status';
 import { LIMITS, NormalizedEnqueue } from '../core/job-options';
@@ -31,6 +31,12 @@ interface PendingGroup {
   reject: (e: unknown) => void;
 }
 
+/**
+ * Admission control for enqueue: returns null to admit the call, or the
+ * reason it is refused (the message of the UnavailableError enqueue throws).
+ */
+export type AdmissionCheck = () => string | null;
+
 /** Per-job outcome of complete(). */
 export type CompleteOutcome = 'completed' | 'cancelled' | 'lease_lost' | 'not_found';
 
@@ -45,6 +51,7 @@ export class RedisJobStore implements JobStore {
   private readonly keysCache = new Map<string, QueueKeys>();
   private readonly knownQueues = new Map<string, Promise<void>>();
   private readonly defaultBackoff = encodeBackoff(DEFAULT_BACKOFF);
+  private admission: AdmissionCheck | null = null;
 
   constructor(
     readonly redis: RedisClient,
@@ -76,6 +83,16 @@ export class RedisJobStore implements JobStore {
     return p;
   }
 
+  /**
+   * Installs the check {@link enqueue} consults before it writes anything
+   * (load shedding, e.g. src/audit/audit-backlog.ts BacklogGuard); `null`
+   * removes it. The check runs synchronously on every enqueue call, so it
+   * must answer from memory.
+   */
+  setAdmission(check: AdmissionCheck | null): void {
+    this.admission = check;
+  }
+
   /** All queue names ever registered. */
   async listQueues(): Promise<string[]> {
     return (await this.redis.smembers(queuesKey(this.prefix))).sort();
@@ -90,8 +107,12 @@ export class RedisJobStore implements JobStore {
    * an independent atomic group inside it. Under load this turns N round
    * trips and N script runs into one, without delaying a lone request.
    * @throws IdempotencyConflictError (nothing of that request's queue group written).
+   * @throws UnavailableError when the admission check refuses the call
+   *   (nothing written, not even the queue's name in the registry).
    */
   async enqueue(jobs: NormalizedEnqueue[]): Promise<EnqueueResult[]> {
+    const refused = this.admission?.();
+    if (refused) throw new UnavailableError(refused);
     const groups = new Map<string, number[]>();
     jobs.forEach((j, i) => {
       const g = groups.get(j.queue);

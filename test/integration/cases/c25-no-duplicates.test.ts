@@ -11,11 +11,18 @@
  * completed exactly once, with its own payload as result). Five rounds in a
  * row, on the same processes.
  *
- * TODO(C25, Postgres): the case's second check in the system of record —
- * `job_executions` holding exactly one row per job — comes with the audit
- * writer (a later issue); add it here then.
+ * Then the same in the system of record: an in-process AuditWriter mirrors
+ * the round's stream into a fresh PostgreSQL database, and `job_executions`
+ * must hold exactly one row per job (execution 1, outcome `completed`, run by
+ * the worker the stream says claimed it), `job_events` exactly one
+ * `completed` per job, and nothing for any other id. The writer runs after
+ * the Redis checks of each round, not during it: it XDELs what it mirrors,
+ * and the checks above read the stream.
  */
+import { AuditWriter } from '../../../src/audit/audit-writer';
 import { workersKey } from '../../../src/redis/keys';
+import { outbox } from '../../support/audit';
+import { openTestDb, TestDb } from '../../support/postgres';
 import { killAll, SluiceProcess } from '../../support/process';
 import { openStore, sleep, TestStore } from '../../support/redis';
 import {
@@ -34,15 +41,51 @@ const ROUNDS = 5;
 const queueOf = (round: number) => `c25-r${round}`;
 
 let t: TestStore;
+let db: TestDb;
 let procs: SluiceProcess[] = [];
+let writer: AuditWriter | undefined;
 
 beforeAll(async () => {
   t = await openStore('c25');
+  db = await openTestDb('c25');
 });
 afterAll(async () => {
   await killAll(procs);
+  await writer?.stop();
   await t.close();
+  await db.close();
 });
+
+/**
+ * Mirrors the round's stream into PostgreSQL with an in-process audit writer
+ * (drained: XLEN 0, nothing pending) and returns, per job of `queue`, its
+ * job_executions rows and its count of `completed` job_events.
+ */
+async function mirror(queue: string, round: number) {
+  writer = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: `c25-audit-r${round}`, idleMs: 20 });
+  writer.start();
+  await waitUntil(
+    `round ${round}: the stream mirrored to PostgreSQL`,
+    async () => {
+      const o = await outbox(t.redis, t.store, [queue]);
+      return o.len === 0 && o.pending === 0 ? true : undefined;
+    },
+    30_000,
+    100,
+  );
+  await writer.stop();
+  writer = undefined;
+  const executions: { id: string; seq: number; outcome: string; worker: string | null }[] =
+    await db.dataSource.query(
+      `SELECT job_id::text AS id, execution_seq AS seq, outcome, worker_id AS worker FROM job_executions WHERE queue = $1`,
+      [queue],
+    );
+  const completedEvents: { id: string; n: number }[] = await db.dataSource.query(
+    `SELECT job_id::text AS id, count(*)::int AS n FROM job_events WHERE queue = $1 AND event = 'completed' GROUP BY job_id`,
+    [queue],
+  );
+  return { executions, completedEvents };
+}
 
 /** Counts of `event` per job id. */
 function countBy(events: { e: string; j: string }[], event: string): Map<string, number> {
@@ -156,9 +199,41 @@ test('C25 1,000 jobs on 10 worker processes run exactly once each, 5 rounds in a
     // There was contention: several processes claimed from the same queue.
     const claimers = new Set(ev.filter((e) => e.e === 'claimed').map((e) => e.w));
     expect(claimers.size).toBeGreaterThanOrEqual(2);
+
+    // The system of record: one job_executions row per job (execution 1,
+    // completed, by the worker that claimed it), one completed event per job.
+    const { executions, completedEvents } = await mirror(queue, round);
+    const claimedBy = new Map(ev.filter((e) => e.e === 'claimed').map((e) => [e.j, e.w]));
+    const rowsOf = new Map<string, typeof executions>();
+    for (const r of executions) rowsOf.set(r.id, [...(rowsOf.get(r.id) ?? []), r]);
+    const pgCompleted = new Map(completedEvents.map((r) => [r.id, r.n]));
+    expect({
+      round,
+      executions: executions.length,
+      notOneCompletedExecution: ids.filter((id) => {
+        const rows = rowsOf.get(id) ?? [];
+        return (
+          rows.length !== 1 ||
+          rows[0].seq !== 1 ||
+          rows[0].outcome !== 'completed' ||
+          rows[0].worker !== claimedBy.get(id)
+        );
+      }),
+      unknownExecutions: [...rowsOf.keys()].filter((id) => !idSet.has(id)),
+      notOneCompletedEvent: ofIds(pgCompleted),
+      unknownCompletedEvents: [...pgCompleted.keys()].filter((id) => !idSet.has(id)),
+    }).toEqual({
+      round,
+      executions: JOBS,
+      notOneCompletedExecution: [],
+      unknownExecutions: [],
+      notOneCompletedEvent: 'none',
+      unknownCompletedEvents: [],
+    });
     process.stdout.write(
-      `C25 round ${round}: ${JOBS} jobs in ${tookMs} ms, claimed by ${claimers.size} worker processes\n`,
+      `C25 round ${round}: ${JOBS} jobs in ${tookMs} ms, claimed by ${claimers.size} worker processes; ` +
+        `PostgreSQL: ${executions.length} executions, one per job\n`,
     );
   }
   for (const p of procs) expect(p.proc.exitCode).toBeNull();
-}, 120_000);
+}, 180_000);

@@ -3,12 +3,12 @@
  * limits (pause, maxConcurrency, rate limit, external queues), corrupted
  * jobs, stale set entries and contention.
  */
-import { EnqueueInput, normalizeEnqueue } from '../../../src/core/job-options';
-import { TRANSITIONS } from '../../../src/core/job-status';
+import type { EnqueueInput } from '../../../src/core/job-options';
 import { createRedis, RedisClient } from '../../../src/redis/connection';
 import { RedisJobStore } from '../../../src/redis/redis-job-store';
 import { RedisScripts } from '../../../src/redis/scripts';
-import { openStore, readEvents, REDIS_URL, sleep, TestStore } from '../../support/redis';
+import { openStore, REDIS_URL, sleep, TestStore } from '../../support/redis';
+import { efta, expectLegal, ids, scriptHelpers } from '../../support/scripts';
 
 let t: TestStore;
 const extraClients: RedisClient[] = [];
@@ -21,30 +21,9 @@ afterAll(async () => {
 });
 
 // ---- helpers (each test uses its own queue, so sets and events are its own) ----
-const queues: string[] = [];
-const newQueue = () => {
-  const q = `claim${queues.length + 1}`;
-  queues.push(q);
-  return q;
-};
-const norm = (q: string, input: Partial<EnqueueInput> = {}) => normalizeEnqueue({ type: 't', ...input, queue: q }, 1e7);
-async function enq(q: string, input: Partial<EnqueueInput> = {}): Promise<string> {
-  const [r] = await t.store.enqueue([norm(q, input)]);
-  return r.id;
-}
+const { queues, newQueue, norm, enq, events, jk, raw, redisNow } = scriptHelpers(() => t, 'claim');
 async function enqMany(q: string, n: number, input: Partial<EnqueueInput> = {}): Promise<string[]> {
   return (await t.store.enqueue(Array.from({ length: n }, (_, i) => norm(q, { payload: { i }, ...input })))).map((r) => r.id);
-}
-async function events(q: string, id?: string) {
-  const all = await readEvents(t.redis, t.store.keys(q).events);
-  return id ? all.filter((e) => e.j === id) : all;
-}
-const efta = (evs: Record<string, string>[]) => evs.map((e) => [e.e, e.f, e.t, Number(e.a)]);
-const jk = (q: string, id: string) => `${t.store.keys(q).base}job:${id}`;
-const raw = (q: string, id: string) => t.redis.hgetall(jk(q, id));
-async function redisNow(): Promise<number> {
-  const [s, us] = await t.redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
 }
 /** A second store on its own connection, same prefix: another worker process. */
 function otherStore(): RedisJobStore {
@@ -52,18 +31,6 @@ function otherStore(): RedisJobStore {
   extraClients.push(redis);
   return new RedisJobStore(redis, new RedisScripts(redis), t.prefix);
 }
-function expectLegal(evs: Record<string, string>[]) {
-  for (const e of evs) {
-    if (e.e === 'log') continue;
-    if (e.e === 'progress') {
-      expect(e.f).toBe(e.t);
-      continue;
-    }
-    const from = e.f === '' ? null : e.f;
-    expect({ e: e.e, f: from, t: e.t, ok: TRANSITIONS.some((x) => x.event === e.e && x.from === from && x.to === e.t) }).toEqual({ e: e.e, f: from, t: e.t, ok: true });
-  }
-}
-const ids = (r: { jobs: { id: string }[] }) => r.jobs.map((j) => j.id);
 
 describe('claim: happy path', () => {
   it('moves a waiting job to active under a fresh lease with one claimed event', async () => {

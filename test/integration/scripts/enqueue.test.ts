@@ -3,11 +3,11 @@
  */
 import { DEFAULT_BACKOFF, encodeBackoff } from '../../../src/core/backoff';
 import { IdempotencyConflictError } from '../../../src/core/errors';
-import { EnqueueInput, normalizeEnqueue } from '../../../src/core/job-options';
-import { TRANSITIONS } from '../../../src/core/job-status';
+import type { EnqueueInput } from '../../../src/core/job-options';
 import { createRedis } from '../../../src/redis/connection';
 import { RedisJobStore } from '../../../src/redis/redis-job-store';
-import { openStore, readEvents, REDIS_URL, sleep, TestStore } from '../../support/redis';
+import { openStore, REDIS_URL, sleep, TestStore } from '../../support/redis';
+import { efta, expectLegal, scriptHelpers } from '../../support/scripts';
 
 let t: TestStore;
 beforeAll(async () => {
@@ -16,22 +16,12 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 // ---- helpers (each test uses its own queue, so sets and events are its own) ----
-let qn = 0;
-const newQueue = () => `enq${++qn}`;
 const BIG = 20 * 1024 * 1024;
-const norm = (q: string, input: Partial<EnqueueInput> = {}) => normalizeEnqueue({ type: 't', ...input, queue: q }, BIG);
+const { newQueue, norm, events, redisNow } = scriptHelpers(() => t, 'enq', { maxPayloadBytes: BIG });
+/** Enqueues one job; returns the whole result (id, status, replayed). */
 async function enq(q: string, input: Partial<EnqueueInput> = {}) {
   const [r] = await t.store.enqueue([norm(q, input)]);
   return r;
-}
-async function events(q: string, id?: string) {
-  const all = await readEvents(t.redis, t.store.keys(q).events);
-  return id ? all.filter((e) => e.j === id) : all;
-}
-const efta = (evs: Record<string, string>[]) => evs.map((e) => [e.e, e.f, e.t, Number(e.a)]);
-async function redisNow(): Promise<number> {
-  const [s, us] = await t.redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
 }
 /** Every key, set size and stream length of a queue: "nothing written" means this is unchanged. */
 async function queueState(q: string) {
@@ -39,18 +29,6 @@ async function queueState(q: string) {
   const keys = (await t.redis.keys(`${k.base}*`)).sort();
   const [w, d, ev, meta] = await Promise.all([t.redis.zcard(k.waiting), t.redis.zcard(k.delayed), t.redis.xlen(k.events), t.redis.hgetall(k.meta)]);
   return { keys, w, d, ev, meta };
-}
-/** Each event's (from, to, event) must be a row of TRANSITIONS. */
-function expectLegal(evs: Record<string, string>[]) {
-  for (const e of evs) {
-    if (e.e === 'log') continue;
-    if (e.e === 'progress') {
-      expect(e.f).toBe(e.t);
-      continue;
-    }
-    const from = e.f === '' ? null : e.f;
-    expect({ e: e.e, f: from, t: e.t, ok: TRANSITIONS.some((x) => x.event === e.e && x.from === from && x.to === e.t) }).toEqual({ e: e.e, f: from, t: e.t, ok: true });
-  }
 }
 const SEQ_SPAN = 2 ** 44;
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

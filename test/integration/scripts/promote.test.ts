@@ -2,9 +2,8 @@
  * promoteDelayed-5.lua (and the shared includes/promote.lua) through
  * RedisJobStore.promoteDelayed, on real Redis.
  */
-import { EnqueueInput, normalizeEnqueue } from '../../../src/core/job-options';
-import { TRANSITIONS } from '../../../src/core/job-status';
-import { openStore, readEvents, sleep, TestStore } from '../../support/redis';
+import { openStore, sleep, TestStore } from '../../support/redis';
+import { efta, expectLegal, ids, scriptHelpers } from '../../support/scripts';
 
 let t: TestStore;
 beforeAll(async () => {
@@ -13,40 +12,7 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 // ---- helpers (each test uses its own queue, so sets and events are its own) ----
-const queues: string[] = [];
-const newQueue = () => {
-  const q = `pr${queues.length + 1}`;
-  queues.push(q);
-  return q;
-};
-const norm = (q: string, input: Partial<EnqueueInput> = {}) => normalizeEnqueue({ type: 't', ...input, queue: q }, 1e7);
-async function enq(q: string, input: Partial<EnqueueInput> = {}): Promise<string> {
-  const [r] = await t.store.enqueue([norm(q, input)]);
-  return r.id;
-}
-async function events(q: string, id?: string) {
-  const all = await readEvents(t.redis, t.store.keys(q).events);
-  return id ? all.filter((e) => e.j === id) : all;
-}
-const efta = (evs: Record<string, string>[]) => evs.map((e) => [e.e, e.f, e.t, Number(e.a)]);
-const jk = (q: string, id: string) => `${t.store.keys(q).base}job:${id}`;
-const raw = (q: string, id: string) => t.redis.hgetall(jk(q, id));
-async function redisNow(): Promise<number> {
-  const [s, us] = await t.redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
-function expectLegal(evs: Record<string, string>[]) {
-  for (const e of evs) {
-    if (e.e === 'log') continue;
-    if (e.e === 'progress') {
-      expect(e.f).toBe(e.t);
-      continue;
-    }
-    const from = e.f === '' ? null : e.f;
-    expect({ e: e.e, f: from, t: e.t, ok: TRANSITIONS.some((x) => x.event === e.e && x.from === from && x.to === e.t) }).toEqual({ e: e.e, f: from, t: e.t, ok: true });
-  }
-}
-const ids = (r: { jobs: { id: string }[] }) => r.jobs.map((j) => j.id);
+const { queues, newQueue, enq, events, jk, raw, redisNow } = scriptHelpers(() => t, 'pr');
 
 describe('promoteDelayed', () => {
   it('moves due jobs only, one promoted event each, and says when the next is due', async () => {

@@ -3,9 +3,8 @@
  * RedisJobStore.release / reapExpired / extendLeases, on real Redis: leases,
  * heartbeats, refunds, stalled jobs and fencing by the lock token.
  */
-import { EnqueueInput, normalizeEnqueue } from '../../../src/core/job-options';
-import { TRANSITIONS } from '../../../src/core/job-status';
-import { openStore, readEvents, sleep, TestStore } from '../../support/redis';
+import { openStore, sleep, TestStore } from '../../support/redis';
+import { efta, expectLegal, scriptHelpers } from '../../support/scripts';
 
 let t: TestStore;
 beforeAll(async () => {
@@ -14,68 +13,7 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 // ---- helpers (each test uses its own queue, so sets and events are its own) ----
-const queues: string[] = [];
-const newQueue = () => {
-  const q = `rr${queues.length + 1}`;
-  queues.push(q);
-  return q;
-};
-const norm = (q: string, input: Partial<EnqueueInput> = {}) => normalizeEnqueue({ type: 't', ...input, queue: q }, 1e7);
-async function enq(q: string, input: Partial<EnqueueInput> = {}): Promise<string> {
-  const [r] = await t.store.enqueue([norm(q, input)]);
-  return r.id;
-}
-/** Enqueues one job and claims it. */
-async function claimOne(q: string, input: Partial<EnqueueInput> = {}, leaseMs = 30_000, worker = 'w1') {
-  const id = await enq(q, input);
-  const c = await t.store.claim(q, 1, leaseMs, worker);
-  expect(c.jobs.map((j) => j.id)).toEqual([id]);
-  return { id, token: c.jobs[0].lockToken, job: c.jobs[0] };
-}
-/** A job whose first lease expired and was reaped, then claimed again: `stale` is the first claim's token. */
-async function staleToken(q: string) {
-  const first = await claimOne(q, { maxAttempts: 5 }, 100, 'w-old');
-  await sleep(150);
-  expect((await t.store.reapExpired(q, 10)).reaped).toBe(1);
-  const c = await t.store.claim(q, 1, 30_000, 'w-new');
-  expect(c.jobs.map((j) => j.id)).toEqual([first.id]);
-  return { id: first.id, stale: first.token, current: c.jobs[0].lockToken };
-}
-async function events(q: string, id?: string) {
-  const all = await readEvents(t.redis, t.store.keys(q).events);
-  return id ? all.filter((e) => e.j === id) : all;
-}
-const efta = (evs: Record<string, string>[]) => evs.map((e) => [e.e, e.f, e.t, Number(e.a)]);
-const jk = (q: string, id: string) => `${t.store.keys(q).base}job:${id}`;
-const raw = (q: string, id: string) => t.redis.hgetall(jk(q, id));
-/** The job's hash, its place in every set and the stream length: a refused call must leave all of it unchanged. */
-async function snapshot(q: string, id: string) {
-  const k = t.store.keys(q);
-  const [hash, w, d, a, f, ev] = await Promise.all([
-    raw(q, id),
-    t.redis.zscore(k.waiting, id),
-    t.redis.zscore(k.delayed, id),
-    t.redis.zscore(k.active, id),
-    t.redis.zscore(k.failed, id),
-    t.redis.xlen(k.events),
-  ]);
-  return { hash, w, d, a, f, ev };
-}
-async function redisNow(): Promise<number> {
-  const [s, us] = await t.redis.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-}
-function expectLegal(evs: Record<string, string>[]) {
-  for (const e of evs) {
-    if (e.e === 'log') continue;
-    if (e.e === 'progress') {
-      expect(e.f).toBe(e.t);
-      continue;
-    }
-    const from = e.f === '' ? null : e.f;
-    expect({ e: e.e, f: from, t: e.t, ok: TRANSITIONS.some((x) => x.event === e.e && x.from === from && x.to === e.t) }).toEqual({ e: e.e, f: from, t: e.t, ok: true });
-  }
-}
+const { queues, newQueue, enq, claimOne, staleToken, events, jk, raw, snapshot, redisNow } = scriptHelpers(() => t, 'rr');
 const lease = (id: string, lockToken: string) => ({ id, lockToken });
 
 describe('release', () => {
