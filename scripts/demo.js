@@ -26,7 +26,10 @@ const SCALE = CI ? 0.4 : 1;
 const PORT = process.env.PORT || '3000';
 const PREFIX = process.env.REDIS_PREFIX || `sluice-demo-${Date.now().toString(36)}`;
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/sluice';
+// The demo's history goes to a database of its own (one database per Redis
+// prefix: restore and the counts assume it), dropped at the end unless --keep.
+const OWN_DB = !process.env.DATABASE_URL;
+const DATABASE_URL = process.env.DATABASE_URL || `postgres://postgres@127.0.0.1:5432/${PREFIX.replace(/-/g, '_')}`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const n = (x) => Math.max(1, Math.round(x * SCALE));
 
@@ -37,6 +40,7 @@ function startServer() {
     ROLE: 'all',
     PORT,
     REDIS_PREFIX: PREFIX,
+    DATABASE_URL,
     DIAGNOSTIC_HANDLERS: 'true',
     WORKER_CONCURRENCY: '20',
     QUEUES: 'critical,default,media',
@@ -178,6 +182,7 @@ async function main() {
   console.log('\n=== Sluice demo summary ===');
   console.log(`jobs: ${ids.length}  completed: ${totals.completed || 0}  dead-lettered: ${totals.failed || 0}  cancelled: ${totals.cancelled || 0}  in ${secs.toFixed(1)} s`);
   console.log(`health: http://127.0.0.1:${PORT}/healthz  (dashboard and /docs arrive with the HTTP API)`);
+  console.log(`history: ${DATABASE_URL} (tables jobs, job_events, job_executions, dead_letter_jobs)`);
   console.log(`SUMMARY ${JSON.stringify({ jobs: ids.length, completed: totals.completed || 0, failed: totals.failed || 0, retriedFromDlq: retried ? retried.status : null, idempotentReplay: again.replayed })}`);
 
   redis.disconnect();
@@ -198,6 +203,12 @@ async function main() {
     if (keys.length) await r2.unlink(...keys);
   } while (cursor !== '0');
   r2.disconnect();
+  if (OWN_DB) {
+    const admin = new Client({ connectionString: DATABASE_URL.replace(/\/[^/]*$/, '/postgres') });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS "${new URL(DATABASE_URL).pathname.slice(1)}" WITH (FORCE)`);
+    await admin.end();
+  }
   process.exit(code === 0 ? 0 : 1);
 }
 

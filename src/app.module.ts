@@ -22,10 +22,10 @@ export class AppModule {
       BacklogModule,
       HandlersModule.forRoot({ diagnostics: config.diagnosticHandlers }),
     ];
-    if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);
     if (config.roles.has('api')) imports.push(HealthModule);
     if (config.roles.has('worker')) imports.push(WorkersModule);
     if (config.roles.has('scheduler')) imports.push(MaintenanceModule);
+    if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);
     return { module: AppModule, imports };
   }
 }

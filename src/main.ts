@@ -26,7 +26,9 @@ async function bootstrap(): Promise<void> {
   const module = AppModule.forRoles(config, log);
   let app: INestApplicationContext;
   if (config.roles.has('api')) {
-    const http = await NestFactory.create(module, { logger: ['error', 'warn'] });
+    // abortOnError off: a failing provider (Redis or Postgres unreachable) reaches the
+    // catch below and is printed as one line, not a stack trace.
+    const http = await NestFactory.create(module, { logger: false, abortOnError: false });
     try {
       await http.listen(config.port, config.host);
     } catch (e) {
@@ -37,7 +39,7 @@ async function bootstrap(): Promise<void> {
     log.info({ url: `http://${config.host}:${config.port}`, roles: [...config.roles] }, `sluice listening on http://${config.host}:${config.port}`);
     app = http;
   } else {
-    app = await NestFactory.createApplicationContext(module, { logger: ['error', 'warn'] });
+    app = await NestFactory.createApplicationContext(module, { logger: false, abortOnError: false });
     log.info({ roles: [...config.roles] }, 'sluice started');
   }
 

@@ -18,7 +18,14 @@ export const AUDIT_DB = Symbol('AUDIT_DB');
       provide: AUDIT_DB,
       inject: [SLUICE_CONFIG, LOGGER],
       useFactory: async (c: SluiceConfig, log: Logger) => {
-        const { dataSource, applied } = await openAuditStore(c.databaseUrl);
+        let opened;
+        try {
+          opened = await openAuditStore(c.databaseUrl);
+        } catch (e) {
+          const safe = c.databaseUrl.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+          throw new Error(`cannot use PostgreSQL (DATABASE_URL=${safe}): ${(e as Error).message}`);
+        }
+        const { dataSource, applied } = opened;
         if (applied.length) log.info({ migrations: applied }, 'database migrated');
         return dataSource;
       },

@@ -1,4 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, BeforeApplicationShutdown } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { WorkerService } from '../workers/worker.service';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { DataSource } from 'typeorm';
@@ -8,6 +10,7 @@ import type { Logger } from '../logging/logger';
 import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
 import { RedisJobStore } from '../redis/redis-job-store';
+import { readBacklog } from './audit-backlog';
 import { AuditWriter } from './audit-writer';
 import { AUDIT_DB } from './audit-db.module';
 import { formatRestoreReport, QueueRestorer } from './restore';
@@ -18,6 +21,8 @@ import { mirrorWorkers } from './worker-history';
 const PRUNE_INTERVAL_MS = 3_600_000;
 /** How often the worker registry is copied into the `workers` table. */
 const WORKERS_INTERVAL_MS = 5_000;
+/** Longest wait on shutdown for the streams to be mirrored. */
+const SHUTDOWN_DRAIN_MS = 3_000;
 
 /** The `audit` role: runs an AuditWriter and the PostgreSQL retention pruner. */
 @Injectable()
@@ -33,6 +38,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     @Inject(REDIS) private readonly redis: RedisClient,
     @Inject(AUDIT_DB) private readonly db: DataSource,
     private readonly store: RedisJobStore,
+    private readonly moduleRef: ModuleRef,
   ) {}
 
   /**
@@ -92,9 +98,27 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     this.log.info({ writerId: this.writerId }, 'audit writer started');
   }
 
+  /**
+   * Mirrors what is still in the streams (the events of jobs the workers of
+   * this process just released, for one) for up to SHUTDOWN_DRAIN_MS, then stops.
+   */
   async beforeApplicationShutdown(): Promise<void> {
     clearInterval(this.pruneTimer);
     clearInterval(this.workersTimer);
+    // Workers of this process drain first: their last events must be mirrored.
+    let worker: WorkerService | undefined;
+    try {
+      worker = this.moduleRef.get(WorkerService, { strict: false });
+    } catch {
+      worker = undefined; // no worker role in this process
+    }
+    await worker?.beforeApplicationShutdown();
+    const until = Date.now() + SHUTDOWN_DRAIN_MS;
+    while (this.writer && Date.now() < until) {
+      const b = await readBacklog(this.redis, this.store).catch(() => ({ pending: 0 }));
+      if (b.pending === 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     await this.writer?.stop();
   }
 }

@@ -39,6 +39,9 @@ export interface SluiceConfig {
 
 export class ConfigError extends Error {}
 
+/** Node timers hold at most 2^31−1 ms; a longer value would silently fire after 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 type Env = Record<string, string | undefined>;
 
 function int(env: Env, name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -98,9 +101,9 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     if (q !== '*' && !/^[a-z0-9][a-z0-9_-]{0,63}$/.test(q)) throw new ConfigError(`QUEUES is invalid: "${q}" is not a queue name`);
   }
 
-  let lockTtlMs = int(env, 'LOCK_TTL_MS', -1, 100);
-  if (lockTtlMs === -1) lockTtlMs = env.LOCK_TTL_SECONDS ? int(env, 'LOCK_TTL_SECONDS', 30, 1) * 1000 : 30_000;
-  const heartbeatIntervalMs = int(env, 'HEARTBEAT_INTERVAL_MS', Math.min(10_000, Math.floor(lockTtlMs / 3)), 10);
+  let lockTtlMs = int(env, 'LOCK_TTL_MS', -1, 100, MAX_TIMER_MS);
+  if (lockTtlMs === -1) lockTtlMs = env.LOCK_TTL_SECONDS ? int(env, 'LOCK_TTL_SECONDS', 30, 1, Math.floor(MAX_TIMER_MS / 1000)) * 1000 : 30_000;
+  const heartbeatIntervalMs = int(env, 'HEARTBEAT_INTERVAL_MS', Math.min(10_000, Math.floor(lockTtlMs / 3)), 10, MAX_TIMER_MS);
   if (heartbeatIntervalMs >= lockTtlMs) {
     throw new ConfigError(`HEARTBEAT_INTERVAL_MS=${heartbeatIntervalMs} is invalid: must be less than the lease (LOCK_TTL_MS=${lockTtlMs})`);
   }
@@ -120,8 +123,8 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 10_000),
     lockTtlMs,
     heartbeatIntervalMs,
-    reaperIntervalMs: int(env, 'REAPER_INTERVAL_MS', 5000, 10),
-    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 30_000, 0),
+    reaperIntervalMs: int(env, 'REAPER_INTERVAL_MS', 5000, 10, MAX_TIMER_MS),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, MAX_TIMER_MS),
     maxRetries: int(env, 'MAX_RETRIES', 3, 1, 100),
     maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 524_288, 2),
     idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS', 86_400_000, 1000),

@@ -36,9 +36,16 @@ export class RedisModule implements OnModuleInit, OnApplicationShutdown {
     @Inject(REDIS) private readonly redis: RedisClient,
     private readonly scripts: RedisScripts,
     @Inject(LOGGER) private readonly log: Logger,
+    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
   ) {}
 
   async onModuleInit(): Promise<void> {
+    try {
+      await this.redis.ping();
+    } catch (e) {
+      const where = this.config.redisClusterNodes ? `REDIS_CLUSTER_NODES=${this.config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}` : `REDIS_URL=${this.config.redisUrl}`;
+      throw new Error(`cannot reach Redis (${where}): ${(e as Error).message}`);
+    }
     await this.scripts.verify();
     this.log.debug({}, 'lua scripts compiled');
   }

@@ -63,7 +63,19 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     );
   }
 
-  async beforeApplicationShutdown(): Promise<void> {
+  private draining?: Promise<void>;
+
+  /**
+   * Drains the worker (see WorkerRuntime.stop). Idempotent: the audit role
+   * calls it first, so the events of released jobs are mirrored before the
+   * audit writer stops, whatever order Nest runs the shutdown hooks in.
+   */
+  beforeApplicationShutdown(): Promise<void> {
+    this.draining ??= this.drain();
+    return this.draining;
+  }
+
+  private async drain(): Promise<void> {
     if (!this.runtime) return;
     this.log.info({ workerId: this.workerId, active: this.runtime.activeCount }, 'worker draining');
     await this.registry?.draining(this.runtime.activeCount).catch(() => undefined);
