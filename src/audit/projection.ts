@@ -9,6 +9,8 @@
  * ra runAt, ik idempotency key. `log` entries carry lvl and m.
  */
 
+import { splitOptions } from '../redis/job-codec';
+
 export interface StreamEntry {
   queue: string;
   /** Stream entry id, "<ms>-<seq>". */
@@ -184,10 +186,10 @@ export function project(entries: StreamEntry[]): AuditBatch {
     });
 
     if (f.e === 'enqueued') {
-      const [ma, to, ...bo] = (f.o ?? '').split(';');
+      const o = splitOptions(f.o);
       batch.inserts.push({
-        id: jobId, queue, type: f.ty ?? '', status: f.t, priority: num(f.pr) ?? 0, maxAttempts: Number(ma) || 1,
-        timeoutMs: Number(to) || 600_000, backoff: bo.join(';'), idempotencyKey: str(f.ik), payload: f.p ?? '{}',
+        id: jobId, queue, type: f.ty ?? '', status: f.t, priority: num(f.pr) ?? 0, maxAttempts: o?.maxAttempts || 1,
+        timeoutMs: o?.timeoutMs || 600_000, backoff: o?.backoff ?? '', idempotencyKey: str(f.ik), payload: f.p ?? '{}',
         createdAt: at, runAt: num(f.ra) ?? at, streamMs, streamSeq,
         attempts: 0, workerId: null, executionSeq: 0, startedAt: null, finishedAt: null, lastError: null, result: null,
         progress: null, updatedAt: at,

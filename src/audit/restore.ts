@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { JobRow as HistoryJobRow } from './queries/common';
 import { hostname } from 'node:os';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_BACKOFF, encodeBackoff } from '../core/backoff';
@@ -89,25 +90,11 @@ export interface RestoreOptions {
   log?: Logger;
 }
 
-interface JobRow {
-  id: string;
-  status: string;
-  type: string;
-  payload: string;
-  priority: number;
-  attempts: number;
-  max_attempts: number;
-  backoff: string;
-  timeout_ms: number;
-  idempotency_key: string | null;
-  last_error: string | null;
-  worker_id: string | null;
-  execution_seq: number;
-  ca: string;
-  ra: string;
-  sa: string | null;
-  ua: string;
-}
+/** A `jobs` row as the restore query selects it (times as text ms). */
+type JobRow = Pick<
+  HistoryJobRow,
+  'id' | 'status' | 'type' | 'payload' | 'priority' | 'attempts' | 'max_attempts' | 'backoff' | 'timeout_ms' | 'idempotency_key' | 'last_error' | 'worker_id' | 'execution_seq'
+> & { ca: string; ra: string; sa: string | null; ua: string };
 
 interface DlqRow {
   id: string;

@@ -17,6 +17,19 @@ import { JOB_STATUSES, JobStatus } from '../core/job-status';
  */
 export class JobDecodeError extends Error {}
 
+/**
+ * Splits the packed options field `o` ("maxAttempts;timeoutMs;backoff", see
+ * lua/includes/job.lua packOpts). Used for job hashes and `enqueued` events.
+ * @returns null when the field is missing or has too few parts.
+ */
+export function splitOptions(o: string | undefined): { maxAttempts: number; timeoutMs: number; backoff: string } | null {
+  if (!o) return null;
+  const a = o.indexOf(';');
+  const b = a < 0 ? -1 : o.indexOf(';', a + 1);
+  if (b < 0) return null;
+  return { maxAttempts: Number(o.slice(0, a)), timeoutMs: Number(o.slice(a + 1, b)), backoff: o.slice(b + 1) };
+}
+
 function num(h: Record<string, string>, k: string, required = true): number | null {
   const v = h[k];
   if (v === undefined || v === '') {
@@ -57,11 +70,10 @@ export function decodeJob(id: string, queue: string, h: Record<string, string>):
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
     throw new JobDecodeError('payload is not a JSON object');
   }
-  const opts = (h.o ?? '').split(';');
-  if (opts.length !== 3) throw new JobDecodeError('field o (options) missing or malformed');
-  const backoff = cachedBackoff(opts[2]);
-  const maxAttempts = Number(opts[0]);
-  const timeoutMs = Number(opts[1]);
+  const opts = splitOptions(h.o);
+  if (!opts) throw new JobDecodeError('field o (options) missing or malformed');
+  const backoff = cachedBackoff(opts.backoff);
+  const { maxAttempts, timeoutMs } = opts;
   if (!Number.isInteger(maxAttempts) || !Number.isInteger(timeoutMs)) throw new JobDecodeError('field o (options) malformed');
   const createdAt = num(h, 'ca') as number;
   const startedAt = num(h, 'sa', false);
@@ -162,10 +174,10 @@ export function decodeJobLeniently(id: string, queue: string, h: Record<string, 
     }
   };
   const payload = parse('p');
-  const opts = (h.o ?? '').split(';');
+  const opts = splitOptions(h.o);
   let backoff: BackoffSpec = DEFAULT_BACKOFF;
   try {
-    backoff = decodeBackoff(opts[2] ?? '');
+    backoff = decodeBackoff(opts?.backoff ?? '');
   } catch {
     /* keep the default */
   }
@@ -178,9 +190,9 @@ export function decodeJobLeniently(id: string, queue: string, h: Record<string, 
     status: JOB_STATUSES.includes(h.s as JobStatus) ? (h.s as JobStatus) : 'failed',
     priority: n('pr') ?? 0,
     attempts: n('a') ?? 0,
-    maxAttempts: Number(opts[0]) || 1,
+    maxAttempts: (opts?.maxAttempts || 1),
     backoff,
-    timeoutMs: Number(opts[1]) || 600_000,
+    timeoutMs: (opts?.timeoutMs || 600_000),
     idempotencyKey: h.ik || null,
     progress: parse('pg'),
     result: parse('r'),
