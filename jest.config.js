@@ -6,5 +6,7 @@ module.exports = {
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.test.ts'],
   transform: { '^.+\\.ts$': 'ts-jest' },
   testEnvironment: 'node',
+  // See test/support/content-disposition-cjs.js.
+  moduleNameMapper: { '^content-disposition$': '<rootDir>/test/support/content-disposition-cjs.js' },
   testTimeout: 60000,
 };

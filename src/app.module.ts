@@ -6,6 +6,7 @@ import { BacklogModule } from './audit/backlog.module';
 import { ConfigModule } from './config/config.module';
 import { HandlersModule } from './handlers/handlers.module';
 import { HealthModule } from './health/health.module';
+import { JobsModule } from './jobs/jobs.module';
 import type { Logger } from './logging/logger';
 import { MaintenanceModule } from './maintenance/maintenance.module';
 import { RedisModule } from './redis/redis.module';
@@ -22,7 +23,7 @@ export class AppModule {
       BacklogModule,
       HandlersModule.forRoot({ diagnostics: config.diagnosticHandlers }),
     ];
-    if (config.roles.has('api')) imports.push(HealthModule);
+    if (config.roles.has('api')) imports.push(HealthModule, JobsModule);
     if (config.roles.has('worker')) imports.push(WorkersModule);
     if (config.roles.has('scheduler')) imports.push(MaintenanceModule);
     if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);

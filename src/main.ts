@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { ConfigError, loadConfig, SluiceConfig } from './config/config';
 import { createLogger } from './logging/logger';
+import { createHttpApp } from './http/http-app';
 
 /**
  * Entry point: `node dist/main.js`. Validates the environment (a bad value
@@ -28,7 +29,7 @@ async function bootstrap(): Promise<void> {
   if (config.roles.has('api')) {
     // abortOnError off: a failing provider (Redis or Postgres unreachable) reaches the
     // catch below and is printed as one line, not a stack trace.
-    const http = await NestFactory.create(module, { logger: false, abortOnError: false });
+    const http = await createHttpApp(module, config, log);
     try {
       await http.listen(config.port, config.host);
     } catch (e) {

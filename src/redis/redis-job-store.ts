@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
-import { DEFAULT_BACKOFF, encodeBackoff } from '../core/backoff';
+import { BackoffSpec, DEFAULT_BACKOFF, decodeBackoff, encodeBackoff } from '../core/backoff';
 import { ScriptErrorCode, errorFromCode, IdempotencyConflictError, UnavailableError } from '../core/errors';
 import type { Job, Json, WorkerJob } from '../core/job';
 import type { JobStatus } from '../core/job-status';
@@ -383,7 +383,7 @@ export class RedisJobStore implements JobStore {
       maxConcurrency?: number | null;
       rateLimit?: { max: number; durationMs: number } | null;
       external?: boolean;
-      defaults?: { maxAttempts?: number; backoff?: import('../core/backoff').BackoffSpec; timeoutMs?: number };
+      defaults?: { maxAttempts?: number; backoff?: BackoffSpec; timeoutMs?: number };
     },
   ): Promise<void> {
     await this.registerQueue(queue);
@@ -405,6 +405,39 @@ export class RedisJobStore implements JobStore {
     // Resuming (or lifting a limit) must wake the workers blocked on this queue.
     multi.rpush(k.wake, 1);
     await multi.exec();
+  }
+
+  /**
+   * A queue's settings as configured (API.md queue object minus counts).
+   * @returns null when the queue does not exist (never configured, paused
+   *   or given a job: not in the registry).
+   */
+  async queueSettings(queue: string): Promise<QueueSettings | null> {
+    const k = this.keys(queue);
+    const [known, m] = await Promise.all([
+      this.redis.sismember(queuesKey(this.prefix), queue),
+      this.redis.hmget(k.meta, 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'dMa', 'dBo', 'dTo'),
+    ]);
+    if (!known) return null;
+    const [paused, mc, rlMax, rlDur, ext, dMa, dBo, dTo] = m;
+    const defaults: QueueSettings['defaults'] = {};
+    if (dMa) defaults.maxAttempts = Number(dMa);
+    if (dBo) {
+      try {
+        defaults.backoff = decodeBackoff(dBo);
+      } catch {
+        // a hand-edited meta hash: show no default rather than fail the read
+      }
+    }
+    if (dTo) defaults.timeoutMs = Number(dTo);
+    return {
+      name: queue,
+      paused: paused === '1',
+      maxConcurrency: mc ? Number(mc) : null,
+      rateLimit: rlMax && rlDur ? { max: Number(rlMax), durationMs: Number(rlDur) } : null,
+      external: ext === '1',
+      defaults,
+    };
   }
 
   /** Live counts from Redis: waiting, delayed, active and the DLQ size. */
@@ -448,6 +481,20 @@ export class RedisJobStore implements JobStore {
     const [, waiting, delayed, active, failed, cancelled, skipped] = out.map(Number);
     return { status: 'ok', waiting, delayed, active, failed, cancelled, skipped };
   }
+}
+
+/** A queue's configuration as stored in its meta hash (see {@link RedisJobStore.configureQueue}). */
+export interface QueueSettings {
+  name: string;
+  paused: boolean;
+  /** Cap on active jobs across all workers; null = none. */
+  maxConcurrency: number | null;
+  /** Cap on job starts per window across all workers; null = none. */
+  rateLimit: { max: number; durationMs: number } | null;
+  /** Served only through the external worker protocol; accepts any job type. */
+  external: boolean;
+  /** Per-queue defaults for jobs that do not set them. */
+  defaults: { maxAttempts?: number; backoff?: BackoffSpec; timeoutMs?: number };
 }
 
 /** One job for {@link RedisJobStore.restoreJobs}; times are epoch ms. */

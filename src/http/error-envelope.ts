@@ -1,0 +1,126 @@
+import { HttpException } from '@nestjs/common';
+import { SluiceError } from '../core/errors';
+
+/** One field problem of a 400 `validation_failed` response. */
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+/** The API.md error envelope: every non-2xx body has exactly this shape. */
+export interface ErrorBody {
+  error: { code: string; message: string; details: ErrorDetail[]; requestId: string };
+}
+
+/** An error mapped to its HTTP form. `headers` e.g. Retry-After for 429. */
+export interface MappedError {
+  status: number;
+  code: string;
+  message: string;
+  details: ErrorDetail[];
+  headers: Record<string, string>;
+  /** True for errors we did not expect (500): logged with their stack, never sent. */
+  unexpected: boolean;
+}
+
+/** Engine error codes (src/core/errors.ts) → HTTP status. */
+const STATUS_BY_CODE: Record<string, number> = {
+  validation_failed: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  lease_lost: 409,
+  payload_too_large: 413,
+  rate_limited: 429,
+  unavailable: 503,
+};
+
+/** HTTP status → envelope code, for errors that only carry a status (Nest, Fastify). */
+const CODE_BY_STATUS: Record<number, string> = {
+  400: 'validation_failed',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'not_found',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'validation_failed',
+  429: 'rate_limited',
+  503: 'unavailable',
+};
+
+/** Node/pg/ioredis error codes that mean "a backing service is unreachable". */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ECONNABORTED']);
+
+/**
+ * True when `e` says Redis or PostgreSQL cannot be reached (→ 503, not 500):
+ * socket errors, ioredis' closed-connection and retries-exhausted errors,
+ * pg's connection and admin-shutdown classes (SQLSTATE 08xxx, 57Pxx), and a
+ * pg pool that cannot get a connection in time.
+ */
+export function isUnavailable(e: unknown): boolean {
+  if (!e || typeof e !== 'object') return false;
+  const err = e as { code?: unknown; name?: unknown; message?: unknown };
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (NETWORK_CODES.has(code) || /^08|^57P/.test(code)) return true;
+  if (err.name === 'MaxRetriesPerRequestError') return true;
+  const msg = typeof err.message === 'string' ? err.message : '';
+  return /Connection is closed|Stream isn't writeable|connect ECONNREFUSED|Connection terminated|timeout exceeded when trying to connect|Cluster is not ready|None of startup nodes is available/i.test(msg);
+}
+
+/**
+ * Maps any thrown value to its HTTP status, envelope code and message.
+ * Sources, in order: the engine's SluiceError codes; Nest HttpExceptions;
+ * Fastify's own errors (body too large, bad JSON, bad content type: they
+ * carry `statusCode`); unreachable Redis/Postgres (503); anything else 500
+ * with a generic message (no stack trace leaves the process).
+ */
+export function mapError(e: unknown): MappedError {
+  const base = { details: [] as ErrorDetail[], headers: {} as Record<string, string>, unexpected: false };
+  if (e instanceof SluiceError) {
+    const status = STATUS_BY_CODE[e.code];
+    if (status) {
+      const details = (e as { details?: ErrorDetail[] }).details ?? [];
+      const headers: Record<string, string> = {};
+      const retryAfterMs = (e as { retryAfterMs?: number }).retryAfterMs;
+      if (status === 429 || retryAfterMs !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil((retryAfterMs ?? 1000) / 1000)));
+      return { ...base, status, code: e.code, message: e.message, details, headers };
+    }
+    if (e.code === 'decode_error') return { ...base, status: 409, code: 'conflict', message: e.message };
+  }
+  if (e instanceof HttpException) {
+    const status = e.getStatus();
+    const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal' : 'validation_failed');
+    const resp = e.getResponse();
+    let message = e.message;
+    if (typeof resp === 'object' && resp && 'message' in resp) {
+      const m = (resp as { message: unknown }).message;
+      message = Array.isArray(m) ? m.join('; ') : String(m);
+    }
+    if (status === 404 && /^Cannot (GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)/.test(message)) message = `no route ${message.slice(7)}`;
+    if (status === 400 && /JSON/.test(message)) message = `malformed JSON body: ${message}`;
+    const details = status === 400 ? [{ path: '', message }] : [];
+    return { ...base, status, code, message, details, unexpected: status >= 500 };
+  }
+  const fst = e as { statusCode?: unknown; code?: unknown; message?: unknown };
+  if (typeof fst?.statusCode === 'number' && fst.statusCode >= 400 && fst.statusCode < 500) {
+    const status = fst.statusCode === 415 ? 400 : fst.statusCode;
+    const code = CODE_BY_STATUS[status] ?? 'validation_failed';
+    let message = typeof fst.message === 'string' ? fst.message : 'bad request';
+    if (status === 413) message = 'request body too large';
+    else if (fst.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') message = 'Content-Type must be application/json';
+    else if (e instanceof SyntaxError || fst.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /JSON/.test(message)) message = `malformed JSON body: ${message}`;
+    const details = status === 400 ? [{ path: '', message }] : [];
+    return { ...base, status, code, message, details };
+  }
+  if (isUnavailable(e)) {
+    return { ...base, status: 503, code: 'unavailable', message: 'a backing service (Redis or PostgreSQL) is unreachable; retry later' };
+  }
+  return { ...base, status: 500, code: 'internal', message: 'internal error', unexpected: true };
+}
+
+/** Builds the envelope body for a mapped error. */
+export function errorBody(m: MappedError, requestId: string): ErrorBody {
+  return { error: { code: m.code, message: m.message, details: m.details, requestId } };
+}

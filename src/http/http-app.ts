@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import type { DynamicModule } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { SluiceConfig } from '../config/config';
+import type { Logger } from '../logging/logger';
+import type { RedisClient } from '../redis/connection';
+import { REDIS } from '../redis/redis.module';
+import { errorBody, mapError } from './error-envelope';
+import { EnvelopeExceptionFilter } from './exception.filter';
+import { createValidationPipe } from './validation';
+import { UnavailableError } from '../core/errors';
+
+/** Request bodies above this many bytes are refused with 413 before parsing. */
+export function bodyLimitBytes(config: Pick<SluiceConfig, 'maxPayloadBytes'>): number {
+  // Room for one maximal payload plus its envelope, and at least 8 MiB for
+  // batches of small jobs; a 10 MB body is refused unread under the default.
+  return Math.max(8 * 1024 * 1024, config.maxPayloadBytes + 64 * 1024);
+}
+
+/** A client's X-Request-Id is echoed when it is short printable ASCII; otherwise one is made. */
+function requestId(req: { headers: Record<string, string | string[] | undefined> }): string {
+  const h = req.headers['x-request-id'];
+  return typeof h === 'string' && /^[\x21-\x7e]{1,200}$/.test(h) ? h : randomUUID();
+}
+
+/** Paths served even while Redis is down (they report on it, or need nothing). */
+const OPS_PATHS = /^\/(healthz|readyz|metrics|docs)(\/|-json|\?|$)/;
+
+/**
+ * Creates the HTTP application (not yet listening) on the Fastify adapter:
+ * - body limit {@link bodyLimitBytes} (413), JSON only; an empty JSON body is
+ *   treated as no body, prototype-poisoning keys are refused (400);
+ * - `X-Request-Id` on every response (echoed or generated);
+ * - one exception filter for the API.md error envelope and one validation
+ *   pipe (class-validator DTOs, unknown fields rejected);
+ * - 503 `unavailable` at once, without waiting on retries, while the Redis
+ *   connection is not ready (except the ops endpoints);
+ * - OpenAPI at `/docs` (Swagger UI) and `/docs-json`, from the same DTOs.
+ * Used by main.ts and by the e2e tests, so both run the same stack.
+ */
+export async function createHttpApp(module: DynamicModule, config: SluiceConfig, log: Logger): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    bodyLimit: bodyLimitBytes(config),
+    genReqId: requestId,
+    requestIdHeader: false,
+    logger: false,
+    return503OnClosing: true,
+  });
+  const fastify = adapter.getInstance();
+  const jsonParser = fastify.getDefaultJsonParser('error', 'error');
+  fastify.removeContentTypeParser('application/json');
+  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body === '' || (typeof body === 'string' && body.trim() === '')) return done(null, undefined);
+    jsonParser(req, body as string, done);
+  });
+
+  const app = await NestFactory.create<NestFastifyApplication>(module, adapter, { logger: false, abortOnError: false, bodyParser: false });
+  const redis = app.get<RedisClient>(REDIS);
+  fastify.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    void reply.header('x-request-id', req.id);
+    if (redis.status !== 'ready' && !OPS_PATHS.test(req.url)) {
+      const m = mapError(new UnavailableError(`Redis is unreachable (connection ${redis.status}); retry later`));
+      void reply.status(m.status).send(errorBody(m, String(req.id)));
+      return;
+    }
+    done();
+  });
+  app.useGlobalFilters(new EnvelopeExceptionFilter(log));
+  app.useGlobalPipes(createValidationPipe());
+
+  const doc = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Sluice')
+      .setDescription('Distributed job queue: Redis hot path, PostgreSQL history. Contract: API.md.')
+      .setVersion('1')
+      .build(),
+  );
+  SwaggerModule.setup('docs', app, doc, { jsonDocumentUrl: 'docs-json' });
+  return app;
+}

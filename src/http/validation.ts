@@ -1,0 +1,45 @@
+import { ValidationPipe } from '@nestjs/common';
+import type { ValidationError as ClassValidatorError } from 'class-validator';
+import { ValidationError } from '../core/errors';
+import type { ErrorDetail } from './error-envelope';
+
+/**
+ * Flattens class-validator's error tree into API.md `details`:
+ * `{path, message}` per failed constraint, paths dotted with array indexes
+ * (`jobs.3.backoff.delayMs`). An unknown field reports "is not allowed".
+ */
+export function flattenValidationErrors(errors: ClassValidatorError[], prefix = ''): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  for (const e of errors) {
+    const path = prefix ? `${prefix}.${e.property}` : e.property;
+    for (const [rule, text] of Object.entries(e.constraints ?? {})) {
+      out.push({ path, message: rule === 'whitelistValidation' ? 'is not allowed (unknown field)' : text.replace(new RegExp(`^${escapeRe(e.property)} `), '') });
+    }
+    if (e.children?.length) out.push(...flattenValidationErrors(e.children, path));
+  }
+  return out;
+}
+
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * The one global pipe: DTOs are validated with class-validator, unknown
+ * fields are rejected (not silently dropped), query strings are converted
+ * to the DTO's types, and a failure throws the core ValidationError that the
+ * exception filter renders as 400 `validation_failed` with `details`.
+ */
+export function createValidationPipe(): ValidationPipe {
+  return new ValidationPipe({
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    transform: true,
+    forbidUnknownValues: false,
+    validationError: { target: false, value: false },
+    exceptionFactory: (errors) => {
+      const details = flattenValidationErrors(errors);
+      return new ValidationError(details.length ? `invalid request: ${details.map((d) => d.path || 'body').join(', ')}` : 'invalid request', details);
+    },
+  });
+}

@@ -1,0 +1,136 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsISO8601,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Matches,
+  Max,
+  Min,
+  ValidateBy,
+  ValidateNested,
+  ValidationOptions,
+} from 'class-validator';
+import { LIMITS, NAMED_PRIORITIES } from '../../core/job-options';
+
+/** `priority`: an integer −100..100 or one of the named priorities. */
+export function IsPriority(opts?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isPriority',
+      validator: {
+        validate: (v: unknown) =>
+          (typeof v === 'number' && Number.isInteger(v) && v >= LIMITS.minPriority && v <= LIMITS.maxPriority) ||
+          (typeof v === 'string' && Object.hasOwn(NAMED_PRIORITIES, v)),
+        defaultMessage: () => 'must be an integer -100..100 or "high", "normal", "low"',
+      },
+    },
+    opts,
+  );
+}
+
+/** Retry backoff (API.md); omitted fields take the defaults (exponential, 2000, 3600000, equal). */
+export class BackoffDto {
+  @ApiPropertyOptional({ enum: ['fixed', 'linear', 'exponential'] })
+  @IsOptional()
+  @IsIn(['fixed', 'linear', 'exponential'])
+  type?: 'fixed' | 'linear' | 'exponential';
+
+  @ApiPropertyOptional({ minimum: 0, description: 'ms' })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  delayMs?: number;
+
+  @ApiPropertyOptional({ minimum: 0, description: 'ms, ≥ delayMs' })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  maxDelayMs?: number;
+
+  @ApiPropertyOptional({ enum: ['none', 'full', 'equal'] })
+  @IsOptional()
+  @IsIn(['none', 'full', 'equal'])
+  jitter?: 'none' | 'full' | 'equal';
+}
+
+/** The `POST /jobs` body (API.md "Jobs"). Unknown fields are rejected. */
+export class EnqueueJobDto {
+  @ApiProperty({ pattern: LIMITS.typePattern.source, example: 'send_email' })
+  @IsString()
+  @Matches(LIMITS.typePattern, { message: `must match ${LIMITS.typePattern.source}` })
+  type!: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, default: {} })
+  @IsOptional()
+  @IsObject({ message: 'must be a JSON object' })
+  payload?: Record<string, unknown>;
+
+  @ApiPropertyOptional({ pattern: LIMITS.queuePattern.source, default: 'default' })
+  @IsOptional()
+  @IsString()
+  @Matches(LIMITS.queuePattern, { message: `must match ${LIMITS.queuePattern.source}` })
+  queue?: string;
+
+  @ApiPropertyOptional({ oneOf: [{ type: 'integer', minimum: -100, maximum: 100 }, { type: 'string', enum: ['high', 'normal', 'low'] }], default: 0 })
+  @IsOptional()
+  @IsPriority()
+  priority?: number | 'high' | 'normal' | 'low';
+
+  @ApiPropertyOptional({ minimum: 0, maximum: LIMITS.maxDelayMs, description: 'ms; exclusive with runAt' })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(LIMITS.maxDelayMs)
+  delayMs?: number;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'ISO time; past times run now; exclusive with delayMs' })
+  @IsOptional()
+  @IsISO8601({ strict: true }, { message: 'must be an ISO-8601 time' })
+  runAt?: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100 })
+  @IsOptional()
+  @IsInt()
+  @Min(LIMITS.minAttempts)
+  @Max(LIMITS.maxAttempts)
+  maxAttempts?: number;
+
+  @ApiPropertyOptional({ type: BackoffDto })
+  @IsOptional()
+  @IsObject({ message: 'must be an object' })
+  @ValidateNested()
+  @Type(() => BackoffDto)
+  backoff?: BackoffDto;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxTimeoutMs, description: 'ms' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(LIMITS.maxTimeoutMs)
+  timeoutMs?: number;
+
+  @ApiPropertyOptional({ minLength: 1, maxLength: 255 })
+  @IsOptional()
+  @IsString()
+  @Length(1, LIMITS.maxIdempotencyKeyLength)
+  idempotencyKey?: string;
+}
+
+/** The `POST /jobs/batch` body: 1..1000 jobs, all validated before any is enqueued. */
+export class EnqueueBatchDto {
+  @ApiProperty({ type: [EnqueueJobDto], minItems: 1, maxItems: 1000 })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(1000)
+  @ValidateNested({ each: true })
+  @Type(() => EnqueueJobDto)
+  jobs!: EnqueueJobDto[];
+}

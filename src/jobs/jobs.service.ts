@@ -1,0 +1,121 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { JobNotFoundError, ValidationError } from '../core/errors';
+import type { Job, Json } from '../core/job';
+import { EnqueueInput, normalizeEnqueue, NormalizedEnqueue, PayloadTooLargeError } from '../core/job-options';
+import type { SluiceConfig } from '../config/config';
+import { SLUICE_CONFIG } from '../config/config.module';
+import { HandlerRegistry } from '../handlers/handler-registry';
+import { HistoryQueries } from '../audit/queries';
+import { RedisJobStore } from '../redis/redis-job-store';
+import type { EnqueueJobDto } from './dto/enqueue-job.dto';
+
+/** How long a queue's `external` flag is cached for type checks, ms. */
+const EXTERNAL_CACHE_MS = 1000;
+
+/** One enqueued job as the API answers it. */
+export interface Enqueued {
+  job: Job;
+  /** An idempotency key matched an existing job: nothing was written. */
+  replayed: boolean;
+}
+
+/**
+ * Job use cases behind the HTTP API: enqueue (validation against API.md,
+ * registered-type check), read by id from Redis or PostgreSQL. Framework
+ * glue only; the rules live in src/core and the Lua scripts.
+ */
+@Injectable()
+export class JobsService {
+  private readonly externalCache = new Map<string, { external: boolean; at: number }>();
+
+  constructor(
+    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    private readonly store: RedisJobStore,
+    private readonly history: HistoryQueries,
+    private readonly handlers: HandlerRegistry,
+  ) {}
+
+  /**
+   * Validates every body first, then enqueues them (atomically per queue).
+   * @param pathPrefix per-body prefix of error paths, e.g. `jobs.` for a batch.
+   * @throws ValidationError (400) naming every bad field, and for a batch its index;
+   *   PayloadTooLargeError (413); IdempotencyConflictError (409);
+   *   UnavailableError (503) while the audit backlog is over its bound.
+   */
+  async enqueue(bodies: EnqueueJobDto[], batch = false): Promise<Enqueued[]> {
+    const normalized: NormalizedEnqueue[] = [];
+    const details: { path: string; message: string }[] = [];
+    for (let i = 0; i < bodies.length; i++) {
+      const prefix = batch ? `jobs.${i}.` : '';
+      try {
+        normalized.push(normalizeEnqueue(toInput(bodies[i]), this.config.maxPayloadBytes, prefix));
+      } catch (e) {
+        if (e instanceof PayloadTooLargeError) {
+          throw batch ? Object.assign(new PayloadTooLargeError(e.limitBytes), { message: `jobs.${i}: ${e.message}` }) : e;
+        }
+        if (e instanceof ValidationError) details.push(...e.details);
+        else throw e;
+      }
+    }
+    if (!details.length) await this.checkTypes(normalized, batch, details);
+    if (details.length) throw new ValidationError(`invalid ${batch ? 'batch' : 'job'}: ${details.map((d) => d.path).join(', ')}`, details);
+    const results = await this.store.enqueue(normalized);
+    return Promise.all(
+      results.map(async (r, i) => ({ job: await this.mustGet(r.id, normalized[i].queue), replayed: r.replayed })),
+    );
+  }
+
+  /**
+   * A job by id: Redis while live, PostgreSQL after.
+   * @throws JobNotFoundError (404).
+   */
+  async get(id: string): Promise<Job> {
+    const job = await this.history.getJob(id);
+    if (!job) throw new JobNotFoundError(id);
+    return job;
+  }
+
+  /** Reads a just-enqueued job; it may already be finished and pruned from Redis. */
+  private async mustGet(id: string, queue: string): Promise<Job> {
+    return (await this.store.getJob(queue, id)) ?? this.get(id);
+  }
+
+  /** API.md: `type` must name a registered handler unless the queue is external. */
+  private async checkTypes(jobs: NormalizedEnqueue[], batch: boolean, details: { path: string; message: string }[]): Promise<void> {
+    const known = this.handlers.map;
+    for (let i = 0; i < jobs.length; i++) {
+      if (known.get(jobs[i].type)) continue;
+      if (await this.isExternal(jobs[i].queue)) continue;
+      details.push({
+        path: `${batch ? `jobs.${i}.` : ''}type`,
+        message: `no handler is registered for "${jobs[i].type}" (known types: ${this.handlers.types().join(', ') || 'none'}); an external queue accepts any type`,
+      });
+    }
+  }
+
+  private async isExternal(queue: string): Promise<boolean> {
+    const c = this.externalCache.get(queue);
+    if (c && Date.now() - c.at < EXTERNAL_CACHE_MS) return c.external;
+    const settings = await this.store.queueSettings(queue);
+    const external = settings?.external ?? false;
+    this.externalCache.set(queue, { external, at: Date.now() });
+    return external;
+  }
+}
+
+/** DTO → core input: `runAt` ISO → epoch ms (validated as ISO-8601 by the DTO). */
+function toInput(b: EnqueueJobDto): EnqueueInput {
+  return {
+    type: b.type,
+    payload: b.payload as Record<string, Json> | undefined,
+    queue: b.queue,
+    priority: b.priority,
+    delayMs: b.delayMs,
+    runAt: b.runAt === undefined ? undefined : Date.parse(b.runAt),
+    maxAttempts: b.maxAttempts,
+    // Only the fields the client sent: the rest take the defaults.
+    backoff: b.backoff ? (Object.fromEntries(Object.entries(b.backoff).filter(([, v]) => v !== undefined)) as EnqueueInput['backoff']) : undefined,
+    timeoutMs: b.timeoutMs,
+    idempotencyKey: b.idempotencyKey,
+  };
+}
