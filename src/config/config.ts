@@ -35,6 +35,9 @@ export interface SluiceConfig {
   keepCompletedMs: number;
   /** History kept in PostgreSQL, days. */
   retentionDays: number;
+  /** HTTP requests allowed per client IP per window (shared through Redis); 0 = no limit. */
+  apiRateLimitMax: number;
+  apiRateLimitWindowMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -134,5 +137,7 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     keepCompletedCount: int(env, 'KEEP_COMPLETED_COUNT', -1, -1),
     keepCompletedMs: int(env, 'KEEP_COMPLETED_MS', -1, -1),
     retentionDays: int(env, 'RETENTION_DAYS', 30, 1, 36500),
+    apiRateLimitMax: int(env, 'API_RATE_LIMIT_MAX', 0, 0),
+    apiRateLimitWindowMs: int(env, 'API_RATE_LIMIT_WINDOW_MS', 60_000, 1, MAX_TIMER_MS),
   };
 }

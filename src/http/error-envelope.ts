@@ -112,7 +112,9 @@ export function mapError(e: unknown): MappedError {
     else if (fst.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') message = 'Content-Type must be application/json';
     else if (e instanceof SyntaxError || fst.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /JSON/.test(message)) message = `malformed JSON body: ${message}`;
     const details = status === 400 ? [{ path: '', message }] : [];
-    return { ...base, status, code, message, details };
+    const retryAfterMs = (e as { retryAfterMs?: unknown }).retryAfterMs;
+    const headers: Record<string, string> = status === 429 && typeof retryAfterMs === 'number' ? { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) } : {};
+    return { ...base, status, code, message, details, headers };
   }
   if (isUnavailable(e)) {
     return { ...base, status: 503, code: 'unavailable', message: 'a backing service (Redis or PostgreSQL) is unreachable; retry later' };

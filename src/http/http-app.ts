@@ -3,6 +3,7 @@ import type { DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import rateLimit from '@fastify/rate-limit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SluiceConfig } from '../config/config';
 import type { Logger } from '../logging/logger';
@@ -38,6 +39,8 @@ const OPS_PATHS = /^\/(healthz|readyz|metrics|docs)(\/|-json|\?|$)/;
  *   pipe (class-validator DTOs, unknown fields rejected);
  * - 503 `unavailable` at once, without waiting on retries, while the Redis
  *   connection is not ready (except the ops endpoints);
+ * - optional per-client rate limit (API_RATE_LIMIT_MAX per API_RATE_LIMIT_WINDOW_MS,
+ *   429 `rate_limited` with Retry-After), counted in Redis;
  * - OpenAPI at `/docs` (Swagger UI) and `/docs-json`, from the same DTOs.
  * Used by main.ts and by the e2e tests, so both run the same stack.
  */
@@ -68,6 +71,18 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
     }
     done();
   });
+  if (config.apiRateLimitMax > 0) {
+    await app.register(rateLimit as never, {
+      max: config.apiRateLimitMax,
+      timeWindow: config.apiRateLimitWindowMs,
+      // Shared through Redis, so the limit holds across api replicas.
+      redis,
+      nameSpace: `${config.redisPrefix}:ratelimit:`,
+      allowList: (req: FastifyRequest) => OPS_PATHS.test(req.url),
+      errorResponseBuilder: (_req: FastifyRequest, ctx: { after: string; ttl: number }) =>
+        Object.assign(new Error(`rate limit exceeded: retry in ${ctx.after}`), { statusCode: 429, retryAfterMs: ctx.ttl }),
+    });
+  }
   app.useGlobalFilters(new EnvelopeExceptionFilter(log));
   app.useGlobalPipes(createValidationPipe());
 
