@@ -1,219 +1,266 @@
 #!/usr/bin/env node
 /*
- * Demo workload. Starts `node dist/main.js` (ROLE=all) and feeds it a mixed,
- * realistic workload: emails (some bounce and retry, some dead-letter),
- * image processing on a concurrency-capped queue, payment SMS at high
- * priority on the `critical` queue, delayed reminders, an idempotent
- * resubmission, and one manual dead-letter retry. Prints live progress and a
- * closing summary.
+ * The demo: starts Sluice with every role (`node dist/main.js`, ROLE=all,
+ * its own Redis prefix and database), then plays a realistic mixed workload
+ * through the HTTP API only (scripts/lib/demo-workload.js): emails (some
+ * bounce, retry and dead-letter), low-priority newsletters, payment SMS at
+ * high priority on `critical`, thumbnails on a queue capped at 4 and paused
+ * for a moment, flaky webhooks that fail then succeed, delayed reminders,
+ * unrecoverable inputs, an idempotent resubmission. monitor.js shows the live
+ * state from GET /dashboard/stats. Then one dead-lettered job is retried with
+ * a corrected payload (POST /jobs/:id/retry), every accepted job is accounted
+ * for against PostgreSQL, and a summary is printed.
  *
- * Until the HTTP API lands, jobs are submitted with the same store the API
- * uses (src/redis/redis-job-store.ts), as an embedded client would.
- *   node scripts/demo.js [--ci] [--keep]
+ *   node scripts/demo.js [--ci] [--keep]      (npm run demo does setup + build first)
+ *
+ * --ci: smaller, non-interactive (a plain progress line every 3 s), ends with
+ * `SUMMARY {json}`; exit 1 if an accepted job was lost or the DLQ retry did
+ * not complete. --keep: leave the server (and its data) running at the end.
  */
-const { spawn } = require('node:child_process');
-const path = require('node:path');
-const dist = path.resolve(__dirname, '../dist');
-const { createRedis } = require(`${dist}/redis/connection`);
-const { RedisScripts } = require(`${dist}/redis/scripts`);
-const { RedisJobStore } = require(`${dist}/redis/redis-job-store`);
-const { normalizeEnqueue } = require(`${dist}/core/job-options`);
-const { Client } = require('pg');
+const { pickPort, isolation, startServer, waitReady, cleanup } = require('./lib/server');
+const { client, sleep, pollUntil } = require('./lib/http');
+const { openPg, waitSettled, account } = require('./lib/verify');
+const { demoWorkload, idempotentOrder } = require('./lib/demo-workload');
+const { startMonitor } = require('../monitor');
 
 const CI = process.argv.includes('--ci') || !process.stdout.isTTY;
 const KEEP = process.argv.includes('--keep');
-const SCALE = CI ? 0.4 : 1;
-const PORT = process.env.PORT || '3000';
-const PREFIX = process.env.REDIS_PREFIX || `sluice-demo-${Date.now().toString(36)}`;
-const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-// The demo's history goes to a database of its own (one database per Redis
-// prefix: restore and the counts assume it), dropped at the end unless --keep.
-const OWN_DB = !process.env.DATABASE_URL;
-const DATABASE_URL = process.env.DATABASE_URL || `postgres://postgres@127.0.0.1:5432/${PREFIX.replace(/-/g, '_')}`;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const n = (x) => Math.max(1, Math.round(x * SCALE));
+// --ci: ~600 jobs over ~8 s; the full demo: ~2,000 over ~25 s.
+const SCALE = CI ? 0.3 : 1;
+const SUBMIT_MS = CI ? 8000 : 25000;
+const DELAYED = CI ? { baseMs: 1500, stepMs: 400, steps: 10 } : { baseMs: 3000, stepMs: 600, steps: 20 };
+const CLIENTS = 20;
 
-let current = null;
-function startServer() {
-  const env = {
-    ...process.env,
-    ROLE: 'all',
-    PORT,
-    REDIS_PREFIX: PREFIX,
-    DATABASE_URL,
-    DIAGNOSTIC_HANDLERS: 'true',
-    WORKER_CONCURRENCY: '20',
-    QUEUES: 'critical,default,media',
-    LOCK_TTL_MS: '10000',
-    HEARTBEAT_INTERVAL_MS: '2000',
-    REAPER_INTERVAL_MS: '1000',
-    LOG_LEVEL: process.env.LOG_LEVEL || 'info', // logs go to a buffer; warnings and errors are echoed
-    NODE_ENV: 'production',
-  };
-  const proc = spawn(process.execPath, [path.join(dist, 'main.js')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  proc.stdout.on('data', (d) => {
-    out += d;
-    for (const line of String(d).split('\n')) if (/"level":(40|50|60)/.test(line)) process.stderr.write(`[sluice] ${line}\n`);
-  });
-  current = proc;
-  return {
-    proc,
-    ready: (async () => {
-      for (let i = 0; i < 150; i++) {
-        if (/"msg":"sluice (listening|started)/.test(out)) return;
-        if (proc.exitCode !== null) throw new Error(`sluice exited: ${out}`);
-        await sleep(100);
+const events = [];
+const note = (msg) => {
+  events.push(msg);
+  if (CI) console.log(msg);
+};
+const secs = (t0) => ((Date.now() - t0) / 1000).toFixed(1);
+
+/**
+ * Posts `list` as CLIENTS concurrent clients would, paced evenly over
+ * SUBMIT_MS. `at(ms)` hooks run once the submission passes ms.
+ * @returns {Promise<{ids: string[], rejected: Record<number, number>}>}
+ */
+async function submit(api, list, progress, hooks) {
+  const ids = [];
+  const rejected = {};
+  const t0 = Date.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (next < list.length) {
+        const i = next++;
+        const due = t0 + (i / list.length) * SUBMIT_MS;
+        if (due > Date.now()) await sleep(due - Date.now());
+        for (const h of hooks) if (!h.done && Date.now() - t0 >= h.atMs) (h.done = true), void h.run().catch((e) => note(`hook failed: ${e.message}`));
+        const r = await api.post('/jobs', list[i].body).catch((e) => ({ status: 0, body: e.message }));
+        if (r.status === 201) ids.push(r.body.id);
+        else {
+          rejected[r.status] = (rejected[r.status] || 0) + 1;
+          if (Object.values(rejected).reduce((a, b) => a + b, 0) <= 3) note(`POST /jobs refused (${list[i].kind}): ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+        }
+        progress.submitted++;
       }
-      throw new Error('sluice did not start within 15 s');
-    })(),
-    output: () => out,
-  };
+    }),
+  );
+  for (const h of hooks) if (!h.done) (h.done = true), await h.run();
+  return { ids, rejected };
 }
 
-function workload() {
-  const jobs = [];
-  const fixed = (delayMs) => ({ type: 'fixed', delayMs, maxDelayMs: delayMs, jitter: 'none' });
-  for (let i = 0; i < n(300); i++) {
-    const bounce = i % 20 === 7;
-    jobs.push({ type: 'send_email', queue: 'default', maxAttempts: 3, backoff: fixed(400),
-      payload: { to: bounce ? `user${i}@bounce.test` : `user${i}@example.com`, subject: `Welcome #${i}`, body: 'Hello!' } });
+/** Stats in the /dashboard/stats shape from the audit mirror, for builds without that endpoint. */
+async function statsFromMirror(pg) {
+  const { rows } = await pg.query('SELECT queue, status, count(*)::int AS n FROM jobs GROUP BY 1, 2');
+  const queues = {};
+  const totals = {};
+  for (const r of rows) {
+    (queues[r.queue] ||= {})[r.status] = r.n;
+    totals[r.status] = (totals[r.status] || 0) + r.n;
   }
-  for (let i = 0; i < n(60); i++) {
-    jobs.push({ type: 'image_processing', queue: 'media', payload: { imageUrl: `https://cdn.example.com/img/${i}.jpg`, sizes: ['thumb', 'small', 'medium'] } });
+  const { rows: [t] } = await pg.query(
+    `SELECT count(*) FILTER (WHERE status = 'completed')::int AS c, count(*) FILTER (WHERE status = 'failed')::int AS f
+       FROM jobs WHERE finished_at > now() - interval '1 minute'`,
+  );
+  return { queues, totals, workers: { active: 1 }, throughput: { completedPerMin: t.c, failedPerMin: t.f }, auditLagMs: null };
+}
+
+/** POST /jobs twice with one idempotency key: 201 then 200 + `Idempotent-Replayed: true`, same id. */
+async function idempotentResubmission(api) {
+  const first = await api.post('/jobs', idempotentOrder);
+  const again = await api.post('/jobs', idempotentOrder);
+  const replayed = first.status === 201 && again.status === 200 && again.headers.get('idempotent-replayed') === 'true' && again.body.id === first.body.id;
+  note(
+    `idempotent resubmission (key ${idempotentOrder.idempotencyKey}): first POST → ${first.status}, second → ${again.status}` +
+      ` Idempotent-Replayed: ${again.headers.get('idempotent-replayed')}, same job ${first.body?.id === again.body?.id}`,
+  );
+  return { id: first.status === 201 ? first.body.id : null, replayed };
+}
+
+/**
+ * Picks a dead-lettered payment SMS (GET /jobs/dlq/all; the mirror if that
+ * endpoint is missing), retries it with a corrected phone number through
+ * POST /jobs/:id/retry and waits for it to complete.
+ * @returns {Promise<{id, status: string|null, retried: number}>}
+ */
+async function retryOneFromDlq(api, pg) {
+  let dead = null;
+  const r = await api.get('/jobs/dlq/all?queue=critical&type=SEND_PAYMENT_SMS&limit=1');
+  if (r.status === 200 && r.body.items?.length) dead = r.body.items[0];
+  else {
+    if (r.status !== 200) console.log(`GET /jobs/dlq/all → ${r.status}; picking the dead job from the audit mirror`);
+    const { rows } = await pg.query(`SELECT id::text FROM jobs WHERE status = 'failed' AND queue = 'critical' AND type = 'SEND_PAYMENT_SMS' LIMIT 1`);
+    if (rows.length) dead = (await api.get(`/jobs/${rows[0].id}`)).body;
   }
-  for (let i = 0; i < n(100); i++) {
-    const dead = i % 25 === 3;
-    jobs.push({ type: 'SEND_PAYMENT_SMS', queue: 'critical', priority: 'high', maxAttempts: 2, backoff: fixed(300),
-      payload: { phone: dead ? `+9990000${1000 + i}` : `+1555000${1000 + i}`, amount: 10 + i, currency: 'EUR' } });
+  if (!dead) {
+    console.log('DLQ retry: no dead-lettered payment SMS to retry');
+    return { id: null, status: null, retried: 0 };
   }
-  for (let i = 0; i < n(20); i++) {
-    jobs.push({ type: 'send_email', queue: 'default', delayMs: 2000 + i * 200, payload: { to: `reminder${i}@example.com`, subject: 'Your cart' } });
-  }
-  jobs.push({ type: 'send_email', queue: 'default', payload: { to: 'not-an-address', subject: 'x' } }); // unrecoverable
-  return jobs;
+  console.log(`\nDLQ retry: job ${dead.id} (${dead.type}) failed after ${dead.attempts} attempts: "${dead.lastError}"`);
+  const payload = { ...dead.payload, phone: '+15550009999' };
+  const rr = await api.post(`/jobs/${dead.id}/retry`, { payload });
+  console.log(`  POST /jobs/${dead.id}/retry with a corrected phone number → ${rr.status} ${rr.status === 200 ? `status ${rr.body.status}, attempts ${rr.body.attempts}` : JSON.stringify(rr.body)}`);
+  if (rr.status !== 200) return { id: dead.id, status: null, retried: 0 };
+  const done = await pollUntil(async () => {
+    const g = await api.get(`/jobs/${dead.id}`);
+    return g.status === 200 && ['completed', 'failed'].includes(g.body.status) ? g.body : null;
+  }, { intervalMs: 200, timeoutMs: 30000 });
+  console.log(`  → ${done ? `${done.status} (attempt ${done.attempts})` : 'not finished within 30 s'}`);
+  return { id: dead.id, status: done?.status ?? null, retried: done?.status === 'completed' ? 1 : 0 };
 }
 
 async function main() {
-  console.log(`Sluice demo: starting the server (all roles, prefix ${PREFIX})…`);
-  const server = startServer();
-  await server.ready;
-  const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
-  const store = new RedisJobStore(redis, new RedisScripts(redis), PREFIX);
-  await store.configureQueue('media', { maxConcurrency: 4 });
-
-  const inputs = workload();
-  const t0 = Date.now();
-  const ids = [];
-  // Submit like 20 concurrent clients would, one job per request.
-  let next = 0;
-  await Promise.all(Array.from({ length: 20 }, async () => {
-    while (next < inputs.length) {
-      const input = inputs[next++];
-      const [r] = await store.enqueue([normalizeEnqueue(input, 524288)]);
-      ids.push({ id: r.id, queue: input.queue });
-    }
-  }));
-  // An idempotent resubmission: the same key twice gives the same job.
-  const order = { type: 'SEND_PAYMENT_SMS', queue: 'critical', idempotencyKey: 'order-42-receipt', payload: { phone: '+15550001234', amount: 42 } };
-  const [first] = await store.enqueue([normalizeEnqueue(order, 524288)]);
-  const [again] = await store.enqueue([normalizeEnqueue(order, 524288)]);
-  ids.push({ id: first.id, queue: 'critical' });
-  console.log(`submitted ${ids.length} jobs in ${Date.now() - t0} ms; idempotent resubmission → same job: ${first.id === again.id && again.replayed}`);
-
-  // Live jobs are read from Redis; finished ones leave Redis once the audit
-  // writer has mirrored them, so those are read from PostgreSQL.
-  const pg = new Client({ connectionString: DATABASE_URL });
-  await pg.connect();
-  const statusOf = async () => {
-    const p = redis.pipeline();
-    for (const j of ids) p.hget(store.keys(j.queue).base + 'job:' + j.id, 's');
-    const live = (await p.exec()).map(([, s]) => s);
-    const gone = ids.filter((_, i) => !live[i]).map((j) => j.id);
-    const rows = gone.length ? (await pg.query('SELECT id, status FROM jobs WHERE id = ANY($1::uuid[])', [gone])).rows : [];
-    const mirrored = new Map(rows.map((r) => [r.id, r.status]));
-    return live.map((s, i) => s || mirrored.get(ids[i].id) || 'unknown');
+  const port = process.env.PORT ? Number(process.env.PORT) : await pickPort(3000);
+  const iso = isolation('demo');
+  const logs = [];
+  console.log(`Sluice demo${CI ? ' (--ci)' : ''}: starting node dist/main.js with every role (prefix ${iso.prefix}, database ${new URL(iso.databaseUrl).pathname.slice(1)}, port ${port})…`);
+  const server = startServer({
+    port,
+    env: {
+      ROLE: 'all', REDIS_PREFIX: iso.prefix, DATABASE_URL: iso.databaseUrl, DIAGNOSTIC_HANDLERS: 'true',
+      WORKER_CONCURRENCY: '20', QUEUES: 'critical,default,media,webhooks',
+      LOCK_TTL_MS: '10000', HEARTBEAT_INTERVAL_MS: '2000', REAPER_INTERVAL_MS: '1000',
+    },
+    // While the screen is redrawn, server warnings go to the event list instead of scrolling it.
+    onLog: CI ? undefined : (line) => logs.push(line.slice(0, 200)),
+  });
+  let monitor = null;
+  let stopping = false;
+  const abort = async (code) => {
+    if (stopping) return;
+    stopping = true;
+    await monitor?.stop();
+    await server.stop(10000);
+    if (!KEEP) await cleanup({ ...iso, dropDb: iso.ownDb });
+    process.exit(code);
   };
-  const tally = (statuses) => {
-    const byQueue = {};
-    statuses.forEach((s, i) => {
-      const q = (byQueue[ids[i].queue] ||= { waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0, cancelled: 0 });
-      q[s] = (q[s] || 0) + 1;
-    });
-    return byQueue;
-  };
-  const bar = (done, total, width = 24) => '█'.repeat(Math.round((done / total) * width)).padEnd(width, '░');
-  let statuses;
-  for (;;) {
-    statuses = await statusOf();
-    const byQueue = tally(statuses);
-    const lines = Object.entries(byQueue).sort().map(([q, c]) => {
-      c.unknown = c.unknown || 0;
-      const total = Object.values(c).reduce((a, b) => a + b, 0);
-      const done = c.completed + c.failed + c.cancelled;
-      return `  ${q.padEnd(9)} ${bar(done, total)} ${String(done).padStart(4)}/${total}  waiting ${c.waiting} delayed ${c.delayed} active ${c.active} failed(DLQ) ${c.failed}`;
-    });
-    const elapsed = ((Date.now() - t0) / 1000).toFixed(1);
-    if (process.stdout.isTTY && !CI) process.stdout.write(`\x1b[2J\x1b[H[${elapsed}s]\n${lines.join('\n')}\n`);
-    else console.log(`[${elapsed}s]\n${lines.join('\n')}`);
-    if (statuses.every((s) => ['completed', 'failed', 'cancelled'].includes(s))) break;
-    if (Date.now() - t0 > 120000) throw new Error('demo workload did not finish within 120 s');
-    await sleep(CI ? 1000 : 500);
-  }
+  process.on('SIGINT', () => void abort(130));
+  process.on('SIGTERM', () => void abort(143));
 
-  // One manual dead-letter retry, with a corrected payload.
-  const deadIdx = statuses.findIndex((s, i) => s === 'failed' && ids[i].queue === 'critical');
-  let retried = null;
-  if (deadIdx >= 0) {
-    const dead = await store.getJob('critical', ids[deadIdx].id);
-    console.log(`\nDLQ retry: job ${dead.id} (${dead.type}) failed after ${dead.attempts} attempts: "${dead.lastError}"`);
-    await store.retryFromDlq('critical', dead.id, { ...dead.payload, phone: '+15550009999' });
-    for (let i = 0; i < 100; i++) {
-      retried = (await store.getJob('critical', dead.id)) ?? (await pg.query('SELECT status FROM jobs WHERE id = $1', [dead.id])).rows[0];
-      if (retried?.status === 'completed') break;
-      await sleep(100);
+  try {
+    const probe = await waitReady(server);
+    const api = client(server.url);
+    note(`ready (GET ${probe} → 200) at ${server.url}`);
+    const pg = await openPg(iso.databaseUrl);
+
+    // Queue settings through the API: cap thumbnails at 4 at once, and hold
+    // them (paused) for the first seconds of traffic.
+    const cap = await api.put('/queues/media', { maxConcurrency: 4 });
+    note(cap.status === 200 ? 'PUT /queues/media {maxConcurrency: 4} → 200' : `PUT /queues/media → ${cap.status} (queue settings not in this build)`);
+    const paused = await api.post('/queues/media/pause');
+    note(paused.status === 200 ? 'POST /queues/media/pause → 200: thumbnails wait until resumed' : `POST /queues/media/pause → ${paused.status}`);
+
+    const idem = await idempotentResubmission(api);
+    const list = demoWorkload(SCALE, DELAYED);
+    const scheduledAt = new Date(Date.now() + SUBMIT_MS / 2).toISOString();
+    list.push({ kind: 'scheduled (runAt)', body: { type: 'send_email', queue: 'default', runAt: scheduledAt, payload: { to: 'ops@example.com', subject: 'Daily report' } } });
+    note(`submitting ${list.length} jobs over ${SUBMIT_MS / 1000} s as ${CLIENTS} concurrent clients (POST /jobs)…`);
+
+    const progress = { submitted: 0 };
+    const t0 = Date.now();
+    monitor = startMonitor({
+      url: server.url,
+      intervalMs: CI ? 3000 : 500,
+      tty: !CI,
+      fallback: () => statsFromMirror(pg),
+      header: () => (CI
+        ? [`[${secs(t0)}s] submitted ${progress.submitted}/${list.length} |`]
+        : [`Sluice demo — ${server.url}   t+${secs(t0)} s   submitted ${progress.submitted}/${list.length} jobs`, '']),
+      footer: () => ['', ...events.slice(-6), ...logs.slice(-3).map((l) => `[sluice] ${l}`)],
+    });
+    const hooks = [{
+      atMs: SUBMIT_MS * 0.25,
+      run: async () => {
+        const r = await api.post('/queues/media/resume');
+        note(`[${secs(t0)}s] POST /queues/media/resume → ${r.status}`);
+      },
+    }];
+    const { ids, rejected } = await submit(api, list, progress, hooks);
+    if (idem.id) ids.push(idem.id);
+    const submitMs = Date.now() - t0;
+    note(`[${secs(t0)}s] all submitted: ${ids.length} accepted, ${Object.values(rejected).reduce((a, b) => a + b, 0)} refused; waiting for the queues to drain…`);
+
+    const settledRun = await waitSettled(pg, ids, { timeoutMs: 180000, intervalMs: 1000 });
+    const drainMs = Date.now() - t0;
+    await monitor.tick();
+    await monitor.stop();
+    monitor = null;
+    if (!settledRun.drained) console.log(`not drained in time: ${JSON.stringify(settledRun.counts)}`);
+
+    const retry = await retryOneFromDlq(api, pg);
+    // The retry changes one row: let the mirror catch up before the final count.
+    await waitSettled(pg, ids, { timeoutMs: 30000, intervalMs: 300 });
+    const acc = await account(pg, api, ids);
+    const stats = (await api.get('/dashboard/stats')).body;
+    // The run's own database and prefix: its DLQ is this run's failed jobs.
+    const dlq = await api.get('/jobs/dlq/all?limit=500');
+    const dlqSize = dlq.status === 200 && !dlq.body.nextCursor ? dlq.body.items.length : acc.failed;
+    const docs = await api.get('/docs');
+    const summary = {
+      accepted: ids.length,
+      completed: acc.completed,
+      failed: acc.failed,
+      dlqRetried: retry.retried,
+      lost: acc.lost.length,
+      idempotentReplay: idem.replayed,
+      rejected: Object.values(rejected).reduce((a, b) => a + b, 0),
+      byStatus: acc.byStatus,
+      dlqSize,
+      jobsPerSec: Number((ids.length / (drainMs / 1000)).toFixed(1)),
+      submitMs,
+      drainMs,
+      dashboardUrl: `${server.url}/dashboard`,
+      docsUrl: `${server.url}/docs`,
+    };
+
+    console.log('\n=== Sluice demo summary ===');
+    console.log(`accepted ${summary.accepted} jobs (${summary.rejected} refused) in ${(submitMs / 1000).toFixed(1)} s; all settled after ${(drainMs / 1000).toFixed(1)} s (${summary.jobsPerSec} jobs/s)`);
+    console.log(`by status: ${Object.entries(acc.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')}   dead-letter queue: ${dlqSize}`);
+    if (stats && stats.queues) {
+      for (const [q, c] of Object.entries(stats.queues).sort()) console.log(`  ${q.padEnd(10)} completed ${c.completed ?? 0}, failed ${c.failed ?? 0}, waiting ${c.waiting ?? 0}, delayed ${c.delayed ?? 0}, active ${c.active ?? 0}`);
     }
-    console.log(`  → retried with a corrected phone number: ${retried.status}`);
-  }
+    console.log(`lost: ${summary.lost}${summary.lost ? `  e.g. ${JSON.stringify(acc.lostDetail.slice(0, 5))}` : ' (every accepted job is completed or in the DLQ, checked against PostgreSQL)'}`);
+    console.log(`idempotent resubmission replayed: ${idem.replayed}; DLQ retry completed: ${retry.retried === 1}`);
+    console.log(`dashboard: ${summary.dashboardUrl}   API docs: ${summary.docsUrl}${docs.status === 200 ? '' : ` (→ ${docs.status} in this build)`}`);
+    console.log(`live monitor: node monitor.js --url ${server.url}`);
+    console.log(`SUMMARY ${JSON.stringify(summary)}`);
+    await pg.end();
 
-  statuses = await statusOf();
-  const totals = statuses.reduce((acc, s) => ((acc[s] = (acc[s] || 0) + 1), acc), {});
-  const secs = (Date.now() - t0) / 1000;
-  console.log('\n=== Sluice demo summary ===');
-  console.log(`jobs: ${ids.length}  completed: ${totals.completed || 0}  dead-lettered: ${totals.failed || 0}  cancelled: ${totals.cancelled || 0}  in ${secs.toFixed(1)} s`);
-  console.log(`health: http://127.0.0.1:${PORT}/healthz  (dashboard and /docs arrive with the HTTP API)`);
-  console.log(`history: ${DATABASE_URL} (tables jobs, job_events, job_executions, dead_letter_jobs)`);
-  console.log(`SUMMARY ${JSON.stringify({ jobs: ids.length, completed: totals.completed || 0, failed: totals.failed || 0, retriedFromDlq: retried ? retried.status : null, idempotentReplay: again.replayed })}`);
-
-  redis.disconnect();
-  await pg.end();
-  if (KEEP) {
-    console.log('server keeps running (--keep); Ctrl-C to stop');
-    return;
+    const ok = summary.lost === 0 && retry.retried === 1 && settledRun.drained;
+    if (KEEP) {
+      console.log(`server keeps running (--keep) at ${server.url}; Ctrl-C to stop (its data stays: prefix ${iso.prefix}, ${iso.databaseUrl})`);
+      process.removeAllListeners('SIGINT');
+      process.on('SIGINT', () => void server.stop(10000).then(() => process.exit(0)));
+      return;
+    }
+    const code = await server.stop();
+    console.log(`server stopped gracefully (exit code ${code})`);
+    await cleanup({ ...iso, dropDb: iso.ownDb });
+    process.exit(ok && code === 0 ? 0 : 1);
+  } catch (e) {
+    console.error(`demo failed: ${e.stack || e.message}`);
+    await abort(1);
   }
-  server.proc.kill('SIGTERM');
-  const code = await new Promise((r) => server.proc.on('exit', (c) => r(c)));
-  console.log(`server stopped gracefully (exit code ${code})`);
-  // Leave nothing behind in Redis.
-  const r2 = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
-  let cursor = '0';
-  do {
-    const [c, keys] = await r2.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
-    cursor = c;
-    if (keys.length) await r2.unlink(...keys);
-  } while (cursor !== '0');
-  r2.disconnect();
-  if (OWN_DB) {
-    const admin = new Client({ connectionString: DATABASE_URL.replace(/\/[^/]*$/, '/postgres') });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS "${new URL(DATABASE_URL).pathname.slice(1)}" WITH (FORCE)`);
-    await admin.end();
-  }
-  process.exit(code === 0 ? 0 : 1);
 }
 
-main().catch((e) => {
-  console.error(e);
-  current?.kill('SIGKILL');
-  process.exit(1);
-});
+void main();
