@@ -111,16 +111,21 @@ export async function writeBatch(m: EntityManager, b: AuditBatch): Promise<void>
     // a job that was retried since, delete the row of a newer failure, or
     // overwrite it with an older error.
     // The payload and type come from the projection, so the copy survives pruning of the job.
+    // A purged job stays 'failed' in `jobs` but leaves the DLQ for good (its
+    // Redis hash is gone, so it can never be retried): a `purged` event in
+    // the audit table keeps a replayed older failure from re-adding it.
     const ids = b.dlq.map((d) => d.jobId);
+    const purged = b.dlq.filter((d) => d.purged).map((d) => d.jobId);
     await m.query(
       `DELETE FROM dead_letter_jobs d WHERE d.job_id = ANY($1::uuid[])
-         AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status = 'failed')`,
-      [ids],
+         AND (d.job_id = ANY($2::uuid[]) OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status = 'failed'))`,
+      [ids, purged],
     );
     await m.query(
       `INSERT INTO dead_letter_jobs (job_id, queue, type, payload, last_error, attempts, failed_at)
        SELECT j.id, j.queue, j.type, j.payload, j.last_error, j.attempts, COALESCE(j.finished_at, j.updated_at)
        FROM jobs j WHERE j.id = ANY($1::uuid[]) AND j.status = 'failed'
+         AND NOT EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.event = 'purged')
        ON CONFLICT (job_id) DO UPDATE SET payload = EXCLUDED.payload, last_error = EXCLUDED.last_error,
          attempts = EXCLUDED.attempts, failed_at = EXCLUDED.failed_at`,
       [ids],

@@ -110,8 +110,10 @@ export interface ExecutionEnd extends ExecutionStart {
 
 export interface DlqChange {
   jobId: string;
-  /** true: the job is (now) in the DLQ; false: it left it (retried). */
+  /** true: the job is (now) in the DLQ; false: it left it (retried, or purged). */
   present: boolean;
+  /** Left by DELETE /jobs/dlq (a `purged` event): the job stays `failed` in the history but never lists in the DLQ again. */
+  purged?: boolean;
   lastError: string | null;
   attempts: number;
   failedAt: number;
@@ -248,6 +250,10 @@ export function project(entries: StreamEntry[]): AuditBatch {
         p.runAt = at;
         if (f.p) p.payload = f.p;
         dlq.set(jobId, { jobId, present: false, lastError: null, attempts: 0, failedAt: at });
+        break;
+      case 'purged':
+        // Status stays 'failed' (f.t): the history keeps the job as it ended.
+        dlq.set(jobId, { jobId, present: false, purged: true, lastError: null, attempts: attempt ?? 0, failedAt: at });
         break;
     }
     patches.set(jobId, p);

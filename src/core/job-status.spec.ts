@@ -8,9 +8,10 @@ const LUA_DIR = resolve(__dirname, '../../lua');
 const API_EVENTS = [
   'enqueued', 'promoted', 'claimed', 'heartbeat_lost', 'progress', 'completed', 'retry_scheduled',
   'failed', 'stalled', 'released', 'cancelled', 'cancel_requested', 'retried_from_dlq',
+  'purged', // an addition: DELETE /jobs/dlq
 ];
 /** Events that record something about an active job but are not a state transition. */
-const NON_TRANSITION_EVENTS = new Set(['progress']);
+const NON_TRANSITION_EVENTS = new Set(['progress', 'purged']);
 
 describe('JobStatus', () => {
   it('lists the six API statuses', () => {

@@ -52,7 +52,10 @@ export type JobEventName =
   | 'released'
   | 'cancelled'
   | 'cancel_requested'
-  | 'retried_from_dlq';
+  | 'retried_from_dlq'
+  // Addition to API.md: DELETE /jobs/dlq removed the failed job from the DLQ
+  // (and from Redis); not a state change, the history keeps it 'failed'.
+  | 'purged';
 
 /**
  * Allowed transitions: `from -> to` with the event that records it.

@@ -1,11 +1,17 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ApiJob, toApiJob } from '../http/api-job';
 import { EnqueueBatchDto, EnqueueJobDto } from './dto/enqueue-job.dto';
+import { ListJobsQueryDto } from './dto/list-jobs.dto';
+import { ApiJobEvent, ApiJobExecution, ApiJobLogLine, toApiEvent, toApiExecution, toApiLog } from './history-view';
 import { JobsService } from './jobs.service';
 
-/** API.md "Jobs": enqueue and read. */
+/**
+ * API.md "Jobs": enqueue, read, list, history, cancel. The dead-letter routes
+ * live in DlqController; `/jobs/dlq...` is never taken as an id (Fastify's
+ * router prefers a static segment to `:id`, whatever the declaration order).
+ */
 @ApiTags('jobs')
 @Controller('jobs')
 export class JobsController {
@@ -33,9 +39,48 @@ export class JobsController {
     return { jobs: out.map((r) => toApiJob(r.job)) };
   }
 
+  /** 200 `{items, nextCursor}`: newest first, keyset pagination; 400 names a bad status/limit/cursor. */
+  @Get()
+  @ApiOperation({ summary: 'List jobs from PostgreSQL, newest first (keyset pagination)' })
+  async list(@Query() q: ListJobsQueryDto): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
+    const page = await this.jobs.list({ queue: q.queue, status: q.status, type: q.type, cursor: q.cursor, limit: q.limit });
+    return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };
+  }
+
   @Get(':id')
   @ApiOperation({ summary: 'A job by id (Redis while live, PostgreSQL after)' })
   async get(@Param('id') id: string): Promise<ApiJob> {
     return toApiJob(await this.jobs.get(id));
+  }
+
+  @Get(':id/events')
+  @ApiOperation({ summary: "A job's audit trail, oldest first" })
+  async events(@Param('id') id: string): Promise<{ items: ApiJobEvent[] }> {
+    return { items: (await this.jobs.events(id)).map(toApiEvent) };
+  }
+
+  @Get(':id/executions')
+  @ApiOperation({ summary: 'One row per execution started' })
+  async executions(@Param('id') id: string): Promise<{ items: ApiJobExecution[] }> {
+    return { items: (await this.jobs.executions(id)).map(toApiExecution) };
+  }
+
+  @Get(':id/logs')
+  @ApiOperation({ summary: 'Lines the handler logged, oldest first' })
+  async logs(@Param('id') id: string): Promise<{ items: ApiJobLogLine[] }> {
+    return { items: (await this.jobs.logs(id)).map(toApiLog) };
+  }
+
+  /**
+   * Cancel: 200 with the job `cancelled` (was waiting/delayed); 202 with the
+   * job still `active` and `cancelRequested: true` (its AbortSignal fires, it
+   * ends cancelled); 409 when terminal; 404 when unknown.
+   */
+  @Delete(':id')
+  @ApiOperation({ summary: 'Cancel a job (202 while an active one is being aborted)' })
+  async cancel(@Param('id') id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<ApiJob> {
+    const r = await this.jobs.cancel(id);
+    void reply.status(r.requested ? 202 : 200);
+    return toApiJob(r.job);
   }
 }

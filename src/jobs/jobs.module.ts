@@ -1,8 +1,10 @@
 import { Module } from '@nestjs/common';
 import { HistoryModule } from '../audit/history.module';
+import { DlqController } from './dlq.controller';
+import { DlqService } from './dlq.service';
 import { JobsController } from './jobs.controller';
 import { JobsService } from './jobs.service';
 
 /** HTTP: jobs, their history and the dead-letter queue (api role). */
-@Module({ imports: [HistoryModule], controllers: [JobsController], providers: [JobsService], exports: [JobsService] })
+@Module({ imports: [HistoryModule], controllers: [DlqController, JobsController], providers: [JobsService, DlqService], exports: [JobsService] })
 export class JobsModule {}

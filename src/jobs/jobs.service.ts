@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobNotFoundError, ValidationError } from '../core/errors';
+import { JobNotFoundError, ValidationError, WrongStateError } from '../core/errors';
+import { isTerminal } from '../core/job-status';
 import type { Job, Json } from '../core/job';
 import { EnqueueInput, normalizeEnqueue, NormalizedEnqueue, PayloadTooLargeError } from '../core/job-options';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { HandlerRegistry } from '../handlers/handler-registry';
-import { HistoryQueries } from '../audit/queries';
+import { HistoryQueries, JobEvent, JobExecution, JobLogLine, ListJobsFilter, Page } from '../audit/queries';
 import { RedisJobStore } from '../redis/redis-job-store';
 import type { EnqueueJobDto } from './dto/enqueue-job.dto';
 
@@ -21,7 +22,8 @@ export interface Enqueued {
 
 /**
  * Job use cases behind the HTTP API: enqueue (validation against API.md,
- * registered-type check), read by id from Redis or PostgreSQL. Framework
+ * registered-type check), read by id from Redis or PostgreSQL, list and
+ * history from PostgreSQL, cancel. Framework
  * glue only; the rules live in src/core and the Lua scripts.
  */
 @Injectable()
@@ -73,6 +75,58 @@ export class JobsService {
     const job = await this.history.getJob(id);
     if (!job) throw new JobNotFoundError(id);
     return job;
+  }
+
+  /**
+   * One page of jobs from PostgreSQL, newest first (HistoryQueries.listJobs).
+   * @throws ValidationError (400) on a bad status, limit or cursor.
+   */
+  list(filter: ListJobsFilter): Promise<Page<Job>> {
+    return this.history.listJobs(filter);
+  }
+
+  /**
+   * A job's audit trail, executions or log lines, oldest first (as mirrored so far).
+   * @throws JobNotFoundError (404) when the job is unknown.
+   */
+  async events(id: string): Promise<JobEvent[]> {
+    await this.get(id);
+    return (await this.history.jobEvents(id)).items;
+  }
+
+  /** @see events */
+  async executions(id: string): Promise<JobExecution[]> {
+    await this.get(id);
+    return (await this.history.jobExecutions(id)).items;
+  }
+
+  /** @see events */
+  async logs(id: string): Promise<JobLogLine[]> {
+    await this.get(id);
+    return (await this.history.jobLogs(id)).items;
+  }
+
+  /**
+   * Cancels a job (lua/cancelJob-4.lua). waiting/delayed: cancelled at once
+   * (`requested` false); active: a cancel request, the holder's AbortSignal
+   * fires and the job ends cancelled (`requested` true).
+   * @returns the job as it is right after the call.
+   * @throws JobNotFoundError (404); WrongStateError (409) for a terminal job,
+   *   also one Redis has pruned since (its PostgreSQL copy says which state).
+   */
+  async cancel(id: string): Promise<{ job: Job; requested: boolean }> {
+    const job = await this.get(id);
+    if (isTerminal(job.status)) throw new WrongStateError(id, job.status, 'cancel');
+    let status: string;
+    try {
+      status = await this.store.cancel(job.queue, id);
+    } catch (e) {
+      if (!(e instanceof JobNotFoundError)) throw e;
+      // Finished and pruned from Redis between our read and the script: PostgreSQL has its end.
+      const now = await this.get(id);
+      throw new WrongStateError(id, isTerminal(now.status) ? now.status : `${now.status} in the history but not live in Redis`, 'cancel');
+    }
+    return { job: await this.mustGet(id, job.queue), requested: status === 'active' };
   }
 
   /** Reads a just-enqueued job; it may already be finished and pruned from Redis. */

@@ -9,7 +9,7 @@ import type { ClaimBlock, ClaimResult, EnqueueResult, FailInput, JobStore, Lease
 import type { RedisClient } from './connection';
 import { ClaimEntry, decodeClaimed, decodeJob, decodeJobLeniently, decodeWorkerJob, JobDecodeError, pairsToObject } from './job-codec';
 import { QueueKeys, cancelChannel, queueKeys, queuesKey } from './keys';
-import { RedisScripts } from './scripts';
+import { RedisScripts, ScriptName } from './scripts';
 
 /** Process-level defaults applied when neither the job nor its queue sets them. */
 export interface StoreDefaults {
@@ -337,6 +337,92 @@ export class RedisJobStore implements JobStore {
     return status as JobStatus;
   }
 
+  /**
+   * {@link retryFromDlq} and a read of the job in one MULTI, so the job comes
+   * back exactly as the retry left it (waiting, attempts 0), even when a
+   * worker claims it a moment later.
+   * @throws JobNotFoundError (no hash: unknown or pruned), WrongStateError
+   *   (not failed/cancelled; nothing changed).
+   */
+  async retryFromDlqAndGet(queue: string, id: string, payload?: Record<string, Json>): Promise<Job> {
+    const k = this.keys(queue);
+    const [[code, status], job] = await this.runAndRead<[number, string]>(
+      'retryJob',
+      [k.failed, k.waiting, k.events, k.wake, k.meta],
+      [k.base, id, payload === undefined ? '' : JSON.stringify(payload)],
+      queue,
+      id,
+    );
+    if (code < 0 || !job) throw errorFromCode(code < 0 ? code : ScriptErrorCode.JobNotFound, id, status, 'retry');
+    return job;
+  }
+
+  /**
+   * Recreates a cancelled job whose hash Redis has pruned, straight into
+   * waiting with fresh counters (lua/reviveJob-4.lua), and reads it back in
+   * the same MULTI.
+   * @returns the job as revived, or null when its hash exists (nothing
+   *   written: use {@link retryFromDlqAndGet}, which checks its state).
+   */
+  async reviveJob(j: ReviveJobInput): Promise<Job | null> {
+    const k = this.keys(j.queue);
+    const [[code], job] = await this.runAndRead<[number, string]>(
+      'reviveJob',
+      [k.waiting, k.events, k.wake, k.meta],
+      [
+        k.base, j.id, j.type, j.payload, j.priority, `${j.maxAttempts};${j.timeoutMs};${encodeBackoff(j.backoff)}`,
+        j.createdAt, j.executionSeq, j.idempotencyKey ?? '', j.newPayload ? '1' : '0',
+      ],
+      j.queue,
+      j.id,
+    );
+    return code === 1 ? job : null;
+  }
+
+  /**
+   * Deletes up to `chunk` dead-letter jobs of a queue from Redis, each with a
+   * `purged` event (lua/purgeDlq-2.lua). Call until `more` is false.
+   * @returns jobs purged by this call; `more`: the chunk was full, so more may be left.
+   */
+  async purgeDlq(queue: string, chunk: number): Promise<{ purged: number; more: boolean }> {
+    const k = this.keys(queue);
+    const [purged, taken] = await this.scripts.run<[number, number]>('purgeDlq', [k.failed, k.events], [k.base, chunk]);
+    return { purged: Number(purged), more: Number(taken) >= chunk };
+  }
+
+  /**
+   * Runs a script and reads one job's hash in one MULTI (all keys share the
+   * queue's slot). A NOSCRIPT reply (script cache flushed by hand) means the
+   * script did not run: the scripts are loaded again and the MULTI retried once.
+   */
+  private async runAndRead<T>(name: ScriptName, keys: string[], args: (string | number)[], queue: string, id: string, retried = false): Promise<[T, Job | null]> {
+    const jk = this.keys(queue).base + 'job:' + id;
+    const multi = this.redis.multi() as any;
+    multi[name](...keys, ...args);
+    multi.hgetallBuffer(jk);
+    const res: [Error | null, unknown][] | null = await multi.exec();
+    if (!res) throw new Error(`${name}: transaction aborted`);
+    const err = res.find(([e]) => e)?.[0];
+    if (err && !retried && /NOSCRIPT/.test(err.message)) {
+      await this.scripts.verify();
+      return this.runAndRead(name, keys, args, queue, id, true);
+    }
+    if (err) throw err;
+    return [res[0][1] as T, this.decodeRaw(queue, id, res[1][1] as Record<string, Buffer>)];
+  }
+
+  private decodeRaw(queue: string, id: string, raw: Record<string, Buffer> | null): Job | null {
+    if (!raw || Object.keys(raw).length === 0) return null;
+    const h = mergePayload(raw);
+    try {
+      return decodeJob(id, queue, h);
+    } catch (e) {
+      if (!(e instanceof JobDecodeError)) throw e;
+      // A corrupted job (dead-lettered with a decode error) must stay readable.
+      return decodeJobLeniently(id, queue, h);
+    }
+  }
+
   async promoteDelayed(queue: string, limit: number) {
     const k = this.keys(queue);
     const [promoted, nextInMs] = await this.scripts.run<[number, number]>(
@@ -363,16 +449,17 @@ export class RedisJobStore implements JobStore {
    * @throws JobDecodeError when the hash is corrupted.
    */
   async getJob(queue: string, id: string): Promise<Job | null> {
-    const raw = await this.redis.hgetallBuffer(this.keys(queue).base + 'job:' + id);
-    if (!raw || Object.keys(raw).length === 0) return null;
-    const h = mergePayload(raw);
-    try {
-      return decodeJob(id, queue, h);
-    } catch (e) {
-      if (!(e instanceof JobDecodeError)) throw e;
-      // A corrupted job (dead-lettered with a decode error) must stay readable.
-      return decodeJobLeniently(id, queue, h);
-    }
+    return this.decodeRaw(queue, id, await this.redis.hgetallBuffer(this.keys(queue).base + 'job:' + id));
+  }
+
+  /**
+   * The cheap part of a job hash: its status and the worker that last claimed
+   * it (one HMGET, no payload). Used to find which queue holds a job id.
+   * @returns null when this queue holds no such job.
+   */
+  async jobBrief(queue: string, id: string): Promise<{ status: string; workerId: string | null } | null> {
+    const [s, w] = await this.redis.hmget(this.keys(queue).base + 'job:' + id, 's', 'w');
+    return s === null ? null : { status: s, workerId: w || null };
   }
 
   /** Queue settings: pause, concurrency cap, rate limit, external, defaults. */
@@ -519,6 +606,24 @@ export interface RestoreJobInput {
   startedAt: number | null;
   failedAt: number | null;
   updatedAt: number;
+}
+
+/** A pruned cancelled job for {@link RedisJobStore.reviveJob}, from its PostgreSQL copy; times epoch ms. */
+export interface ReviveJobInput {
+  id: string;
+  queue: string;
+  type: string;
+  /** Payload JSON: the stored one, or the retry's new payload. */
+  payload: string;
+  /** True when `payload` is a new payload (it is then carried on the event). */
+  newPayload: boolean;
+  priority: number;
+  maxAttempts: number;
+  timeoutMs: number;
+  backoff: BackoffSpec;
+  createdAt: number;
+  executionSeq: number;
+  idempotencyKey: string | null;
 }
 
 /** Outcome of one restoreJobs call: counts of jobs recreated per kind, and skipped (already in Redis). */

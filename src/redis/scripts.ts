@@ -17,7 +17,9 @@ export type ScriptName =
   | 'updateProgress'
   | 'renewLock'
   | 'forgetJobs'
-  | 'restoreJobs';
+  | 'restoreJobs'
+  | 'purgeDlq'
+  | 'reviveJob';
 
 /**
  * Registers the Lua scripts on a client (ioredis `defineCommand`: EVALSHA with

@@ -1,0 +1,45 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Json } from '../core/job';
+import { ApiJob, toApiJob } from '../http/api-job';
+import { PurgeDlqQueryDto, RetryDlqDto, RetryJobDto } from './dto/dlq.dto';
+import { ListDlqQueryDto } from './dto/list-jobs.dto';
+import { DlqService } from './dlq.service';
+
+/** API.md "Dead-letter queue". */
+@ApiTags('dead-letter queue')
+@Controller('jobs')
+export class DlqController {
+  constructor(private readonly dlq: DlqService) {}
+
+  /** 200 `{items, nextCursor}`: failed jobs with `lastError`, newest failure first. */
+  @Get('dlq/all')
+  @ApiOperation({ summary: 'List the dead-letter queue (keyset pagination)' })
+  async list(@Query() q: ListDlqQueryDto): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
+    const page = await this.dlq.list({ queue: q.queue, type: q.type, cursor: q.cursor, limit: q.limit });
+    return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };
+  }
+
+  /** 200 `{retried: n}`: every dead-letter job of the queue/type (all when the body is empty). */
+  @Post('dlq/retry')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Retry every dead-letter job matching queue/type' })
+  async retryAll(@Body() body: RetryDlqDto): Promise<{ retried: number }> {
+    return { retried: await this.dlq.retryAll({ queue: body.queue, type: body.type }) };
+  }
+
+  /** 200 `{purged: n}`; the jobs' audit rows and history stay. */
+  @Delete('dlq')
+  @ApiOperation({ summary: 'Purge the dead-letter queue of one queue (every queue without ?queue=)' })
+  async purge(@Query() q: PurgeDlqQueryDto): Promise<{ purged: number }> {
+    return { purged: await this.dlq.purge(q.queue) };
+  }
+
+  /** 200 with the job back in waiting, attempts 0; 409 unless failed/cancelled; 404 unknown. */
+  @Post(':id/retry')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Retry a failed (or cancelled) job, optionally with a new payload' })
+  async retry(@Param('id') id: string, @Body() body: RetryJobDto): Promise<ApiJob> {
+    return toApiJob(await this.dlq.retry(id, body.payload as Record<string, Json> | undefined));
+  }
+}

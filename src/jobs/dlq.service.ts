@@ -1,0 +1,124 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { HistoryQueries, ListDlqFilter, Page } from '../audit/queries';
+import type { SluiceConfig } from '../config/config';
+import { SLUICE_CONFIG } from '../config/config.module';
+import { JobNotFoundError, SluiceError, WrongStateError } from '../core/errors';
+import type { Job, Json } from '../core/job';
+import { PayloadTooLargeError } from '../core/job-options';
+import { RedisJobStore } from '../redis/redis-job-store';
+import { JobsService } from './jobs.service';
+
+/** DLQ pages read (and retried) per round of a bulk retry. */
+const BULK_PAGE = 500;
+/** Retry scripts in flight at once during a bulk retry. */
+const BULK_PARALLEL = 50;
+/** Dead-letter jobs deleted per purge script call (one call never holds Redis long). */
+const PURGE_CHUNK = 500;
+
+/**
+ * Dead-letter queue use cases (API.md "Dead-letter queue"): list from the
+ * PostgreSQL copy, retry one or many (each retry one atomic script), purge.
+ */
+@Injectable()
+export class DlqService {
+  constructor(
+    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    private readonly store: RedisJobStore,
+    private readonly history: HistoryQueries,
+    private readonly jobs: JobsService,
+  ) {}
+
+  /**
+   * One page of the DLQ, newest failure first (HistoryQueries.listDlq).
+   * @throws ValidationError (400) on a bad limit or cursor.
+   */
+  list(filter: ListDlqFilter): Promise<Page<Job>> {
+    return this.history.listDlq(filter);
+  }
+
+  /**
+   * Puts a failed (or cancelled) job back in waiting with attempts 0 and a
+   * `retried_from_dlq` event, optionally with a new payload. A cancelled job
+   * that Redis has already pruned is recreated from its PostgreSQL copy.
+   * @returns the job as the retry left it (status waiting).
+   * @throws JobNotFoundError (404); WrongStateError (409) for any other
+   *   status; SluiceError conflict (409) for a failed job no longer in Redis
+   *   (purged from the DLQ); PayloadTooLargeError (413).
+   */
+  async retry(id: string, payload?: Record<string, Json>): Promise<Job> {
+    if (payload !== undefined) this.checkSize(payload);
+    const job = await this.jobs.get(id);
+    if (job.status !== 'failed' && job.status !== 'cancelled') throw new WrongStateError(id, job.status, 'retry (only failed or cancelled jobs can be)');
+    try {
+      return await this.store.retryFromDlqAndGet(job.queue, id, payload);
+    } catch (e) {
+      if (!(e instanceof JobNotFoundError)) throw e;
+    }
+    // No hash in Redis: pruned (cancelled, once mirrored) or purged (failed).
+    const copy = await this.jobs.get(id);
+    if (copy.status !== 'cancelled') {
+      throw new SluiceError('conflict', `job ${id} is ${copy.status} but no longer in the dead-letter queue (purged); its history stays readable, it cannot be retried`);
+    }
+    const revived = await this.store.reviveJob({
+      id, queue: copy.queue, type: copy.type, payload: JSON.stringify(payload ?? copy.payload), newPayload: payload !== undefined,
+      priority: copy.priority, maxAttempts: copy.maxAttempts, timeoutMs: copy.timeoutMs, backoff: copy.backoff,
+      createdAt: copy.createdAt, executionSeq: copy.executionSeq, idempotencyKey: copy.idempotencyKey,
+    });
+    // null: a concurrent retry recreated it first; retryJob then answers by its state.
+    return revived ?? this.store.retryFromDlqAndGet(copy.queue, id, payload);
+  }
+
+  /**
+   * Retries every dead-letter job matching the filter, paging through the
+   * DLQ listing (keyset, so jobs that fail again meanwhile are not retried
+   * twice). Jobs retried or purged by someone else meanwhile are skipped.
+   * @returns how many jobs were put back in waiting.
+   */
+  async retryAll(filter: { queue?: string; type?: string }): Promise<number> {
+    let retried = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await this.history.listDlq({ ...filter, cursor, limit: BULK_PAGE });
+      for (let i = 0; i < page.items.length; i += BULK_PARALLEL) {
+        const done = await Promise.all(
+          page.items.slice(i, i + BULK_PARALLEL).map((j) =>
+            this.store.retryFromDlq(j.queue, j.id).then(
+              () => 1,
+              (e) => {
+                if (e instanceof JobNotFoundError || e instanceof WrongStateError) return 0;
+                throw e;
+              },
+            ),
+          ),
+        );
+        retried += done.reduce((a: number, b: number) => a + b, 0);
+      }
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return retried;
+  }
+
+  /**
+   * Deletes the dead-letter jobs of one queue (or of every queue) from
+   * Redis, each with a `purged` event: the audit rows and the job's history
+   * stay, the DLQ listing drops them once mirrored.
+   * @returns how many jobs were purged.
+   */
+  async purge(queue?: string): Promise<number> {
+    const queues = queue !== undefined ? [queue] : await this.store.listQueues();
+    let purged = 0;
+    for (const q of queues) {
+      for (let more = true; more; ) {
+        const r = await this.store.purgeDlq(q, PURGE_CHUNK);
+        purged += r.purged;
+        more = r.more;
+      }
+    }
+    return purged;
+  }
+
+  private checkSize(payload: Record<string, Json>): void {
+    const bytes = Buffer.byteLength(JSON.stringify(payload), 'utf8');
+    if (bytes > this.config.maxPayloadBytes) throw new PayloadTooLargeError(this.config.maxPayloadBytes);
+  }
+}

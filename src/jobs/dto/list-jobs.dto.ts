@@ -1,0 +1,53 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { LIMIT_DEFAULT, LIMIT_MAX } from '../../audit/queries/common';
+import { JOB_STATUSES } from '../../core/job-status';
+
+/** Page size and cursor shared by the keyset-paginated lists. */
+export class PageQueryDto {
+  @ApiPropertyOptional({ description: 'the `nextCursor` of the previous page' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  cursor?: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt({ message: `must be an integer 1..${LIMIT_MAX}` })
+  @Min(1, { message: `must be an integer 1..${LIMIT_MAX}` })
+  @Max(LIMIT_MAX, { message: `must be an integer 1..${LIMIT_MAX}` })
+  limit?: number;
+}
+
+/** `GET /jobs` query: exact-match filters (all optional), then the page. */
+export class ListJobsQueryDto extends PageQueryDto {
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  queue?: string;
+
+  @ApiPropertyOptional({ enum: JOB_STATUSES })
+  @IsOptional()
+  @IsIn(JOB_STATUSES as unknown as string[], { message: `must be one of ${JOB_STATUSES.join(', ')}` })
+  status?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  type?: string;
+}
+
+/** `GET /jobs/dlq/all` query: exact-match filters (all optional), then the page. */
+export class ListDlqQueryDto extends PageQueryDto {
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  queue?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  type?: string;
+}
