@@ -1,0 +1,44 @@
+import { Controller, Get, Header } from '@nestjs/common';
+import { ApiExcludeEndpoint, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiJob, toApiJob } from '../http/api-job';
+import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard-page';
+import { DashboardService, DashboardStats } from './dashboard.service';
+
+/** API.md "Dashboard": the stats and recent-jobs feeds, and the web page that polls them. */
+@ApiTags('dashboard')
+@Controller()
+export class DashboardController {
+  constructor(private readonly dashboard: DashboardService) {}
+
+  @Get()
+  @ApiExcludeEndpoint()
+  @Header('content-type', 'text/html; charset=utf-8')
+  @Header('cache-control', 'no-store')
+  @Header('content-security-policy', DASHBOARD_CSP)
+  @Header('x-content-type-options', 'nosniff')
+  root(): string {
+    return DASHBOARD_HTML;
+  }
+
+  @Get('dashboard')
+  @ApiOperation({ summary: 'The web dashboard (HTML)' })
+  @Header('content-type', 'text/html; charset=utf-8')
+  @Header('cache-control', 'no-store')
+  @Header('content-security-policy', DASHBOARD_CSP)
+  @Header('x-content-type-options', 'nosniff')
+  page(): string {
+    return DASHBOARD_HTML;
+  }
+
+  @Get('dashboard/stats')
+  @ApiOperation({ summary: 'Counts per queue and in total, live workers, throughput, audit lag' })
+  stats(): Promise<DashboardStats> {
+    return this.dashboard.stats();
+  }
+
+  @Get('dashboard/recent')
+  @ApiOperation({ summary: 'The last 20 jobs by updatedAt, newest first' })
+  async recent(): Promise<ApiJob[]> {
+    return (await this.dashboard.recent()).map(toApiJob);
+  }
+}

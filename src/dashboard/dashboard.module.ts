@@ -1,0 +1,9 @@
+import { Module } from '@nestjs/common';
+import { HistoryModule } from '../audit/history.module';
+import { WorkersApiModule } from '../workers-api/workers-api.module';
+import { DashboardController } from './dashboard.controller';
+import { DashboardService } from './dashboard.service';
+
+/** HTTP: the dashboard page and its JSON feeds (api role). */
+@Module({ imports: [HistoryModule, WorkersApiModule], controllers: [DashboardController], providers: [DashboardService] })
+export class DashboardModule {}

@@ -1,0 +1,55 @@
+import { Injectable } from '@nestjs/common';
+import { HistoryQueries, QueueCounts, sumCounts } from '../audit/queries';
+import type { Job } from '../core/job';
+import { RedisJobStore } from '../redis/redis-job-store';
+import { WorkersApiService } from '../workers-api/workers-api.service';
+import { recentJobs } from './recent-jobs';
+
+/** The API.md `GET /dashboard/stats` body (`external` per queue and `workers.total` are additions). */
+export interface DashboardStats {
+  queues: Record<string, QueueCounts & { paused: boolean; external: boolean }>;
+  totals: QueueCounts;
+  /** `active`: workers alive (running or draining); dead ones are not counted. */
+  workers: { active: number; total: number };
+  throughput: { completedPerMin: number; failedPerMin: number };
+  /** Age of the oldest audit event not yet mirrored to Postgres, ms (0 = caught up). */
+  auditLagMs: number;
+}
+
+/** Aggregates for the dashboard: one call each to the history queries, the store and the worker registry. */
+@Injectable()
+export class DashboardService {
+  constructor(
+    private readonly store: RedisJobStore,
+    private readonly history: HistoryQueries,
+    private readonly workers: WorkersApiService,
+  ) {}
+
+  /** @throws when Redis or Postgres is unreachable (HTTP 503). */
+  async stats(): Promise<DashboardStats> {
+    const names = await this.store.listQueues();
+    const [counts, settings, workers, throughput, lag] = await Promise.all([
+      this.history.queueCounts(names),
+      Promise.all(names.map((n) => this.store.queueSettings(n))),
+      this.workers.list(),
+      this.history.throughput(),
+      this.history.auditLag(),
+    ]);
+    const queues: DashboardStats['queues'] = {};
+    names.forEach((n, i) => {
+      queues[n] = { ...counts[n], paused: settings[i]?.paused ?? false, external: settings[i]?.external ?? false };
+    });
+    return {
+      queues,
+      totals: sumCounts(counts),
+      workers: { active: workers.filter((w) => w.status !== 'dead').length, total: workers.length },
+      throughput,
+      auditLagMs: lag.lagMs,
+    };
+  }
+
+  /** The last 20 jobs by updatedAt, newest first (Postgres). */
+  recent(): Promise<Job[]> {
+    return recentJobs(this.history.db);
+  }
+}

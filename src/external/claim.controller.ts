@@ -1,0 +1,36 @@
+import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { ApiJob, toApiClaimedJob } from '../http/api-job';
+import { ClaimDto } from './dto/claim.dto';
+import { ExternalService } from './external.service';
+
+/** API.md "External worker protocol": `POST /queues/:name/claim`. */
+@ApiTags('external workers')
+@Controller('queues')
+export class ClaimController {
+  constructor(private readonly external: ExternalService) {}
+
+  /** 200 `{jobs: [job + lockToken + leaseExpiresAt]}`; empty when nothing came within waitMs. */
+  @Post(':name/claim')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Claim up to `max` jobs under a lease; long poll up to `waitMs`' })
+  async claim(
+    @Param('name') name: string,
+    @Body() body: ClaimDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<{ jobs: (ApiJob & { lockToken: string; leaseExpiresAt: string | null })[] }> {
+    // The response's 'close' before it finished = the client went away: stop waiting.
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableFinished) gone.abort();
+    };
+    reply.raw.once('close', onClose);
+    try {
+      const jobs = await this.external.claim(name, body, gone.signal);
+      return { jobs: jobs.map(toApiClaimedJob) };
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  }
+}

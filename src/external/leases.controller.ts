@@ -1,0 +1,40 @@
+import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiJob, iso, toApiJob } from '../http/api-job';
+import { CompleteDto, FailDto, HeartbeatDto } from './dto/lease.dto';
+import { ExternalService } from './external.service';
+
+/**
+ * API.md "External worker protocol": the lease calls under `/jobs/:id/…`
+ * (a controller of its own; the jobs controller serves the rest of `/jobs`).
+ */
+@ApiTags('external workers')
+@Controller('jobs')
+export class LeasesController {
+  constructor(private readonly external: ExternalService) {}
+
+  /** 200 `{leaseExpiresAt, cancelRequested}`; 409 `lease_lost`; 404 unknown id. */
+  @Post(':id/heartbeat')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Renew the lease; report progress and log lines' })
+  async heartbeat(@Param('id') id: string, @Body() body: HeartbeatDto): Promise<{ leaseExpiresAt: string | null; cancelRequested: boolean }> {
+    const r = await this.external.heartbeat(id, body);
+    return { leaseExpiresAt: iso(r.leaseExpiresAt), cancelRequested: r.cancelRequested };
+  }
+
+  /** 200 with the job (`completed`, or `cancelled` when a cancel was requested); 409 `lease_lost`. */
+  @Post(':id/complete')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Complete the attempt with a result' })
+  async complete(@Param('id') id: string, @Body() body: CompleteDto): Promise<ApiJob> {
+    return toApiJob(await this.external.complete(id, body));
+  }
+
+  /** 200 with the job (`delayed` for a retry, `failed` in the DLQ); 409 `lease_lost`. */
+  @Post(':id/fail')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Fail the attempt: retry with backoff, or dead-letter' })
+  async fail(@Param('id') id: string, @Body() body: FailDto): Promise<ApiJob> {
+    return toApiJob(await this.external.fail(id, body));
+  }
+}

@@ -1,0 +1,73 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsBoolean, IsInt, IsObject, IsOptional, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
+import { LIMITS } from '../../core/job-options';
+import { BackoffDto } from '../../jobs/dto/enqueue-job.dto';
+
+/** `rateLimit` of a queue: at most `max` job starts per `durationMs` window, across all workers. */
+export class RateLimitDto {
+  @ApiPropertyOptional({ minimum: 1 })
+  @IsInt()
+  @Min(1)
+  max!: number;
+
+  @ApiPropertyOptional({ minimum: 1, description: 'window length, ms' })
+  @IsInt()
+  @Min(1)
+  durationMs!: number;
+}
+
+/** Per-queue job defaults, used by jobs that do not set the field themselves. */
+export class QueueDefaultsDto {
+  @ApiPropertyOptional({ minimum: LIMITS.minAttempts, maximum: LIMITS.maxAttempts })
+  @IsOptional()
+  @IsInt()
+  @Min(LIMITS.minAttempts)
+  @Max(LIMITS.maxAttempts)
+  maxAttempts?: number;
+
+  @ApiPropertyOptional({ type: BackoffDto, description: 'omitted fields: the current default (exponential, 2000, 3600000, equal)' })
+  @IsOptional()
+  @IsObject({ message: 'must be an object' })
+  @ValidateNested()
+  @Type(() => BackoffDto)
+  backoff?: BackoffDto;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxTimeoutMs, description: 'ms' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(LIMITS.maxTimeoutMs)
+  timeoutMs?: number;
+}
+
+/**
+ * The `PUT /queues/:name` body. Every field is optional; only the fields sent
+ * change (`null` removes a limit). Unknown fields are rejected.
+ */
+export class ConfigureQueueDto {
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, nullable: true, description: 'cap on active jobs across all workers; null = none' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  maxConcurrency?: number | null;
+
+  @ApiPropertyOptional({ type: RateLimitDto, nullable: true, description: 'cap on job starts per window across all workers; null = none' })
+  @IsOptional()
+  @IsObject({ message: 'must be an object or null' })
+  @ValidateNested()
+  @Type(() => RateLimitDto)
+  rateLimit?: RateLimitDto | null;
+
+  @ApiPropertyOptional({ type: QueueDefaultsDto })
+  @ValidateIf((o: ConfigureQueueDto) => o.defaults !== undefined)
+  @IsObject({ message: 'must be an object' })
+  @ValidateNested()
+  @Type(() => QueueDefaultsDto)
+  defaults?: QueueDefaultsDto;
+
+  @ApiPropertyOptional({ description: 'served only through the external worker protocol; accepts any job type' })
+  @ValidateIf((o: ConfigureQueueDto) => o.external !== undefined)
+  @IsBoolean()
+  external?: boolean;
+}

@@ -1,0 +1,43 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ConfigureQueueDto } from './dto/configure-queue.dto';
+import { ApiQueue, QueuesService } from './queues.service';
+
+/** API.md "Queues": list, read, configure, pause and resume. */
+@ApiTags('queues')
+@Controller('queues')
+export class QueuesController {
+  constructor(private readonly queues: QueuesService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Every queue with its settings and exact counts' })
+  list(): Promise<ApiQueue[]> {
+    return this.queues.list();
+  }
+
+  @Get(':name')
+  @ApiOperation({ summary: 'One queue; 404 unless configured, paused or given a job' })
+  get(@Param('name') name: string): Promise<ApiQueue> {
+    return this.queues.get(name);
+  }
+
+  @Put(':name')
+  @ApiOperation({ summary: 'Configure a queue (creates it if new); only the fields sent change' })
+  configure(@Param('name') name: string, @Body() body: ConfigureQueueDto): Promise<ApiQueue> {
+    return this.queues.configure(name, body ?? {});
+  }
+
+  @Post(':name/pause')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Pause: no job of the queue starts (active ones finish); creates the queue if new' })
+  pause(@Param('name') name: string): Promise<ApiQueue> {
+    return this.queues.setPaused(name, true);
+  }
+
+  @Post(':name/resume')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Resume a paused queue' })
+  resume(@Param('name') name: string): Promise<ApiQueue> {
+    return this.queues.setPaused(name, false);
+  }
+}

@@ -1,0 +1,102 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { backoffProblem, BackoffSpec, DEFAULT_BACKOFF } from '../core/backoff';
+import { ValidationError } from '../core/errors';
+import { LIMITS } from '../core/job-options';
+import type { SluiceConfig } from '../config/config';
+import { SLUICE_CONFIG } from '../config/config.module';
+import { HistoryQueries, QueueCounts } from '../audit/queries';
+import { QueueSettings, RedisJobStore } from '../redis/redis-job-store';
+import type { ConfigureQueueDto } from './dto/configure-queue.dto';
+import { checkQueueName, QueueNotFoundError } from './queue-name';
+
+/** The API.md queue object (`external` is an addition). */
+export interface ApiQueue {
+  name: string;
+  paused: boolean;
+  maxConcurrency: number | null;
+  rateLimit: { max: number; durationMs: number } | null;
+  /** Effective defaults: the queue's own, else the process defaults (MAX_RETRIES, 600000 ms, exponential backoff). */
+  defaults: { maxAttempts: number; backoff: BackoffSpec; timeoutMs: number };
+  external: boolean;
+  counts: QueueCounts;
+}
+
+/**
+ * Queue use cases behind `/queues`: list, read, configure, pause, resume.
+ * Settings live in the queue's Redis meta hash (RedisJobStore.configureQueue);
+ * counts are exact (HistoryQueries.queueCounts: live from Redis, terminal from Postgres).
+ */
+@Injectable()
+export class QueuesService {
+  constructor(
+    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    private readonly store: RedisJobStore,
+    private readonly history: HistoryQueries,
+  ) {}
+
+  /** Every queue, by name. */
+  async list(): Promise<ApiQueue[]> {
+    const names = await this.store.listQueues();
+    const [settings, counts] = await Promise.all([Promise.all(names.map((n) => this.store.queueSettings(n))), this.history.queueCounts(names)]);
+    const out: ApiQueue[] = [];
+    settings.forEach((s) => {
+      if (s) out.push(this.render(s, counts[s.name]));
+    });
+    return out;
+  }
+
+  /** @throws QueueNotFoundError (404) unless the queue exists. */
+  async get(name: string): Promise<ApiQueue> {
+    const s = LIMITS.queuePattern.test(name) ? await this.store.queueSettings(name) : null;
+    if (!s) throw new QueueNotFoundError(name);
+    const counts = await this.history.queueCounts([name]);
+    return this.render(s, counts[name]);
+  }
+
+  /**
+   * Applies the fields sent (creating the queue if new) and returns the queue.
+   * A partial `defaults.backoff` is merged over the queue's current default backoff.
+   * @throws ValidationError (400) for a bad name or an inconsistent backoff.
+   */
+  async configure(name: string, body: ConfigureQueueDto): Promise<ApiQueue> {
+    checkQueueName(name);
+    let backoff: BackoffSpec | undefined;
+    if (body.defaults?.backoff) {
+      const current = (await this.store.queueSettings(name))?.defaults.backoff ?? DEFAULT_BACKOFF;
+      const given = Object.fromEntries(Object.entries(body.defaults.backoff).filter(([, v]) => v !== undefined));
+      backoff = { ...current, ...given } as BackoffSpec;
+      const problem = backoffProblem(backoff);
+      if (problem) throw new ValidationError(`invalid defaults.backoff: ${problem}`, [{ path: 'defaults.backoff', message: problem }]);
+    }
+    await this.store.configureQueue(name, {
+      maxConcurrency: body.maxConcurrency,
+      rateLimit: body.rateLimit === null ? null : body.rateLimit ? { max: body.rateLimit.max, durationMs: body.rateLimit.durationMs } : undefined,
+      external: body.external,
+      defaults: body.defaults ? { maxAttempts: body.defaults.maxAttempts, timeoutMs: body.defaults.timeoutMs, backoff } : undefined,
+    });
+    return this.get(name);
+  }
+
+  /** Pauses (true) or resumes (false) a queue, creating it if new. @throws ValidationError (400) for a bad name. */
+  async setPaused(name: string, paused: boolean): Promise<ApiQueue> {
+    checkQueueName(name);
+    await this.store.configureQueue(name, { paused });
+    return this.get(name);
+  }
+
+  private render(s: QueueSettings, counts: QueueCounts | undefined): ApiQueue {
+    return {
+      name: s.name,
+      paused: s.paused,
+      maxConcurrency: s.maxConcurrency,
+      rateLimit: s.rateLimit,
+      defaults: {
+        maxAttempts: s.defaults.maxAttempts ?? this.config.maxRetries,
+        backoff: s.defaults.backoff ?? { ...DEFAULT_BACKOFF },
+        timeoutMs: s.defaults.timeoutMs ?? LIMITS.defaultTimeoutMs,
+      },
+      external: s.external,
+      counts: counts ?? { waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0, cancelled: 0 },
+    };
+  }
+}

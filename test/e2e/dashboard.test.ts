@@ -1,0 +1,94 @@
+import { HistoryQueries } from '../../src/audit/queries';
+import { RECENT_JOBS_SQL } from '../../src/dashboard/recent-jobs';
+import { startTestApi, TestApi } from '../support/http';
+import { waitUntil } from '../support/timing';
+
+describe('dashboard (e2e)', () => {
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await startTestApi('e2e-dashboard', { ROLE: 'all', QUEUES: 'dq', WORKER_CONCURRENCY: '4' });
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+  const post = async (body: Record<string, unknown>) => {
+    const r = await api.http.post('/jobs').send(body);
+    expect(r.status).toBe(201);
+    return r.body as { id: string };
+  };
+
+  it('stats: exact counts per queue and in total, workers, throughput, audit lag', async () => {
+    const history = api.app.get(HistoryQueries);
+    const completed = await Promise.all([1, 2, 3].map((n) => post({ type: 'diag.echo', queue: 'dq', payload: { n } })));
+    const failed = await post({ type: 'diag.fail', queue: 'dq', maxAttempts: 1, payload: { message: 'boom' } });
+    await post({ type: 'diag.echo', queue: 'dq', delayMs: 600_000 });
+    // A queue the worker does not serve, paused, with two waiting jobs.
+    expect((await api.http.post('/queues/dp/pause')).status).toBe(200);
+    await post({ type: 'diag.echo', queue: 'dp' });
+    await post({ type: 'diag.echo', queue: 'dp' });
+    const cancelled = await post({ type: 'diag.echo', queue: 'dp', delayMs: 600_000 });
+    expect((await api.http.delete(`/jobs/${cancelled.id}`)).status).toBe(200);
+
+    for (const j of [...completed, failed]) {
+      await waitUntil(`job ${j.id} finished`, async () => ['completed', 'failed'].includes((await api.http.get(`/jobs/${j.id}`)).body.status), 15_000);
+    }
+    await waitUntil('audit caught up', async () => (await history.auditLag()).pending === 0, 15_000);
+
+    const res = await api.http.get('/dashboard/stats');
+    expect(res.status).toBe(200);
+    const s = res.body;
+    expect(s.queues.dq).toEqual({ waiting: 0, delayed: 1, active: 0, completed: 3, failed: 1, cancelled: 0, paused: false, external: false });
+    expect(s.queues.dp).toEqual({ waiting: 2, delayed: 0, active: 0, completed: 0, failed: 0, cancelled: 1, paused: true, external: false });
+    expect(s.totals).toEqual({ waiting: 2, delayed: 1, active: 0, completed: 3, failed: 1, cancelled: 1 });
+    expect(s.workers.active).toBe(1);
+    expect(s.throughput).toEqual({ completedPerMin: 3, failedPerMin: 1 });
+    expect(typeof s.auditLagMs).toBe('number');
+    expect(s.auditLagMs).toBeGreaterThanOrEqual(0);
+    // GET /queues agrees with the dashboard.
+    const q = (await api.http.get('/queues/dq')).body;
+    expect(q.counts).toEqual({ waiting: 0, delayed: 1, active: 0, completed: 3, failed: 1, cancelled: 0 });
+  });
+
+  it('recent: the last jobs by updatedAt, newest first, at most 20', async () => {
+    await Promise.all(Array.from({ length: 22 }, (_, n) => post({ type: 'diag.echo', queue: 'dq', payload: { batch: n } })));
+    const history = api.app.get(HistoryQueries);
+    await waitUntil('22 more jobs completed and mirrored', async () => (await history.queueCounts(['dq'])).dq.completed >= 25 && (await history.auditLag()).pending === 0, 20_000);
+    const last = await post({ type: 'diag.echo', queue: 'dq', payload: { last: true } });
+    await waitUntil('last job mirrored as completed', async () => {
+      const r = await api.http.get('/dashboard/recent');
+      return r.body[0]?.id === last.id && r.body[0].status === 'completed';
+    }, 15_000);
+    const res = await api.http.get('/dashboard/recent');
+    expect(res.status).toBe(200);
+    expect(res.body).toHaveLength(20);
+    const times = res.body.map((j: { updatedAt: string }) => Date.parse(j.updatedAt));
+    expect([...times].sort((a, b) => b - a)).toEqual(times);
+    expect(res.body[0]).toMatchObject({ id: last.id, queue: 'dq', type: 'diag.echo', payload: { last: true }, status: 'completed' });
+  });
+
+  it('the recent-jobs query is served by an index on updated_at (no sort)', async () => {
+    const qr = api.db.dataSource.createQueryRunner();
+    try {
+      await qr.query('SET enable_seqscan = off');
+      const plan = (await qr.query(`EXPLAIN ${RECENT_JOBS_SQL}`, [20])).map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+      expect(plan).toMatch(/Index Scan Backward using jobs_updated_at|Index Scan using jobs_updated_at/);
+      expect(plan).not.toMatch(/Sort/);
+    } finally {
+      await qr.query('RESET enable_seqscan');
+      await qr.release();
+    }
+  });
+
+  it('GET / and GET /dashboard serve the HTML dashboard', async () => {
+    for (const path of ['/', '/dashboard']) {
+      const res = await api.http.get(path);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.headers['content-security-policy']).toContain("default-src 'none'");
+      expect(res.text).toContain('<title>Sluice dashboard</title>');
+      for (const part of ['/dashboard/stats', '/dashboard/recent', '/workers', "'resume'", "'pause'", 'setTimeout(loop, 2000)']) expect(res.text).toContain(part);
+      // Job data is rendered as text, never parsed as markup.
+      expect(res.text).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+    }
+  });
+});

@@ -1,0 +1,64 @@
+import { hostname } from 'node:os';
+import { REDIS } from '../../src/redis/redis.module';
+import type { RedisClient } from '../../src/redis/connection';
+import { WorkerRegistry } from '../../src/workers/worker-registry';
+import { WorkerService } from '../../src/workers/worker.service';
+import { startTestApi, TestApi } from '../support/http';
+import { waitUntil } from '../support/timing';
+
+interface ApiWorker {
+  id: string;
+  hostname: string;
+  pid: number;
+  queues: string[];
+  concurrency: number;
+  active: number;
+  startedAt: string;
+  lastHeartbeatAt: string;
+  status: string;
+}
+
+describe('GET /workers (e2e)', () => {
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await startTestApi('e2e-workers', { ROLE: 'api,worker', WORKER_CONCURRENCY: '4', QUEUES: 'wq,other', LOCK_TTL_MS: '3000', HEARTBEAT_INTERVAL_MS: '200' });
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+  const workers = async (): Promise<ApiWorker[]> => {
+    const res = await api.http.get('/workers');
+    expect(res.status).toBe(200);
+    return res.body;
+  };
+
+  it('lists the running in-process worker, and its active count while it runs a job', async () => {
+    const id = api.app.get(WorkerService).workerId;
+    const me = (await workers()).find((w) => w.id === id);
+    expect(me).toEqual({
+      id,
+      hostname: hostname(),
+      pid: process.pid,
+      queues: ['wq', 'other'],
+      concurrency: 4,
+      active: 0,
+      startedAt: expect.stringMatching(/Z$/),
+      lastHeartbeatAt: expect.stringMatching(/Z$/),
+      status: 'running',
+    });
+    const job = await api.http.post('/jobs').send({ type: 'diag.sleep', queue: 'wq', payload: { ms: 2500 } });
+    expect(job.status).toBe(201);
+    const busy = await waitUntil('worker reports 1 active job', async () => (await workers()).find((w) => w.id === id && w.active === 1), 10_000);
+    expect(Date.parse(busy.lastHeartbeatAt)).toBeGreaterThanOrEqual(Date.parse(me!.lastHeartbeatAt));
+  });
+
+  it('reports a worker that stopped heartbeating as dead, and a draining one as draining', async () => {
+    const redis = api.app.get<RedisClient>(REDIS);
+    const gone = new WorkerRegistry(redis, api.prefix, { id: 'gone-worker', queues: ['x'], concurrency: 1 }, 150);
+    await gone.beat(0);
+    const draining = new WorkerRegistry(redis, api.prefix, { id: 'draining-worker', queues: ['y'], concurrency: 2 }, 60_000);
+    await draining.draining(1);
+    await waitUntil('gone-worker reported dead', async () => (await workers()).find((w) => w.id === 'gone-worker' && w.status === 'dead'), 10_000);
+    expect((await workers()).find((w) => w.id === 'draining-worker')).toMatchObject({ status: 'draining', active: 1, concurrency: 2, queues: ['y'] });
+  });
+});
