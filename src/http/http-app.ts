@@ -12,6 +12,7 @@ import { REDIS } from '../redis/redis.module';
 import { errorBody, mapError } from './error-envelope';
 import { EnvelopeExceptionFilter } from './exception.filter';
 import { createValidationPipe } from './validation';
+import { registerRequestLog } from './request-log';
 import { UnavailableError } from '../core/errors';
 
 /** Request bodies above this many bytes are refused with 413 before parsing. */
@@ -83,6 +84,7 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
         Object.assign(new Error(`rate limit exceeded: retry in ${ctx.after}`), { statusCode: 429, retryAfterMs: ctx.ttl }),
     });
   }
+  registerRequestLog(app, log);
   app.useGlobalFilters(new EnvelopeExceptionFilter(log));
   app.useGlobalPipes(createValidationPipe());
 

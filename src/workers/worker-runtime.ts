@@ -31,6 +31,21 @@ export interface WorkerRuntimeOptions {
   random?: () => number;
   /** Called on every heartbeat tick (worker registry). */
   onHeartbeat?: (active: number) => Promise<void>;
+  /**
+   * Observer hooks (metrics), kept framework-free; must not throw. `waitMs`:
+   * job creation (the UUIDv7 id's timestamp) → this attempt's start.
+   */
+  onJobStarted?: (queue: string, waitMs: number) => void;
+  /** An attempt's hold ended; `durationMs` since it started. */
+  onJobFinished?: (queue: string, outcome: AttemptOutcome, durationMs: number) => void;
+}
+
+/** How an attempt's hold ended, as told to {@link WorkerRuntimeOptions.onJobFinished}. */
+export type AttemptOutcome = 'completed' | 'failed' | 'timeout' | 'cancelled' | 'lease_lost' | 'released';
+
+/** Creation time (epoch ms) of a UUIDv7 job id: its first 48 bits. */
+function uuidV7Ms(id: string): number {
+  return parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
 }
 
 interface Running {
@@ -43,6 +58,8 @@ interface Running {
   /** The attempt's outcome is decided (acked, failed, released or lost). */
   settled: boolean;
   done: Promise<void>;
+  /** performance.now() at start, for onJobFinished. */
+  startedAt: number;
 }
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -223,8 +240,9 @@ export class WorkerRuntime {
   // ---- running one job ----------------------------------------------------
 
   private startJob(queue: string, job: WorkerJob): void {
-    const r: Running = { queue, job, settled: false, done: Promise.resolve() };
+    const r: Running = { queue, job, settled: false, done: Promise.resolve(), startedAt: performance.now() };
     this.running.set(job.id, r);
+    this.options.onJobStarted?.(queue, Date.now() - uuidV7Ms(job.id));
     r.timer = setTimeout(() => this.abort(r, 'timeout'), job.timeoutMs);
     r.done = this.execute(r);
   }
@@ -273,9 +291,10 @@ export class WorkerRuntime {
   }
 
   /** Ends the local hold of a job; frees its slot. Returns false if already settled. */
-  private settle(r: Running): boolean {
+  private settle(r: Running, outcome: AttemptOutcome): boolean {
     if (r.settled) return false;
     r.settled = true;
+    this.options.onJobFinished?.(r.queue, outcome, performance.now() - r.startedAt);
     clearTimeout(r.timer);
     this.running.delete(r.job.id);
     const w = this.slotWaiter;
@@ -285,7 +304,7 @@ export class WorkerRuntime {
   }
 
   private succeed(r: Running, result: Json): void {
-    if (!this.settle(r)) return; // timed out, cancelled or lost meanwhile: result discarded
+    if (!this.settle(r, 'completed')) return; // timed out, cancelled or lost meanwhile: result discarded
     let list = this.acks.get(r.queue);
     if (!list) this.acks.set(r.queue, (list = []));
     list.push({ id: r.job.id, lockToken: r.job.lockToken, result, leaseExpiresAt: r.job.leaseExpiresAt });
@@ -296,14 +315,14 @@ export class WorkerRuntime {
   }
 
   private failAttempt(r: Running, e: unknown): void {
-    if (!this.settle(r)) return;
+    if (!this.settle(r, 'failed')) return;
     const err = e instanceof Error ? e : new Error(String(e));
     const retryable = !(err instanceof UnrecoverableError || err.name === 'UnrecoverableError');
     this.sendFail(r, err.message || err.name, retryable, 'error');
   }
 
   private abort(r: Running, reason: AbortReason): void {
-    if (!this.settle(r)) return;
+    if (!this.settle(r, reason === 'shutdown' ? 'released' : reason)) return;
     r.abortReason = reason;
     r.controller?.abort(reason);
     if (reason === 'timeout') {
@@ -399,7 +418,7 @@ export class WorkerRuntime {
   private async releaseAll(reason: AbortReason): Promise<void> {
     const byQueue = new Map<string, Running[]>();
     for (const r of [...this.running.values()]) {
-      if (!this.settle(r)) continue;
+      if (!this.settle(r, 'released')) continue;
       r.abortReason = reason;
       r.controller?.abort(reason);
       let l = byQueue.get(r.queue);

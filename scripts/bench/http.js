@@ -1,0 +1,235 @@
+#!/usr/bin/env node
+/*
+ * HTTP benchmark: POST /jobs (enqueue only) vs GET /healthz (the no-op
+ * endpoint) on a real Sluice process, alternating rounds, medians.
+ *
+ *   npm run build && npm run bench:http
+ *   node scripts/bench/http.js --rounds 1 --duration 5      # quick
+ *   node scripts/bench/http.js --cpu-prof /tmp/prof          # profile the server
+ *   node scripts/bench/http.js --only post --rate 1000 --main /tmp/b/dist/main.js   # A/B CPU per request
+ *
+ * Builds nothing: run `npm run build` first (it starts dist/main.js).
+ * Needs Redis at REDIS_URL and PostgreSQL at DATABASE_URL's server (a
+ * database of its own is created and dropped; keys live under their own
+ * REDIS_PREFIX and are deleted after every POST round and at the end).
+ *
+ * The server runs ROLE=api (no worker: only enqueue is measured),
+ * LOG_LEVEL=warn, DIAGNOSTIC_HANDLERS=true (POST /jobs uses type diag.echo).
+ * The load generator (autocannon, programmatic) runs in a child process of
+ * its own, so it does not share an event loop with this orchestrator; on 2
+ * cores it still competes with the server and Redis for CPU, which lowers
+ * both endpoints alike (the ratio is the steadier figure).
+ */
+const { fork, spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+
+const args = process.argv.slice(2);
+const opt = (name, def) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : def;
+};
+/** `--main <file>`: another build to measure (A/B comparisons); default dist/main.js. */
+const MAIN = path.resolve(opt('main', path.resolve(__dirname, '../../dist/main.js')));
+
+// ------------------------------------------------------- load generator ---
+// `node http.js --child '<json>'`: runs one autocannon measurement and sends
+// the summary to the parent over IPC.
+function runChild() {
+  const autocannon = require('autocannon');
+  const o = JSON.parse(args[1]);
+  autocannon(o, (err, r) => {
+    if (err) {
+      process.send({ error: err.message });
+    } else {
+      process.send({
+        rps: r.requests.average,
+        total: r.requests.total,
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        non2xx: r.non2xx,
+        errors: r.errors,
+        timeouts: r.timeouts,
+        statusCodes: r.statusCodeStats,
+      });
+    }
+    process.exit(0);
+  });
+}
+
+const ROUNDS = Number(opt('rounds', 3));
+const DURATION = Number(opt('duration', 10));
+const CONNECTIONS = Number(opt('connections', 50));
+const CPU_PROF = opt('cpu-prof', null);
+/** `--rate N`: fixed total request rate (autocannon overallRate) instead of open throttle, for CPU/request A/B runs. */
+const RATE = opt('rate', null);
+/** `--only post` or `--only noop`: measure one endpoint (e.g. while profiling). */
+const ONLY = opt('only', null);
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+const PG_BASE = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+const BODY = JSON.stringify({ type: 'diag.echo', payload: { to: 'user@example.com', n: 42 } });
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const fmt = (x) => Math.round(x).toLocaleString('en-US');
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const s = net.createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+/** One autocannon run in a child process; resolves with its summary. */
+function measure(url, title, extra) {
+  const o = { url, title, connections: CONNECTIONS, duration: DURATION, ...(RATE ? { overallRate: Number(RATE) } : {}), ...extra };
+  return new Promise((res, rej) => {
+    const child = fork(__filename, ['--child', JSON.stringify(o)], { stdio: 'inherit' });
+    child.once('message', (m) => (m.error ? rej(new Error(m.error)) : res(m)));
+    child.once('exit', (code) => code && rej(new Error(`load generator exited ${code}`)));
+  });
+}
+
+/** CPU seconds (user + system) used so far by process `pid` (Linux /proc; NaN elsewhere). */
+function cpuSeconds(pid) {
+  try {
+    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return NaN;
+  }
+}
+
+/** Runs `measure` and adds the server's CPU time per request (µs): steadier than req/s on a shared machine. */
+async function measureWithCpu(pid, url, title, extra) {
+  const c0 = cpuSeconds(pid);
+  const r = await measure(url, title, extra);
+  r.cpuUs = ((cpuSeconds(pid) - c0) * 1e6) / Math.max(1, r.total);
+  return r;
+}
+
+async function deletePrefix(redis, prefix) {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.unlink(...keys);
+  } while (cursor !== '0');
+}
+
+async function dropDatabase(url) {
+  const { Client } = require('pg');
+  const u = new URL(url);
+  const db = u.pathname.slice(1);
+  u.pathname = '/postgres';
+  const c = new Client({ connectionString: u.toString() });
+  await c.connect();
+  try {
+    await c.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
+  } finally {
+    await c.end();
+  }
+}
+
+async function waitReady(url, server, deadlineMs = 60_000) {
+  const t0 = Date.now();
+  for (;;) {
+    if (server.exitCode !== null) throw new Error(`sluice exited with ${server.exitCode}`);
+    try {
+      const r = await fetch(`${url}/readyz`);
+      if (r.status === 200) return;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() - t0 > deadlineMs) throw new Error('sluice not ready within 60 s');
+    await sleep(200);
+  }
+}
+
+async function main() {
+  if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} missing: run npm run build first`);
+  const IORedis = require('ioredis');
+  const prefix = `bench-http-${process.pid}`;
+  const dbUrl = new URL(PG_BASE);
+  dbUrl.pathname = `/sluice_bench_http_${process.pid}`;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const nodeArgs = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [];
+  const server = spawn(process.execPath, [...nodeArgs, MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'production',
+      ROLE: 'api',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      REDIS_URL,
+      REDIS_PREFIX: prefix,
+      DATABASE_URL: dbUrl.toString(),
+      DIAGNOSTIC_HANDLERS: 'true',
+      LOG_LEVEL: 'warn',
+      // Nothing mirrors the stream here (no audit role): keep load shedding out of the way.
+      AUDIT_MAX_BACKLOG: '100000000',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const redis = new IORedis(REDIS_URL);
+  const rows = [];
+  try {
+    await waitReady(url, server);
+    console.log(`# sluice ${url} (ROLE=api, pid ${server.pid}); ${CONNECTIONS} connections, ${DURATION} s per run, ${ROUNDS} rounds`);
+    console.log(`# ${os.cpus().length} × ${os.cpus()[0].model}, node ${process.version}; load generator: autocannon in a child process`);
+    // Warm-up (JIT, connection pools), not counted.
+    if (ONLY !== 'post') await measure(`${url}/healthz`, 'warmup noop', { duration: 2 });
+    if (ONLY !== 'noop') await measure(`${url}/jobs`, 'warmup post', { duration: 2, method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY });
+    await deletePrefix(redis, prefix);
+    for (let round = 1; round <= ROUNDS; round++) {
+      const skipped = { cpuUs: NaN, rps: NaN, p50: NaN, p99: NaN, non2xx: NaN, errors: NaN, timeouts: NaN };
+      const noop = ONLY === 'post' ? skipped : await measureWithCpu(server.pid, `${url}/healthz`, 'GET /healthz', {});
+      const post = ONLY === 'noop' ? skipped : await measureWithCpu(server.pid, `${url}/jobs`, 'POST /jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY });
+      await deletePrefix(redis, prefix);
+      rows.push({ round, noop, post });
+      for (const [name, r] of [['GET /healthz', noop], ['POST /jobs', post]]) {
+        console.log(
+          `round ${round} ${name.padEnd(12)} ${fmt(r.rps).padStart(7)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  non-2xx ${r.non2xx}  errors ${r.errors}  timeouts ${r.timeouts}  server CPU ${Math.round(r.cpuUs)} µs/req`,
+        );
+      }
+    }
+  } finally {
+    server.kill('SIGTERM');
+    await new Promise((r) => (server.exitCode !== null ? r() : server.once('exit', r)));
+    await deletePrefix(redis, prefix).catch(() => undefined);
+    redis.disconnect();
+    await dropDatabase(dbUrl.toString()).catch((e) => console.error(`drop database: ${e.message}`));
+  }
+  const m = (sel) => median(rows.map(sel));
+  const noopRps = m((r) => r.noop.rps);
+  const postRps = m((r) => r.post.rps);
+  const p99 = m((r) => r.post.p99);
+  console.log(`\nmedians of ${rows.length} rounds:`);
+  console.log(`GET /healthz  ${fmt(noopRps)} req/s  p50 ${m((r) => r.noop.p50)} ms  p99 ${m((r) => r.noop.p99)} ms  non-2xx ${m((r) => r.noop.non2xx)}  server CPU ${Math.round(m((r) => r.noop.cpuUs))} µs/req`);
+  console.log(`POST /jobs    ${fmt(postRps)} req/s  p50 ${m((r) => r.post.p50)} ms  p99 ${p99} ms  non-2xx ${m((r) => r.post.non2xx)}  server CPU ${Math.round(m((r) => r.post.cpuUs))} µs/req`);
+  console.log(`ratio POST/noop ${(postRps / noopRps).toFixed(2)}`);
+  const verdict = (ok) => (ok ? 'met' : 'NOT met');
+  console.log(
+    `targets: POST ≥ 10,000 req/s ${verdict(postRps >= 10_000)}; ≥ 0.5× noop ${verdict(postRps >= 0.5 * noopRps)}; p99 ≤ 20 ms ${verdict(p99 <= 20)}`,
+  );
+  if (CPU_PROF) console.log(`server CPU profile written under ${CPU_PROF}`);
+}
+
+if (args[0] === '--child') {
+  runChild();
+} else {
+  main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,80 @@
+import type { DataSource } from 'typeorm';
+import type { RedisClient } from '../redis/connection';
+
+/** Longest a readiness probe waits on one backing service, ms. */
+export const READY_TIMEOUT_MS = 1500;
+
+export type CheckState = 'ok' | 'down' | 'pending' | 'unknown';
+
+/** Outcome of one readiness probe: a state per dependency, plus what is wrong. */
+export interface Readiness {
+  ready: boolean;
+  checks: { redis: CheckState; postgres: CheckState; migrations: CheckState };
+  /** One entry per failed check (API.md `details`): path = the check's name. */
+  problems: { path: string; message: string }[];
+}
+
+/** Rejects with "timed out after N ms" if `p` takes longer than `ms`. */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, rej) => {
+    timer = setTimeout(() => rej(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function checkRedis(redis: RedisClient, timeoutMs: number): Promise<void> {
+  // A PING sent while the client reconnects would wait in ioredis's offline
+  // queue: report the connection state at once instead.
+  if (redis.status !== 'ready') throw new Error(`connection is ${redis.status}`);
+  const pong = await within(redis.ping(), timeoutMs, 'PING');
+  if (pong !== 'PONG') throw new Error(`PING answered ${String(pong)}`);
+}
+
+/** Names of migrations known to the code but not recorded in `sluice_migrations`. */
+async function pendingMigrations(db: DataSource, timeoutMs: number): Promise<string[]> {
+  const rows: { name: string }[] = await within(db.query('SELECT name FROM sluice_migrations'), timeoutMs, 'PostgreSQL');
+  const applied = new Set(rows.map((r) => r.name));
+  return db.migrations.map((m) => m.name ?? m.constructor.name).filter((n) => !applied.has(n));
+}
+
+/**
+ * Probes Redis (PING) and PostgreSQL (SELECT 1, then the migrations table)
+ * in parallel, each bounded by `timeoutMs`, so a hung service makes the probe
+ * answer "down" in about `timeoutMs` rather than hang. Never throws.
+ * @param db null when this process has no PostgreSQL connection (reported down).
+ */
+export async function probeReadiness(redis: RedisClient, db: DataSource | null, timeoutMs = READY_TIMEOUT_MS): Promise<Readiness> {
+  const problems: Readiness['problems'] = [];
+  const checks: Readiness['checks'] = { redis: 'ok', postgres: 'ok', migrations: 'ok' };
+  const redisP = checkRedis(redis, timeoutMs).catch((e: Error) => {
+    checks.redis = 'down';
+    problems.push({ path: 'redis', message: `Redis is unreachable: ${e.message}` });
+  });
+  const pgP = (async () => {
+    try {
+      if (!db?.isInitialized) throw new Error('no connection');
+      await within(db.query('SELECT 1'), timeoutMs, 'SELECT 1');
+    } catch (e) {
+      checks.postgres = 'down';
+      checks.migrations = 'unknown';
+      problems.push({ path: 'postgres', message: `PostgreSQL is unreachable: ${(e as Error).message}` });
+      return;
+    }
+    try {
+      const pending = await pendingMigrations(db, timeoutMs);
+      if (pending.length) {
+        checks.migrations = 'pending';
+        problems.push({ path: 'migrations', message: `migrations not applied: ${pending.join(', ')}` });
+      }
+    } catch (e) {
+      checks.migrations = 'unknown';
+      problems.push({ path: 'migrations', message: `cannot read sluice_migrations: ${(e as Error).message}` });
+    }
+  })();
+  await Promise.all([redisP, pgP]);
+  // Stable order for clients: redis, postgres, migrations.
+  const order = ['redis', 'postgres', 'migrations'];
+  problems.sort((a, b) => order.indexOf(a.path) - order.indexOf(b.path));
+  return { ready: problems.length === 0, checks, problems };
+}

@@ -1,0 +1,20 @@
+import { Controller, Get, Res } from '@nestjs/common';
+import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { SluiceMetrics } from './sluice-metrics';
+
+/** API.md `GET /metrics`: Prometheus text exposition (metric names: src/metrics/sluice-metrics.ts). */
+@ApiTags('ops')
+@Controller()
+export class MetricsController {
+  constructor(private readonly metrics: SluiceMetrics) {}
+
+  @Get('metrics')
+  @ApiOperation({ summary: 'Prometheus metrics' })
+  @ApiProduces('text/plain')
+  async scrape(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+    const { contentType, body } = await this.metrics.render();
+    void reply.header('content-type', contentType);
+    return body;
+  }
+}
