@@ -4,12 +4,19 @@ import { AuditDbModule } from './audit/audit-db.module';
 import { AuditModule } from './audit/audit.module';
 import { BacklogModule } from './audit/backlog.module';
 import { ConfigModule } from './config/config.module';
+import { DashboardModule } from './dashboard/dashboard.module';
+import { ExternalModule } from './external/external.module';
 import { HandlersModule } from './handlers/handlers.module';
 import { HealthModule } from './health/health.module';
 import { JobsModule } from './jobs/jobs.module';
 import type { Logger } from './logging/logger';
 import { MaintenanceModule } from './maintenance/maintenance.module';
+import { MetricsModule } from './metrics/metrics.module';
+import { QueuesModule } from './queues/queues.module';
 import { RedisModule } from './redis/redis.module';
+import { SchedulerRunnerModule } from './schedules/scheduler-runner.module';
+import { SchedulesApiModule } from './schedules/schedules-api.module';
+import { WorkersApiModule } from './workers-api/workers-api.module';
 import { WorkersModule } from './workers/workers.module';
 
 /** Composes the modules of the roles named by ROLE. */
@@ -23,9 +30,9 @@ export class AppModule {
       BacklogModule,
       HandlersModule.forRoot({ diagnostics: config.diagnosticHandlers }),
     ];
-    if (config.roles.has('api')) imports.push(HealthModule, JobsModule);
+    if (config.roles.has('api')) imports.push(HealthModule, JobsModule, MetricsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule);
     if (config.roles.has('worker')) imports.push(WorkersModule);
-    if (config.roles.has('scheduler')) imports.push(MaintenanceModule);
+    if (config.roles.has('scheduler')) imports.push(AuditDbModule, MaintenanceModule, SchedulerRunnerModule);
     if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);
     return { module: AppModule, imports };
   }

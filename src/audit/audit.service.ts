@@ -14,22 +14,18 @@ import { readBacklog } from './audit-backlog';
 import { AuditWriter } from './audit-writer';
 import { AUDIT_DB } from './audit-db.module';
 import { formatRestoreReport, QueueRestorer } from './restore';
-import { pruneHistory } from './retention';
 import { mirrorWorkers } from './worker-history';
 
-/** Retention pass period: hourly is plenty for a days-long retention. */
-const PRUNE_INTERVAL_MS = 3_600_000;
 /** How often the worker registry is copied into the `workers` table. */
 const WORKERS_INTERVAL_MS = 5_000;
 /** Longest wait on shutdown for the streams to be mirrored. */
 const SHUTDOWN_DRAIN_MS = 3_000;
 
-/** The `audit` role: runs an AuditWriter and the PostgreSQL retention pruner. */
+/** The `audit` role: runs an AuditWriter (retention pruning runs in the scheduler role). */
 @Injectable()
 export class AuditService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly writerId = `audit-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private writer?: AuditWriter;
-  private pruneTimer?: NodeJS.Timeout;
   private workersTimer?: NodeJS.Timeout;
 
   constructor(
@@ -89,12 +85,6 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
       );
     }, WORKERS_INTERVAL_MS);
     this.workersTimer.unref?.();
-    this.pruneTimer = setInterval(() => {
-      pruneHistory(this.db, this.config.retentionDays)
-        .then((n) => n && this.log.info({ pruned: n, retentionDays: this.config.retentionDays }, 'history pruned'))
-        .catch((e) => this.log.warn({ err: (e as Error).message }, 'history pruning failed'));
-    }, PRUNE_INTERVAL_MS);
-    this.pruneTimer.unref?.();
     this.log.info({ writerId: this.writerId }, 'audit writer started');
   }
 
@@ -103,7 +93,6 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
    * this process just released, for one) for up to SHUTDOWN_DRAIN_MS, then stops.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    clearInterval(this.pruneTimer);
     clearInterval(this.workersTimer);
     // Workers of this process drain first: their last events must be mirrored.
     let worker: WorkerService | undefined;

@@ -4,9 +4,10 @@ import { AUDIT_ENTITIES } from './entities';
 import { AuditSchema1796000000000 } from './migrations/1796000000000-AuditSchema';
 import { QueueEpochs1796000200000 } from './migrations/1796000200000-QueueEpochs';
 import { HistoryQueries1796000300000 } from './migrations/1796000300000-HistoryQueries';
+import { Schedules1796000600000 } from './migrations/1796000600000-Schedules';
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS = [AuditSchema1796000000000, QueueEpochs1796000200000, HistoryQueries1796000300000];
+export const MIGRATIONS = [AuditSchema1796000000000, QueueEpochs1796000200000, HistoryQueries1796000300000, Schedules1796000600000];
 
 /** Builds the TypeORM data source (never `synchronize`: migrations only). */
 export function createDataSource(databaseUrl: string, poolSize = 10): DataSource {

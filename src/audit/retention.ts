@@ -10,7 +10,8 @@ import type { DataSource } from 'typeorm';
 export async function pruneHistory(db: DataSource, retentionDays: number, batch = 1000, maxBatches = 100): Promise<number> {
   let total = 0;
   for (let i = 0; i < maxBatches; i++) {
-    const rows: { id: string }[] = await db.query(
+    // TypeORM answers a DELETE with [rows, rowCount], not the rows alone.
+    const out: [unknown[], number] | unknown[] = await db.query(
       `WITH old AS (
          SELECT id FROM jobs
          WHERE finished_at < now() - make_interval(days => $1) AND status IN ('completed', 'cancelled', 'failed')
@@ -22,8 +23,9 @@ export async function pruneHistory(db: DataSource, retentionDays: number, batch 
        DELETE FROM jobs WHERE id IN (SELECT id FROM old) RETURNING id`,
       [retentionDays, batch],
     );
-    total += rows.length;
-    if (rows.length < batch) break;
+    const count = Array.isArray(out[0]) && typeof out[1] === 'number' ? out[1] : out.length;
+    total += count;
+    if (count < batch) break;
   }
   return total;
 }

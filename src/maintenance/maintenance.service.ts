@@ -1,5 +1,8 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import type { DataSource } from 'typeorm';
+import { AUDIT_DB } from '../audit/audit-db.module';
+import { pruneHistory } from '../audit/retention';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
@@ -14,6 +17,10 @@ const BATCH = 1000;
 const PROMOTE_INTERVAL_MS = 1000;
 /** Dead workers stay listed (status "dead") this long before the sweep drops them. */
 const DEAD_WORKER_KEEP_MS = 3_600_000;
+/** Retention pass period: hourly is plenty for a days-long retention. */
+const PRUNE_INTERVAL_MS = 3_600_000;
+/** pg advisory lock key held by the one replica pruning at a time. */
+const RETENTION_LOCK = 774412;
 
 /**
  * The scheduler role's periodic maintenance, registered with
@@ -21,9 +28,14 @@ const DEAD_WORKER_KEEP_MS = 3_600_000;
  * static @Interval decorators do not fit):
  * - lease reaper every REAPER_INTERVAL_MS (stalled jobs back to waiting / DLQ),
  * - delayed promotion every second (a safety net; claims promote too),
- * - dead-worker sweep every minute.
- * Each pass is one atomic script per queue, so N replicas are safe: the
+ * - dead-worker sweep every minute,
+ * - PostgreSQL retention pruning (src/audit/retention.ts) every hour.
+ * Each Redis pass is one atomic script per queue, so N replicas are safe: the
  * compare-and-set inside the scripts makes a second reaper a no-op.
+ * Pruning deletes by id in short statements (a row two replicas both select
+ * is deleted once; the other DELETE finds nothing), and a Postgres advisory
+ * lock lets one replica prune at a time so they do not contend for the same
+ * rows.
  */
 @Injectable()
 export class MaintenanceService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -35,12 +47,36 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     @Inject(REDIS) private readonly redis: RedisClient,
     private readonly store: RedisJobStore,
     private readonly scheduler: SchedulerRegistry,
+    @Optional() @Inject(AUDIT_DB) private readonly db?: DataSource,
   ) {}
 
   onApplicationBootstrap(): void {
     this.every('reaper', this.config.reaperIntervalMs, () => this.reapAll());
     this.every('promoter', PROMOTE_INTERVAL_MS, () => this.promoteAll());
     this.every('worker-sweep', 60_000, () => WorkerRegistry.sweep(this.redis, this.config.redisPrefix, DEAD_WORKER_KEEP_MS));
+    if (this.db) this.every('retention', PRUNE_INTERVAL_MS, () => this.pruneOnce());
+  }
+
+  /**
+   * One retention pass, unless another replica is pruning right now.
+   * @returns rows deleted from `jobs`, or null when skipped (no database, or the lock is held elsewhere).
+   */
+  async pruneOnce(): Promise<number | null> {
+    if (!this.db) return null;
+    const qr = this.db.createQueryRunner();
+    try {
+      const [{ got }] = await qr.query('SELECT pg_try_advisory_lock($1) AS got', [RETENTION_LOCK]);
+      if (!got) return null;
+      try {
+        const n = await pruneHistory(this.db, this.config.retentionDays);
+        if (n) this.log.info({ pruned: n, retentionDays: this.config.retentionDays }, 'history pruned');
+        return n;
+      } finally {
+        await qr.query('SELECT pg_advisory_unlock($1)', [RETENTION_LOCK]);
+      }
+    } finally {
+      await qr.release();
+    }
   }
 
   onApplicationShutdown(): void {

@@ -1,9 +1,15 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { PG_BASE_URL } from './postgres';
 import { REDIS_URL } from './redis';
 
 const MAIN = resolve(__dirname, '../../dist/main.js');
+const SHARED_TEST_DB = (() => {
+  const u = new URL(PG_BASE_URL);
+  u.pathname = '/sluice_test_processes';
+  return u.toString();
+})();
 
 /** A Sluice process started from the build (dist/main.js) with real signals. */
 export interface SluiceProcess {
@@ -28,6 +34,9 @@ export async function startSluice(env: Record<string, string>, opts: { waitReady
     env: {
       PATH: process.env.PATH ?? '',
       REDIS_URL,
+      // Roles that need PostgreSQL (scheduler, audit, api) get a test database
+      // of their own unless the test passes one: never the user's `sluice`.
+      DATABASE_URL: SHARED_TEST_DB,
       ROLE: 'worker',
       DIAGNOSTIC_HANDLERS: 'true',
       LOG_LEVEL: 'info',

@@ -1,0 +1,169 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsBoolean, IsInt, IsISO8601, IsObject, IsOptional, IsString, Length, Matches, Max, Min, ValidateNested } from 'class-validator';
+import { LIMITS } from '../../core/job-options';
+import { BackoffDto, IsPriority } from '../../jobs/dto/enqueue-job.dto';
+
+/**
+ * The `POST /schedules` body (API.md "Schedules (cron)"). The job fields
+ * follow `POST /jobs`; cron and time zone are checked by the service
+ * (core/schedule-slots.ts), so a 400 names `cron` or `timezone`.
+ */
+export class CreateScheduleDto {
+  @ApiProperty({ minLength: 1, maxLength: 200, description: 'unique' })
+  @IsString()
+  @Length(1, 200)
+  name!: string;
+
+  @ApiProperty({ example: '0 9 * * 1-5', description: '5 fields (minute hour day-of-month month day-of-week) or 6 (leading seconds)' })
+  @IsString()
+  cron!: string;
+
+  @ApiPropertyOptional({ example: 'Europe/Berlin', default: 'UTC', description: 'IANA time zone' })
+  @IsOptional()
+  @IsString()
+  timezone?: string;
+
+  @ApiPropertyOptional({ pattern: LIMITS.queuePattern.source, default: 'default' })
+  @IsOptional()
+  @IsString()
+  @Matches(LIMITS.queuePattern, { message: `must match ${LIMITS.queuePattern.source}` })
+  queue?: string;
+
+  @ApiProperty({ pattern: LIMITS.typePattern.source })
+  @IsString()
+  @Matches(LIMITS.typePattern, { message: `must match ${LIMITS.typePattern.source}` })
+  type!: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, default: {} })
+  @IsOptional()
+  @IsObject({ message: 'must be a JSON object' })
+  payload?: Record<string, unknown>;
+
+  @ApiPropertyOptional({ oneOf: [{ type: 'integer', minimum: -100, maximum: 100 }, { type: 'string', enum: ['high', 'normal', 'low'] }], default: 0 })
+  @IsOptional()
+  @IsPriority()
+  priority?: number | 'high' | 'normal' | 'low';
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, nullable: true })
+  @IsOptional()
+  @IsInt()
+  @Min(LIMITS.minAttempts)
+  @Max(LIMITS.maxAttempts)
+  maxAttempts?: number | null;
+
+  @ApiPropertyOptional({ type: BackoffDto, nullable: true })
+  @IsOptional()
+  @IsObject({ message: 'must be an object' })
+  @ValidateNested()
+  @Type(() => BackoffDto)
+  backoff?: BackoffDto | null;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxTimeoutMs, nullable: true, description: 'ms' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(LIMITS.maxTimeoutMs)
+  timeoutMs?: number | null;
+
+  @ApiPropertyOptional({ default: true })
+  @IsOptional()
+  @IsBoolean()
+  enabled?: boolean;
+}
+
+/**
+ * The `PATCH /schedules/:id` body: any field of the POST body; omitted fields
+ * keep their value; `null` resets maxAttempts, backoff or timeoutMs to the
+ * queue's/process's default.
+ */
+export class UpdateScheduleDto {
+  @ApiPropertyOptional({ minLength: 1, maxLength: 200 })
+  @IsOptional()
+  @IsString()
+  @Length(1, 200)
+  name?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  cron?: string;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsString()
+  timezone?: string;
+
+  @ApiPropertyOptional({ pattern: LIMITS.queuePattern.source })
+  @IsOptional()
+  @IsString()
+  @Matches(LIMITS.queuePattern, { message: `must match ${LIMITS.queuePattern.source}` })
+  queue?: string;
+
+  @ApiPropertyOptional({ pattern: LIMITS.typePattern.source })
+  @IsOptional()
+  @IsString()
+  @Matches(LIMITS.typePattern, { message: `must match ${LIMITS.typePattern.source}` })
+  type?: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
+  @IsOptional()
+  @IsObject({ message: 'must be a JSON object' })
+  payload?: Record<string, unknown>;
+
+  @ApiPropertyOptional({ oneOf: [{ type: 'integer', minimum: -100, maximum: 100 }, { type: 'string', enum: ['high', 'normal', 'low'] }] })
+  @IsOptional()
+  @IsPriority()
+  priority?: number | 'high' | 'normal' | 'low';
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, nullable: true })
+  @IsOptional()
+  @IsInt()
+  @Min(LIMITS.minAttempts)
+  @Max(LIMITS.maxAttempts)
+  maxAttempts?: number | null;
+
+  @ApiPropertyOptional({ type: BackoffDto, nullable: true })
+  @IsOptional()
+  @IsObject({ message: 'must be an object' })
+  @ValidateNested()
+  @Type(() => BackoffDto)
+  backoff?: BackoffDto | null;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxTimeoutMs, nullable: true })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(LIMITS.maxTimeoutMs)
+  timeoutMs?: number | null;
+
+  @ApiPropertyOptional()
+  @IsOptional()
+  @IsBoolean()
+  enabled?: boolean;
+}
+
+/** `GET /schedules/preview` query. */
+export class PreviewQueryDto {
+  @ApiProperty({ example: '30 2 * * *' })
+  @IsString()
+  cron!: string;
+
+  @ApiPropertyOptional({ default: 'UTC' })
+  @IsOptional()
+  @IsString()
+  timezone?: string;
+
+  @ApiPropertyOptional({ format: 'date-time', description: 'runs at or after this time; default now' })
+  @IsOptional()
+  @IsISO8601({ strict: true }, { message: 'must be an ISO-8601 time' })
+  from?: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 5 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  count?: number;
+}

@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { AuditDbModule } from '../audit/audit-db.module';
+import { systemClock } from '../core/ports';
+import { SCHEDULE_CLOCK } from './schedule-clock';
+import { SchedulerRunnerService } from './scheduler-runner.service';
+
+/** The cron materializer of the `scheduler` role (schedules are read from PostgreSQL). */
+@Module({
+  imports: [AuditDbModule],
+  providers: [SchedulerRunnerService, { provide: SCHEDULE_CLOCK, useValue: systemClock }],
+  exports: [SchedulerRunnerService],
+})
+export class SchedulerRunnerModule {}

@@ -1,0 +1,66 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import { AUDIT_DB } from '../audit/audit-db.module';
+import type { SluiceConfig } from '../config/config';
+import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
+import type { Clock } from '../core/ports';
+import type { Logger } from '../logging/logger';
+import { createRedis, RedisClient } from '../redis/connection';
+import { RedisJobStore } from '../redis/redis-job-store';
+import { schedulesChannel } from './schedule-definition';
+import { SCHEDULE_CLOCK } from './schedule-clock';
+import { ScheduleMaterializer } from './schedule-materializer';
+import { ScheduleRepository } from './schedule-repository';
+
+/** Longest lease of a claimed slot before another replica may retry its enqueue, ms. */
+const MAX_LEASE_MS = 30_000;
+
+/**
+ * Claim lease for a given IDEMPOTENCY_TTL_MS: half the TTL (at most 30 s),
+ * so a replica retrying a slot whose claimer died still finds the slot's
+ * idempotency key in Redis if that claimer's enqueue went through.
+ */
+export function claimLeaseMs(idempotencyTtlMs: number): number {
+  return Math.max(250, Math.min(MAX_LEASE_MS, Math.floor(idempotencyTtlMs / 2)));
+}
+
+/**
+ * Runs the {@link ScheduleMaterializer} in the `scheduler` role and feeds it
+ * the API's change notices (Redis pub/sub, on its own connection).
+ * Not an @nestjs/schedule interval: its next wake-up is aimed at the next
+ * slot after every pass, which a fixed period cannot express.
+ */
+@Injectable()
+export class SchedulerRunnerService implements OnApplicationBootstrap, OnApplicationShutdown {
+  readonly materializer: ScheduleMaterializer;
+  private subscriber?: RedisClient;
+
+  constructor(
+    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    @Inject(LOGGER) log: Logger,
+    @Inject(AUDIT_DB) db: DataSource,
+    @Inject(SCHEDULE_CLOCK) clock: Clock,
+    store: RedisJobStore,
+  ) {
+    this.materializer = new ScheduleMaterializer({
+      repo: new ScheduleRepository(db),
+      enqueue: async (job) => (await store.enqueue([job]))[0],
+      clock,
+      log: log.child({ component: 'schedules' }),
+      leaseMs: claimLeaseMs(config.idempotencyTtlMs),
+    });
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.subscriber = createRedis(this.config, { blocking: true, name: 'sluice-schedules' });
+    this.subscriber.on('message', () => this.materializer.changed());
+    // A notice lost while (re)subscribing is covered by the periodic reload.
+    await this.subscriber.subscribe(schedulesChannel(this.config.redisPrefix)).catch(() => undefined);
+    this.materializer.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.materializer.stop();
+    this.subscriber?.disconnect();
+  }
+}

@@ -1,0 +1,62 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Json } from '../core/job';
+import { ApiSchedule, toApiSchedule } from './api-schedule';
+import { CreateScheduleDto, PreviewQueryDto, UpdateScheduleDto } from './dto/schedule.dto';
+import type { ScheduleInput } from './schedule-definition';
+import { SchedulesService } from './schedules.service';
+
+/** API.md "Schedules (cron)". */
+@ApiTags('schedules')
+@Controller('schedules')
+export class SchedulesController {
+  constructor(private readonly schedules: SchedulesService) {}
+
+  @Post()
+  @HttpCode(201)
+  @ApiOperation({ summary: 'Create a cron schedule' })
+  async create(@Body() body: CreateScheduleDto): Promise<ApiSchedule> {
+    return toApiSchedule(await this.schedules.create(toInput(body) as ScheduleInput));
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'All schedules, oldest first' })
+  async list(): Promise<ApiSchedule[]> {
+    return (await this.schedules.list()).map(toApiSchedule);
+  }
+
+  /** Declared before `:id`, so "preview" is not taken for an id. */
+  @Get('preview')
+  @ApiOperation({ summary: 'The next runs of a cron expression in a time zone' })
+  preview(@Query() q: PreviewQueryDto): { runs: string[] } {
+    const from = q.from === undefined ? undefined : Date.parse(q.from);
+    return { runs: this.schedules.preview(q.cron, q.timezone ?? 'UTC', from, q.count ?? 5).map((t) => new Date(t).toISOString()) };
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'A schedule by id' })
+  async get(@Param('id') id: string): Promise<ApiSchedule> {
+    return toApiSchedule(await this.schedules.get(id));
+  }
+
+  @Patch(':id')
+  @ApiOperation({ summary: 'Change a schedule (omitted fields are kept)' })
+  async update(@Param('id') id: string, @Body() body: UpdateScheduleDto): Promise<ApiSchedule> {
+    return toApiSchedule(await this.schedules.update(id, toInput(body)));
+  }
+
+  @Delete(':id')
+  @ApiOperation({ summary: 'Delete a schedule; answers the deleted schedule' })
+  async remove(@Param('id') id: string): Promise<ApiSchedule> {
+    return toApiSchedule(await this.schedules.remove(id));
+  }
+}
+
+/** DTO → service input: only the fields the client sent (class instances carry undefined keys). */
+function toInput(b: CreateScheduleDto | UpdateScheduleDto): Partial<ScheduleInput> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(b)) if (v !== undefined) out[k] = v;
+  if (b.backoff) out.backoff = Object.fromEntries(Object.entries(b.backoff).filter(([, v]) => v !== undefined));
+  if (b.payload) out.payload = b.payload as Record<string, Json>;
+  return out as Partial<ScheduleInput>;
+}

@@ -1,0 +1,136 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import { v7 as uuidv7 } from 'uuid';
+import { AUDIT_DB } from '../audit/audit-db.module';
+import type { SluiceConfig } from '../config/config';
+import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
+import { SluiceError, ValidationError } from '../core/errors';
+import type { Clock } from '../core/ports';
+import { CronSlots } from '../core/schedule-slots';
+import { HandlerRegistry } from '../handlers/handler-registry';
+import type { Logger } from '../logging/logger';
+import type { RedisClient } from '../redis/connection';
+import { REDIS } from '../redis/redis.module';
+import { RedisJobStore } from '../redis/redis-job-store';
+import { ScheduleInput, schedulesChannel, validateSchedule } from './schedule-definition';
+import { SCHEDULE_CLOCK } from './schedule-clock';
+import { ScheduleRepository, ScheduleRow } from './schedule-repository';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Fields PATCH may not set to null (the nullable ones reset to defaults instead). */
+const NOT_NULL = ['name', 'cron', 'timezone', 'queue', 'type', 'payload', 'priority', 'enabled'] as const;
+
+/**
+ * Schedule use cases behind the HTTP API. Each change bumps nothing in
+ * Redis but a pub/sub notice, so the schedulers reload at once (they also
+ * reload every few seconds, and every slot claim re-checks the row).
+ */
+@Injectable()
+export class SchedulesService {
+  readonly repo: ScheduleRepository;
+
+  constructor(
+    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    @Inject(LOGGER) private readonly log: Logger,
+    @Inject(AUDIT_DB) db: DataSource,
+    @Inject(REDIS) private readonly redis: RedisClient,
+    @Inject(SCHEDULE_CLOCK) private readonly clock: Clock,
+    private readonly store: RedisJobStore,
+    private readonly handlers: HandlerRegistry,
+  ) {
+    this.repo = new ScheduleRepository(db);
+  }
+
+  /**
+   * Creates a schedule; `nextRunAt` is the first slot after now (null when disabled).
+   * @throws ValidationError (400) naming each bad field; PayloadTooLargeError (413);
+   *   SluiceError `conflict` (409) for a duplicate name.
+   */
+  async create(input: ScheduleInput): Promise<ScheduleRow> {
+    const { def, slots } = validateSchedule(input, this.config.maxPayloadBytes);
+    await this.checkType(def.queue, def.type);
+    const now = this.clock.now();
+    const row = await this.repo.insert(uuidv7(), def, def.enabled ? slots.nextAfter(now) : null, now);
+    await this.notify(row.id);
+    return row;
+  }
+
+  list(): Promise<ScheduleRow[]> {
+    return this.repo.list();
+  }
+
+  /** @throws SluiceError `not_found` (404). */
+  async get(id: string): Promise<ScheduleRow> {
+    const row = UUID.test(id) ? await this.repo.get(id) : null;
+    if (!row) throw notFound(id);
+    return row;
+  }
+
+  /**
+   * Applies a partial change. A new cron, time zone or a re-enable computes
+   * `nextRunAt` from now: slots missed while disabled are not fired.
+   * @throws as {@link create}, and `not_found` (404).
+   */
+  async update(id: string, patch: Partial<ScheduleInput>): Promise<ScheduleRow> {
+    const cur = await this.get(id);
+    const nulls = NOT_NULL.filter((k) => patch[k] === null);
+    if (nulls.length) throw new ValidationError('invalid schedule', nulls.map((path) => ({ path, message: 'must not be null' })));
+    const pick = <K extends keyof ScheduleInput>(k: K, v: ScheduleInput[K]) => (patch[k] === undefined ? v : patch[k]);
+    const merged: ScheduleInput = {
+      name: pick('name', cur.name) as string,
+      cron: pick('cron', cur.cron) as string,
+      timezone: pick('timezone', cur.timezone),
+      queue: pick('queue', cur.queue),
+      type: pick('type', cur.type) as string,
+      payload: pick('payload', cur.payload),
+      priority: pick('priority', cur.priority),
+      maxAttempts: pick('maxAttempts', cur.maxAttempts),
+      backoff: pick('backoff', cur.backoff),
+      timeoutMs: pick('timeoutMs', cur.timeoutMs),
+      enabled: pick('enabled', cur.enabled),
+    };
+    const { def, slots } = validateSchedule(merged, this.config.maxPayloadBytes);
+    if (def.queue !== cur.queue || def.type !== cur.type) await this.checkType(def.queue, def.type);
+    const now = this.clock.now();
+    const retime = def.cron !== cur.cron || def.timezone !== cur.timezone || (def.enabled && !cur.enabled) || cur.nextRunAt === null;
+    const nextRunAt = !def.enabled ? null : retime ? slots.nextAfter(now) : cur.nextRunAt;
+    const row = await this.repo.update(id, def, nextRunAt, now);
+    if (!row) throw notFound(id);
+    await this.notify(id);
+    return row;
+  }
+
+  /** Deletes a schedule: no slot of it fires after this returns. @throws `not_found` (404). */
+  async remove(id: string): Promise<ScheduleRow> {
+    const row = UUID.test(id) ? await this.repo.delete(id) : null;
+    if (!row) throw notFound(id);
+    await this.notify(id);
+    return row;
+  }
+
+  /**
+   * The next `count` runs at or after `from` (epoch ms; default now).
+   * @throws ValidationError naming `cron` or `timezone`.
+   */
+  preview(cron: string, timezone: string, from: number | undefined, count: number): number[] {
+    return CronSlots.compile({ cron, timezone }).preview(from ?? this.clock.now(), count);
+  }
+
+  /** Same rule as POST /jobs: a registered handler, unless the queue is external. */
+  private async checkType(queue: string, type: string): Promise<void> {
+    if (this.handlers.map.get(type)) return;
+    if ((await this.store.queueSettings(queue))?.external) return;
+    throw new ValidationError('invalid schedule: type', [
+      { path: 'type', message: `no handler is registered for "${type}" (known types: ${this.handlers.types().join(', ') || 'none'}); an external queue accepts any type` },
+    ]);
+  }
+
+  /** Tells the schedulers to reload now; if Redis misses it, their periodic reload does. */
+  private async notify(id: string): Promise<void> {
+    await this.redis.publish(schedulesChannel(this.config.redisPrefix), id).catch((e: Error) => this.log.debug({ err: e.message }, 'schedule change not announced'));
+  }
+}
+
+function notFound(id: string): SluiceError {
+  return new SluiceError('not_found', `schedule ${id} not found`);
+}
