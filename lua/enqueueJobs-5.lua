@@ -15,7 +15,9 @@
 
   Returns one entry per group: {ERR_IDEMPOTENCY_CONFLICT, index in group} when
   one of its keys was used with another body (nothing of the group written),
-  else {1, id, status, replayed (0|1), id, status, replayed, ...}.
+  else {1, then 6 entries per job: id, status, replayed (0|1), createdAt (ms),
+  runAt (ms), packed options "maxAttempts;timeoutMs;backoff"} — the last three
+  are '' for a replayed job — so the caller can answer without reading the job back.
   Guarantee: each new job gets exactly one 'enqueued' event carrying its full
   spec; delay is resolved on Redis's clock; groups behave as if run one after
   another (a key first used by an earlier group of the call replays it); a job
@@ -113,6 +115,7 @@ for g = 1, groups do
       local jk = prefix .. 'job:' .. id
       if replay[b] or redis.call('EXISTS', jk) == 1 then
         res[r + 1] = id; res[r + 2] = redis.call('HGET', jk, 's') or 'unknown'; res[r + 3] = 1
+        res[r + 4] = ''; res[r + 5] = ''; res[r + 6] = ''
       else
         seq = seq + 1
         local ty, payload, priority, key = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 9]
@@ -156,8 +159,9 @@ for g = 1, groups do
             'ty', ty, 'p', payload, 'pr', priority, 'o', o, 'ra', runAt, 'ik', key)
         end
         res[r + 1] = id; res[r + 2] = state; res[r + 3] = 0
+        res[r + 4] = now; res[r + 5] = runAt; res[r + 6] = o
       end
-      r = r + 3
+      r = r + 6
     end
     out[g] = res
   end

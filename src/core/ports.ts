@@ -16,6 +16,12 @@ export interface EnqueueResult {
   status: JobStatus | 'unknown';
   /** True when an idempotency key matched an existing job (nothing written). */
   replayed: boolean;
+  /**
+   * For a new job (not replayed): what the enqueue resolved on Redis's side,
+   * so a caller can render the job without reading it back. Times epoch ms;
+   * the options are the job's own, else its queue's, else the process's.
+   */
+  created?: { createdAt: number; runAt: number; maxAttempts: number; timeoutMs: number; backoff: string };
 }
 
 /** Why a claim returned fewer jobs than asked for. */

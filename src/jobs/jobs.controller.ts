@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ApiJob, toApiJob } from '../http/api-job';
+import { EnqueueBatchBody, EnqueueBatchPipe, EnqueueJobBody, EnqueueJobPipe } from './dto/enqueue-body.pipe';
 import { EnqueueBatchDto, EnqueueJobDto } from './dto/enqueue-job.dto';
 import { ListJobsQueryDto } from './dto/list-jobs.dto';
 import { ApiJobEvent, ApiJobExecution, ApiJobLogLine, toApiEvent, toApiExecution, toApiLog } from './history-view';
@@ -23,7 +24,8 @@ export class JobsController {
    */
   @Post()
   @ApiOperation({ summary: 'Enqueue a job' })
-  async create(@Body() body: EnqueueJobDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<ApiJob> {
+  @ApiBody({ type: EnqueueJobDto })
+  async create(@Body(EnqueueJobPipe) body: EnqueueJobBody, @Res({ passthrough: true }) reply: FastifyReply): Promise<ApiJob> {
     const [r] = await this.jobs.enqueue([body]);
     if (r.replayed) void reply.status(200).header('idempotent-replayed', 'true');
     else void reply.status(201);
@@ -34,7 +36,8 @@ export class JobsController {
   @Post('batch')
   @HttpCode(201)
   @ApiOperation({ summary: 'Enqueue 1..1000 jobs (atomic per queue)' })
-  async createBatch(@Body() body: EnqueueBatchDto): Promise<{ jobs: ApiJob[] }> {
+  @ApiBody({ type: EnqueueBatchDto })
+  async createBatch(@Body(EnqueueBatchPipe) body: EnqueueBatchBody): Promise<{ jobs: ApiJob[] }> {
     const out = await this.jobs.enqueue(body.jobs, true);
     return { jobs: out.map((r) => toApiJob(r.job)) };
   }

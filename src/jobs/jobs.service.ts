@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { JobNotFoundError, ValidationError, WrongStateError } from '../core/errors';
-import { isTerminal } from '../core/job-status';
+import { isTerminal, JobStatus } from '../core/job-status';
+import { BackoffSpec, decodeBackoff, DEFAULT_BACKOFF } from '../core/backoff';
+import type { EnqueueResult } from '../core/ports';
 import type { Job, Json } from '../core/job';
 import { EnqueueInput, normalizeEnqueue, NormalizedEnqueue, PayloadTooLargeError } from '../core/job-options';
 import type { SluiceConfig } from '../config/config';
@@ -63,7 +65,12 @@ export class JobsService {
     if (details.length) throw new ValidationError(`invalid ${batch ? 'batch' : 'job'}: ${details.map((d) => d.path).join(', ')}`, details);
     const results = await this.store.enqueue(normalized);
     return Promise.all(
-      results.map(async (r, i) => ({ job: await this.mustGet(r.id, normalized[i].queue), replayed: r.replayed })),
+      results.map(async (r, i) => {
+        // A new job is rendered from what the enqueue resolved (no read-back: the hot path);
+        // a replayed one is read, since it may have moved on since it was created.
+        const job = r.created ? createdJob(r.id, r.status as JobStatus, normalized[i], bodies[i], r.created) : await this.mustGet(r.id, normalized[i].queue);
+        return { job, replayed: r.replayed };
+      }),
     );
   }
 
@@ -171,5 +178,39 @@ function toInput(b: EnqueueJobDto): EnqueueInput {
     backoff: b.backoff ? (Object.fromEntries(Object.entries(b.backoff).filter(([, v]) => v !== undefined)) as EnqueueInput['backoff']) : undefined,
     timeoutMs: b.timeoutMs,
     idempotencyKey: b.idempotencyKey,
+  };
+}
+
+/** The job as it was just created: its state at enqueue time (a worker may have taken it since). */
+function createdJob(id: string, status: JobStatus, n: NormalizedEnqueue, body: EnqueueJobDto, c: NonNullable<EnqueueResult['created']>): Job {
+  let backoff: BackoffSpec;
+  try {
+    backoff = decodeBackoff(c.backoff);
+  } catch {
+    backoff = { ...DEFAULT_BACKOFF };
+  }
+  return {
+    id,
+    queue: n.queue,
+    type: n.type,
+    payload: (body.payload ?? {}) as Record<string, Json>,
+    status,
+    priority: n.priority,
+    attempts: 0,
+    maxAttempts: c.maxAttempts,
+    backoff,
+    timeoutMs: c.timeoutMs,
+    idempotencyKey: n.idempotencyKey ?? null,
+    progress: null,
+    result: null,
+    lastError: null,
+    workerId: null,
+    createdAt: c.createdAt,
+    runAt: c.runAt,
+    startedAt: null,
+    finishedAt: null,
+    updatedAt: c.createdAt,
+    executionSeq: 0,
+    cancelRequested: false,
   };
 }

@@ -7,7 +7,7 @@ import type { JobStatus } from '../core/job-status';
 import { LIMITS, NormalizedEnqueue } from '../core/job-options';
 import type { ClaimBlock, ClaimResult, EnqueueResult, FailInput, JobStore, LeaseStatus } from '../core/ports';
 import type { RedisClient } from './connection';
-import { ClaimEntry, decodeClaimed, decodeJob, decodeJobLeniently, decodeWorkerJob, JobDecodeError, pairsToObject } from './job-codec';
+import { ClaimEntry, splitOptions, decodeClaimed, decodeJob, decodeJobLeniently, decodeWorkerJob, JobDecodeError, pairsToObject } from './job-codec';
 import { QueueKeys, cancelChannel, queueKeys, queuesKey } from './keys';
 import { RedisScripts, ScriptName } from './scripts';
 
@@ -206,7 +206,13 @@ export class RedisJobStore implements JobStore {
       const r = out[n];
       if (r[0] === ScriptErrorCode.IdempotencyConflict) return g.resolve({ results: [], conflictIndex: Number(r[1]) });
       const results: EnqueueResult[] = [];
-      for (let i = 1; i < r.length; i += 3) results.push({ id: String(r[i]), status: r[i + 1] as JobStatus, replayed: Number(r[i + 2]) === 1 });
+      for (let i = 1; i < r.length; i += 6) {
+        const replayed = Number(r[i + 2]) === 1;
+        const res: EnqueueResult = { id: String(r[i]), status: r[i + 1] as JobStatus, replayed };
+        const o = replayed ? null : splitOptions(String(r[i + 5]));
+        if (o) res.created = { createdAt: Number(r[i + 3]), runAt: Number(r[i + 4]), ...o };
+        results.push(res);
+      }
       g.resolve({ results });
     });
   }

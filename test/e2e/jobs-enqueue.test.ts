@@ -73,4 +73,23 @@ describe('POST /jobs (e2e)', () => {
     expect(conflict.status).toBe(409);
     expect(conflict.body.error.code).toBe('conflict');
   });
+  it('the 201 body is the stored job (rendered from the enqueue reply, not read back)', async () => {
+    await api.http.put('/queues/render').send({ defaults: { maxAttempts: 7, timeoutMs: 4321 } }).expect(200);
+    for (const body of [
+      { type: 'diag.echo', queue: 'render', payload: { s: 'é\u0000' }, delayMs: 60000, backoff: { type: 'linear', delayMs: 5 }, priority: 'low', idempotencyKey: 'render-1' },
+      { type: 'diag.echo', queue: 'render', runAt: '2020-01-01T00:00:00.000Z' },
+      { type: 'diag.echo', queue: 'render', runAt: new Date(Date.now() + 3_600_000).toISOString(), maxAttempts: 2, timeoutMs: 10 },
+    ]) {
+      const created = await api.http.post('/jobs').send(body);
+      expect(created.status).toBe(201);
+      const stored = await api.http.get(`/jobs/${created.body.id}`);
+      expect(created.body).toEqual(stored.body);
+    }
+  });
+
+  it('an own "constructor" key is an unknown field, not a crash', async () => {
+    const res = await api.http.post('/jobs').set('Content-Type', 'application/json').send('{"type":"diag.echo","constructor":null}');
+    expect(res.status).toBe(400);
+    expect(res.body.error.details).toEqual([{ path: 'constructor', message: 'is not allowed (unknown field)' }]);
+  });
 });

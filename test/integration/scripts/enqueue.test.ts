@@ -48,7 +48,14 @@ describe('enqueue: happy path', () => {
     };
     const r = await enq(q, input);
     const after = await redisNow();
-    expect(r).toEqual({ id: expect.stringMatching(UUID_V7), status: 'waiting', replayed: false });
+    expect(r).toEqual({
+      id: expect.stringMatching(UUID_V7),
+      status: 'waiting',
+      replayed: false,
+      // What the script resolved, so the API can answer without reading the job back.
+      created: { createdAt: expect.any(Number), runAt: expect.any(Number), maxAttempts: 5, timeoutMs: 1234, backoff: 'fixed|10|20|full' },
+    });
+    expect(r.created!.runAt).toBe(r.created!.createdAt);
 
     const j = await t.store.getJob(q, r.id);
     expect(j).toEqual({
@@ -327,7 +334,7 @@ describe('enqueue: idempotency keys', () => {
   it('the same key and body twice in one batch makes one job, the second replayed', async () => {
     const q = newQueue();
     const rs = await t.store.enqueue([norm(q, { payload: { a: 1 }, idempotencyKey: 'twice' }), norm(q, { payload: { a: 1 }, idempotencyKey: 'twice' })]);
-    expect(rs[0]).toEqual({ id: expect.any(String), status: 'waiting', replayed: false });
+    expect(rs[0]).toMatchObject({ id: expect.any(String), status: 'waiting', replayed: false });
     expect(rs[1]).toEqual({ id: rs[0].id, status: 'waiting', replayed: true });
     expect(await t.redis.zcard(t.store.keys(q).waiting)).toBe(1);
     expect(await events(q)).toHaveLength(1);

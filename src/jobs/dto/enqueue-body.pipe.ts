@@ -1,0 +1,84 @@
+import { PipeTransform } from '@nestjs/common';
+import { validateSync, ValidatorOptions } from 'class-validator';
+import { ValidationError } from '../../core/errors';
+import { flattenValidationErrors } from '../../http/validation';
+import { BackoffDto, EnqueueBatchDto, EnqueueJobDto } from './enqueue-job.dto';
+
+/** The same options as the global ValidationPipe (src/http/validation.ts). */
+const OPTIONS: ValidatorOptions = {
+  whitelist: true,
+  forbidNonWhitelisted: true,
+  forbidUnknownValues: false,
+  validationError: { target: false, value: false },
+};
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Field problems found while building the instances (see {@link assign}). */
+type Details = { path: string; message: string }[];
+
+/**
+ * `Object.assign(new Cls(), v)`, except for an own `constructor` key: on the
+ * instance it would hide the class from class-validator (which reads
+ * `obj.constructor` to find the rules), so it is reported as the unknown
+ * field it is and left out.
+ */
+function assign<T extends object>(instance: T, v: Record<string, unknown>, path: string, extra: Details): T {
+  if (Object.hasOwn(v, 'constructor')) {
+    extra.push({ path: path + 'constructor', message: 'is not allowed (unknown field)' });
+    const { constructor: _ignored, ...rest } = v;
+    return Object.assign(instance, rest);
+  }
+  return Object.assign(instance, v);
+}
+
+function toJobDto(v: unknown, path: string, extra: Details): unknown {
+  if (!isPlainObject(v)) return v;
+  const dto = assign(new EnqueueJobDto(), v, path, extra);
+  if (isPlainObject(dto.backoff)) dto.backoff = assign(new BackoffDto(), dto.backoff as Record<string, unknown>, path + 'backoff.', extra);
+  return dto;
+}
+
+function check<T extends object>(dto: T, extra: Details): T {
+  const errors = validateSync(dto, OPTIONS);
+  if (errors.length || extra.length) {
+    const details = [...extra, ...flattenValidationErrors(errors)];
+    throw new ValidationError(`invalid request: ${details.map((d) => d.path || 'body').join(', ')}`, details);
+  }
+  return dto;
+}
+
+function requireObject(body: unknown): asserts body is Record<string, unknown> {
+  if (!isPlainObject(body)) throw new ValidationError('the body must be a JSON object', [{ path: '', message: 'must be a JSON object' }]);
+}
+
+/**
+ * Validation of the `POST /jobs` body: the same class-validator rules and
+ * options as the global pipe, on the same DTO, but without class-transformer
+ * (its deep copy of the payload was the largest single cost of the enqueue
+ * hot path; the DTO only needs its nested `backoff` as a class instance).
+ * The route's parameter is typed with an interface so the global pipe skips it.
+ * @throws ValidationError (400) with `{path, message}` per failed rule.
+ */
+export class EnqueueJobPipe implements PipeTransform<unknown, EnqueueJobDto> {
+  transform(body: unknown): EnqueueJobDto {
+    requireObject(body);
+    const extra: Details = [];
+    return check(toJobDto(body, '', extra) as EnqueueJobDto, extra);
+  }
+}
+
+/** {@link EnqueueJobPipe} for `POST /jobs/batch` (`{jobs: [...]}`; paths `jobs.<i>.<field>`). */
+export class EnqueueBatchPipe implements PipeTransform<unknown, EnqueueBatchDto> {
+  transform(body: unknown): EnqueueBatchDto {
+    requireObject(body);
+    const extra: Details = [];
+    const dto = assign(new EnqueueBatchDto(), body, '', extra);
+    if (Array.isArray(dto.jobs)) dto.jobs = dto.jobs.map((j, i) => toJobDto(j, `jobs.${i}.`, extra)) as EnqueueJobDto[];
+    return check(dto, extra);
+  }
+}
+
+/** Compile-time shape of a validated body (an interface, so Nest's global pipe leaves the parameter alone). */
+export type EnqueueJobBody = Pick<EnqueueJobDto, keyof EnqueueJobDto>;
+export type EnqueueBatchBody = Pick<EnqueueBatchDto, keyof EnqueueBatchDto>;
