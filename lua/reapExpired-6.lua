@@ -9,8 +9,11 @@
   lease (the active set's score, renewed atomically by extendLocks) is past is
   touched, so a job completed or heartbeated meanwhile is never moved. An expired lease counts as
   an attempt: attempts left -> back to its original place in waiting
-  ('stalled', reason lease_expired); none left -> dead-letter queue ('failed',
-  reason lease_expired); cancel pending -> 'cancelled'.
+  ('stalled', reason lease_expired); none left -> dead-letter queue with two
+  events, 'stalled' (active -> active: API.md records every expired lease as
+  'stalled') then 'failed' (the one terminal event CASES.md wants per job),
+  both reason lease_expired — the only transition written as two events;
+  cancel pending -> 'cancelled'.
 ]]
 @include "errors"
 @include "now"
@@ -52,6 +55,7 @@ for _, id in ipairs(ids) do
       redis.call('HSET', jk, 's', 'failed', 'e', msg, 'fa', now, 'ua', now)
       redis.call('ZADD', KEYS[3], now, id)
       extra[#extra + 1] = 'er'; extra[#extra + 1] = msg
+      emit(KEYS[4], now, 'stalled', id, 'active', 'active', a, extra)
       emit(KEYS[4], now, 'failed', id, 'active', 'failed', a, extra)
     elseif tonumber(f[5]) and tonumber(f[6]) then
       -- iso: its next run is alone (claimJobs), so if it crashes its worker

@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { RedisClient } from '../redis/connection';
 import type { RedisJobStore } from '../redis/redis-job-store';
+import { newQueueChannel } from '../redis/keys';
 import type { Logger } from '../workers/worker-runtime';
 import { writeBatch } from './batch-writer';
 import { project, StreamEntry } from './projection';
@@ -67,14 +68,25 @@ export class AuditWriter {
     private readonly log: Logger = silent,
   ) {}
 
+  private sub: RedisClient | null = null;
+
   start(): void {
     this.running = true;
+    // New queues are announced (RedisJobStore.registerQueue): take them over at
+    // once instead of at the next ownership poll (≤ 1 s), so their history
+    // shows up as quickly as that of known queues.
+    this.sub = this.redis.duplicate() as RedisClient;
+    this.sub.on('error', () => undefined); // reconnects by itself; the poll is the fallback
+    this.sub.on('message', () => (this.ownershipCheckedAt = 0));
+    void this.sub.subscribe(newQueueChannel(this.store.prefix)).catch(() => undefined);
     this.loopDone = this.loop().catch((e) => this.log.error({ err: (e as Error).message }, 'audit writer loop crashed'));
   }
 
   /** Stops after the batch in progress; releases the queues it owned. */
   async stop(): Promise<void> {
     this.running = false;
+    this.sub?.disconnect();
+    this.sub = null;
     await this.loopDone;
     await Promise.all([...this.owned].map((q) => this.redis.eval(
       "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, this.store.keys(q).auditLock, this.opts.writerId,

@@ -234,6 +234,7 @@ export function project(entries: StreamEntry[]): AuditBatch {
         dlq.set(jobId, { jobId, present: true, lastError: error, attempts: attempt ?? 0, failedAt: at });
         break;
       case 'stalled':
+        // On the last attempt a `failed` event follows at once (same script call).
         p.attempts = attempt ?? undefined;
         p.lastError = `lease expired (stalled) on attempt ${attempt}`;
         break;

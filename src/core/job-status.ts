@@ -77,6 +77,9 @@ export const TRANSITIONS: readonly Transition[] = [
   { from: 'active', to: 'waiting', event: 'retry_scheduled' },
   { from: 'active', to: 'failed', event: 'failed' },
   { from: 'active', to: 'waiting', event: 'stalled' },
+  // The lease expired on the last attempt: a `stalled` event (the job stays
+  // active for that instant), then `failed` into the DLQ, in one script call.
+  { from: 'active', to: 'active', event: 'stalled' },
   { from: 'active', to: 'waiting', event: 'released' },
   { from: 'active', to: 'cancelled', event: 'cancelled' },
   { from: 'active', to: 'active', event: 'cancel_requested' },

@@ -28,6 +28,7 @@ export class DashboardService {
   /** @throws when Redis or Postgres is unreachable (HTTP 503). */
   async stats(): Promise<DashboardStats> {
     const names = await this.store.listQueues();
+    await this.history.settle(names); // counts and throughput include what just happened
     const [counts, settings, workers, throughput, lag] = await Promise.all([
       this.history.queueCounts(names),
       Promise.all(names.map((n) => this.store.queueSettings(n))),
@@ -49,7 +50,8 @@ export class DashboardService {
   }
 
   /** The last 20 jobs by updatedAt, newest first (Postgres). */
-  recent(): Promise<Job[]> {
+  async recent(): Promise<Job[]> {
+    await this.history.settle();
     return recentJobs(this.history.db);
   }
 }

@@ -15,17 +15,24 @@ import { createValidationPipe } from './validation';
 import { registerRequestLog } from './request-log';
 import { UnavailableError } from '../core/errors';
 
-/** Request bodies above this many bytes are refused with 413 before parsing. */
-export function bodyLimitBytes(config: Pick<SluiceConfig, 'maxPayloadBytes'>): number {
-  // Room for one maximal payload plus its envelope, and at least 8 MiB for
-  // batches of small jobs; a 10 MB body is refused unread under the default.
-  return Math.max(8 * 1024 * 1024, config.maxPayloadBytes + 64 * 1024);
+/** Hard cap: bodies above it are refused before they are read (the client may see a reset). */
+const READ_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Largest body a route accepts, bytes: `POST /jobs/batch` up to the read cap
+ * (1,000 jobs), every other route one maximal payload plus its envelope.
+ * Bodies up to the read cap are read in full before a 413, so clients that
+ * are still sending get the 413 answer rather than a broken pipe.
+ */
+export function bodyLimitBytes(config: Pick<SluiceConfig, 'maxPayloadBytes'>, url = ''): number {
+  if (/^\/jobs\/batch(\?|$)/.test(url)) return READ_LIMIT_BYTES;
+  return Math.min(READ_LIMIT_BYTES, config.maxPayloadBytes + 64 * 1024);
 }
 
-/** A client's X-Request-Id is echoed when it is short printable ASCII; otherwise one is made. */
+/** A client's X-Request-Id is echoed when it is printable ASCII of 1..200 characters; otherwise one is made. */
 function requestId(req: { headers: Record<string, string | string[] | undefined> }): string {
   const h = req.headers['x-request-id'];
-  return typeof h === 'string' && /^[\x21-\x7e]{1,200}$/.test(h) ? h : randomUUID();
+  return typeof h === 'string' && /^[\x20-\x7e]{1,200}$/.test(h) && h.trim() !== '' ? h : randomUUID();
 }
 
 /** Paths served even while Redis is down (they report on it, or need nothing). */
@@ -33,7 +40,7 @@ const OPS_PATHS = /^\/(healthz|readyz|metrics|docs)(\/|-json|\?|$)/;
 
 /**
  * Creates the HTTP application (not yet listening) on the Fastify adapter:
- * - body limit {@link bodyLimitBytes} (413), JSON only; an empty JSON body is
+ * - body limit {@link bodyLimitBytes} per route (413), JSON only; an empty JSON body is
  *   treated as no body, prototype-poisoning keys are refused (400);
  * - `X-Request-Id` on every response (echoed or generated);
  * - one exception filter for the API.md error envelope and one validation
@@ -47,7 +54,7 @@ const OPS_PATHS = /^\/(healthz|readyz|metrics|docs)(\/|-json|\?|$)/;
  */
 export async function createHttpApp(module: DynamicModule, config: SluiceConfig, log: Logger): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
-    bodyLimit: bodyLimitBytes(config),
+    bodyLimit: READ_LIMIT_BYTES,
     genReqId: requestId,
     requestIdHeader: false,
     logger: false,
@@ -57,6 +64,9 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   const jsonParser = fastify.getDefaultJsonParser('error', 'error');
   fastify.removeContentTypeParser('application/json');
   fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (typeof body === 'string' && body.length > bodyLimitBytes(config, req.url) && Buffer.byteLength(body) > bodyLimitBytes(config, req.url)) {
+      return done(Object.assign(new Error('request body too large'), { statusCode: 413 }), undefined);
+    }
     if (body === '' || (typeof body === 'string' && body.trim() === '')) return done(null, undefined);
     jsonParser(req, body as string, done);
   });

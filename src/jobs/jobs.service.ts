@@ -97,19 +97,19 @@ export class JobsService {
    * @throws JobNotFoundError (404) when the job is unknown.
    */
   async events(id: string): Promise<JobEvent[]> {
-    await this.get(id);
+    await this.history.settle([(await this.get(id)).queue]);
     return (await this.history.jobEvents(id)).items;
   }
 
   /** @see events */
   async executions(id: string): Promise<JobExecution[]> {
-    await this.get(id);
+    await this.history.settle([(await this.get(id)).queue]);
     return (await this.history.jobExecutions(id)).items;
   }
 
   /** @see events */
   async logs(id: string): Promise<JobLogLine[]> {
-    await this.get(id);
+    await this.history.settle([(await this.get(id)).queue]);
     return (await this.history.jobLogs(id)).items;
   }
 
@@ -165,19 +165,20 @@ export class JobsService {
 }
 
 /** DTO → core input: `runAt` ISO → epoch ms (validated as ISO-8601 by the DTO). */
+// `null` means "not set" for every optional field (class-validator's @IsOptional lets it through).
 function toInput(b: EnqueueJobDto): EnqueueInput {
   return {
     type: b.type,
     payload: b.payload as Record<string, Json> | undefined,
-    queue: b.queue,
-    priority: b.priority,
-    delayMs: b.delayMs,
-    runAt: b.runAt === undefined ? undefined : Date.parse(b.runAt),
-    maxAttempts: b.maxAttempts,
+    queue: b.queue ?? undefined,
+    priority: b.priority ?? undefined,
+    delayMs: b.delayMs ?? undefined,
+    runAt: b.runAt === undefined || b.runAt === null ? undefined : Date.parse(b.runAt),
+    maxAttempts: b.maxAttempts ?? undefined,
     // Only the fields the client sent: the rest take the defaults.
-    backoff: b.backoff ? (Object.fromEntries(Object.entries(b.backoff).filter(([, v]) => v !== undefined)) as EnqueueInput['backoff']) : undefined,
-    timeoutMs: b.timeoutMs,
-    idempotencyKey: b.idempotencyKey,
+    backoff: b.backoff ? (Object.fromEntries(Object.entries(b.backoff).filter(([, v]) => v !== undefined && v !== null)) as EnqueueInput['backoff']) : undefined,
+    timeoutMs: b.timeoutMs ?? undefined,
+    idempotencyKey: b.idempotencyKey ?? undefined,
   };
 }
 

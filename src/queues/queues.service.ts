@@ -1,3 +1,4 @@
+import { SluiceError } from '../core/errors';
 import { Inject, Injectable } from '@nestjs/common';
 import { backoffProblem, BackoffSpec, DEFAULT_BACKOFF } from '../core/backoff';
 import { ValidationError } from '../core/errors';
@@ -77,9 +78,15 @@ export class QueuesService {
     return this.get(name);
   }
 
-  /** Pauses (true) or resumes (false) a queue, creating it if new. @throws ValidationError (400) for a bad name. */
+  /**
+   * Pauses (true) or resumes (false) a queue. Pausing creates a queue that
+   * does not exist yet (operators pause before traffic arrives); resuming one
+   * does not (API.md: a queue exists once configured, paused or given a job).
+   * @throws ValidationError (400) for a bad name; SluiceError not_found (404) on resume of an unknown queue.
+   */
   async setPaused(name: string, paused: boolean): Promise<ApiQueue> {
     checkQueueName(name);
+    if (!paused && !(await this.store.queueSettings(name))) throw new SluiceError('not_found', `queue ${name} not found`);
     await this.store.configureQueue(name, { paused });
     return this.get(name);
   }

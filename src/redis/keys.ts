@@ -56,3 +56,6 @@ export const workerKey = (prefix: string, id: string): string => `${prefix}:work
 
 /** Pub/sub channel on which cancel requests for active jobs are announced. */
 export const cancelChannel = (prefix: string): string => `${prefix}:cancel`;
+
+/** Pub/sub channel announcing a queue name the first time it is registered (audit writers take it over at once). */
+export const newQueueChannel = (prefix: string): string => `${prefix}:queues:new`;

@@ -8,7 +8,7 @@ import { LIMITS, NormalizedEnqueue } from '../core/job-options';
 import type { ClaimBlock, ClaimResult, EnqueueResult, FailInput, JobStore, LeaseStatus } from '../core/ports';
 import type { RedisClient } from './connection';
 import { ClaimEntry, splitOptions, decodeClaimed, decodeJob, decodeJobLeniently, decodeWorkerJob, JobDecodeError, pairsToObject } from './job-codec';
-import { QueueKeys, cancelChannel, queueKeys, queuesKey } from './keys';
+import { QueueKeys, cancelChannel, newQueueChannel, queueKeys, queuesKey } from './keys';
 import { RedisScripts, ScriptName } from './scripts';
 
 /** Process-level defaults applied when neither the job nor its queue sets them. */
@@ -76,7 +76,10 @@ export class RedisJobStore implements JobStore {
   registerQueue(queue: string): Promise<void> {
     let p = this.knownQueues.get(queue);
     if (!p) {
-      p = this.redis.sadd(queuesKey(this.prefix), queue).then(() => undefined);
+      // A brand-new queue is announced so audit writers mirror it at once, not at their next poll.
+      p = this.redis.sadd(queuesKey(this.prefix), queue).then(async (added) => {
+        if (added === 1) await this.redis.publish(newQueueChannel(this.prefix), queue);
+      });
       p.catch(() => this.knownQueues.delete(queue)); // retried by the next call
       this.knownQueues.set(queue, p);
     }

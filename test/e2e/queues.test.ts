@@ -108,7 +108,10 @@ describe('queues (e2e)', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ paused: false, counts: { ...ZERO, waiting: 1 } });
     expect((await api.http.post('/queues/NOPE/pause')).status).toBe(400);
-    // Resuming a queue that never existed creates it, like pausing does.
-    expect((await api.http.post('/queues/q-resume-new/resume')).body).toMatchObject({ name: 'q-resume-new', paused: false });
+    // Resuming a queue that never existed is a 404 and does not create it (only pause does).
+    const unknown = await api.http.post('/queues/q-resume-new/resume');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.code).toBe('not_found');
+    expect((await api.http.get('/queues/q-resume-new')).status).toBe(404);
   });
 });

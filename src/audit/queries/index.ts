@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { Job } from '../../core/job';
 import type { RedisJobStore } from '../../redis/redis-job-store';
 import { auditLag } from './audit-lag';
+import { waitForMirror } from './mirror-barrier';
 import { getJob } from './get-job';
 import { jobEvents, JobEvent } from './job-events';
 import { jobExecutions, JobExecution } from './job-executions';
@@ -28,13 +29,24 @@ export class HistoryQueries {
     readonly store: RedisJobStore,
   ) {}
 
+  /**
+   * Waits (≤ 2 s) until the events already in these queues' streams — all
+   * queues when omitted — are mirrored, so reads that follow see them
+   * (see mirror-barrier.ts). Called before every PostgreSQL read that a
+   * client may make right after watching a job change state.
+   */
+  async settle(queues?: string[]): Promise<void> {
+    await waitForMirror(this.store, queues ?? (await this.store.listQueues()));
+  }
+
   /** Redis while live, else Postgres; null when unknown. */
   getJob(id: string): Promise<Job | null> {
     return getJob(this.db, this.store, id);
   }
 
   /** Newest first, keyset on id; limit 1..500 (default 50). */
-  listJobs(filter: ListJobsFilter = {}): Promise<Page<Job>> {
+  async listJobs(filter: ListJobsFilter = {}): Promise<Page<Job>> {
+    await this.settle(filter.queue ? [filter.queue] : undefined);
     return listJobs(this.db, filter);
   }
 
@@ -54,12 +66,14 @@ export class HistoryQueries {
   }
 
   /** Dead-letter queue, newest failure first, keyset on (failed_at, job_id). */
-  listDlq(filter: ListDlqFilter = {}): Promise<Page<Job>> {
+  async listDlq(filter: ListDlqFilter = {}): Promise<Page<Job>> {
+    await this.settle(filter.queue ? [filter.queue] : undefined);
     return listDlq(this.db, filter);
   }
 
   /** Exact counts per queue (live from Redis, terminal from Postgres). */
-  queueCounts(queues?: string[]): Promise<Record<string, QueueCounts>> {
+  async queueCounts(queues?: string[]): Promise<Record<string, QueueCounts>> {
+    await this.settle(queues);
     return queueCounts(this.db, this.store, queues);
   }
 

@@ -253,7 +253,7 @@ describe('every transition is mirrored (real writer loop)', () => {
       'failed',
     ]);
 
-    // C: lease expires → reaper: stalled (back to waiting) → claimed → lease expires on the last attempt → failed (DLQ)
+    // C: lease expires → reaper: stalled (back to waiting) → claimed → lease expires on the last attempt → stalled + failed (DLQ)
     const c = (ids.c = await enq(t, {
       queue: 'ev-c',
       type: 'audit.c',
@@ -266,7 +266,7 @@ describe('every transition is mirrored (real writer loop)', () => {
     await claimOne(t, 'ev-c', c, 30);
     await sleep(60);
     expect((await t.store.reapExpired('ev-c', 10)).reaped).toBe(1);
-    expected.set(c, ['enqueued', 'claimed', 'stalled', 'claimed', 'failed']);
+    expected.set(c, ['enqueued', 'claimed', 'stalled', 'claimed', 'stalled', 'failed']);
 
     // D: released on shutdown (attempt refunded) → claimed → completed
     const d = (ids.d = await enq(t, { queue: 'ev-d', type: 'audit.d', payload: { n: 4 } }));

@@ -71,7 +71,9 @@ test('C7 diag.crash with maxAttempts 2 runs exactly twice and ends failed with a
   expect(job).toMatchObject({ status: 'failed', attempts: 2, maxAttempts: 2 });
   expect(job.lastError).toMatch(/lease expired/);
   const ev = await auditEvents(t, Q, id);
-  expect(ev.map((e) => e.e)).toEqual(['enqueued', 'claimed', 'stalled', 'claimed', 'failed']);
+  // Every expired lease is a `stalled` event; on the last attempt `failed` follows.
+  expect(ev.map((e) => e.e)).toEqual(['enqueued', 'claimed', 'stalled', 'claimed', 'stalled', 'failed']);
+  expect(ev[4]).toMatchObject({ r: 'lease_expired', a: 2, t: 'active' });
   expect(ev.filter((e) => e.e === 'claimed').map((e) => e.a)).toEqual([1, 2]);
   expect(ev[4]).toMatchObject({ r: 'lease_expired', a: 2 });
   // Both runs really ran: each took its worker process down.

@@ -204,9 +204,11 @@ describe('reapExpired', () => {
       ['claimed', 'waiting', 'active', 1],
       ['stalled', 'active', 'waiting', 1],
       ['claimed', 'waiting', 'active', 2],
+      ['stalled', 'active', 'active', 2],
       ['failed', 'active', 'failed', 2],
     ]);
-    expect(ev[4]).toMatchObject({ r: 'lease_expired', er: j.lastError, w: 'w2' });
+    expect(ev[4]).toMatchObject({ r: 'lease_expired', w: 'w2' });
+    expect(ev[5]).toMatchObject({ r: 'lease_expired', er: j.lastError, w: 'w2' });
   });
 
   it('a pending cancel request: the job ends cancelled', async () => {
