@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, PartialType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsBoolean, IsInt, IsISO8601, IsObject, IsOptional, IsString, Length, Matches, Max, Min, ValidateNested } from 'class-validator';
 import { LIMITS } from '../../core/job-options';
@@ -77,71 +77,7 @@ export class CreateScheduleDto {
  * keep their value; `null` resets maxAttempts, backoff or timeoutMs to the
  * queue's/process's default.
  */
-export class UpdateScheduleDto {
-  @ApiPropertyOptional({ minLength: 1, maxLength: 200 })
-  @IsOptional()
-  @IsString()
-  @Length(1, 200)
-  name?: string;
-
-  @ApiPropertyOptional()
-  @IsOptional()
-  @IsString()
-  cron?: string;
-
-  @ApiPropertyOptional()
-  @IsOptional()
-  @IsString()
-  timezone?: string;
-
-  @ApiPropertyOptional({ pattern: LIMITS.queuePattern.source })
-  @IsOptional()
-  @IsString()
-  @Matches(LIMITS.queuePattern, { message: `must match ${LIMITS.queuePattern.source}` })
-  queue?: string;
-
-  @ApiPropertyOptional({ pattern: LIMITS.typePattern.source })
-  @IsOptional()
-  @IsString()
-  @Matches(LIMITS.typePattern, { message: `must match ${LIMITS.typePattern.source}` })
-  type?: string;
-
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true })
-  @IsOptional()
-  @IsObject({ message: 'must be a JSON object' })
-  payload?: Record<string, unknown>;
-
-  @ApiPropertyOptional({ oneOf: [{ type: 'integer', minimum: -100, maximum: 100 }, { type: 'string', enum: ['high', 'normal', 'low'] }] })
-  @IsOptional()
-  @IsPriority()
-  priority?: number | 'high' | 'normal' | 'low';
-
-  @ApiPropertyOptional({ minimum: 1, maximum: 100, nullable: true })
-  @IsOptional()
-  @IsInt()
-  @Min(LIMITS.minAttempts)
-  @Max(LIMITS.maxAttempts)
-  maxAttempts?: number | null;
-
-  @ApiPropertyOptional({ type: BackoffDto, nullable: true })
-  @IsOptional()
-  @IsObject({ message: 'must be an object' })
-  @ValidateNested()
-  @Type(() => BackoffDto)
-  backoff?: BackoffDto | null;
-
-  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxTimeoutMs, nullable: true })
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  @Max(LIMITS.maxTimeoutMs)
-  timeoutMs?: number | null;
-
-  @ApiPropertyOptional()
-  @IsOptional()
-  @IsBoolean()
-  enabled?: boolean;
-}
+export class UpdateScheduleDto extends PartialType(CreateScheduleDto) {}
 
 /** `GET /schedules/preview` query. */
 export class PreviewQueryDto {
