@@ -26,7 +26,6 @@ describe('job history and cancel (e2e)', () => {
 
   const status = async (id: string) => (await api.http.get(`/jobs/${id}`)).body.status as string;
   /** Polls a history endpoint until `ok` holds for its items (the mirror lags a little). */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const history = async (id: string, what: string, ok: (items: any[]) => boolean): Promise<any[]> =>
     waitUntil(`${what} of ${id}`, async () => {
       const res = await api.http.get(`/jobs/${id}/${what}`);

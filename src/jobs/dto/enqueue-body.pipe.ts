@@ -26,8 +26,7 @@ type Details = { path: string; message: string }[];
 function assign<T extends object>(instance: T, v: Record<string, unknown>, path: string, extra: Details): T {
   if (Object.hasOwn(v, 'constructor')) {
     extra.push({ path: path + 'constructor', message: 'is not allowed (unknown field)' });
-    const { constructor: _ignored, ...rest } = v;
-    return Object.assign(instance, rest);
+    return Object.assign(instance, Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'constructor')));
   }
   return Object.assign(instance, v);
 }
