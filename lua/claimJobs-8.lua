@@ -83,7 +83,13 @@ for i = 1, #popped, 2 do
     local a = (tonumber(f[2]) or 0) + 1
     local x = (tonumber(f[3]) or 0) + 1
     local token = ARGV[5] .. claimed
-    redis.call('HSET', jk, 's', 'active', 'a', a, 'x', x, 'lt', token, 'w', ARGV[4], 'sa', now)
+    if ARGV[6] == '1' then
+      -- An external claim records its lease length: a heartbeat that reaches
+      -- another api replica renews the same length, not the default.
+      redis.call('HSET', jk, 's', 'active', 'a', a, 'x', x, 'lt', token, 'w', ARGV[4], 'sa', now, 'll', ARGV[3])
+    else
+      redis.call('HSET', jk, 's', 'active', 'a', a, 'x', x, 'lt', token, 'w', ARGV[4], 'sa', now)
+    end
     redis.call('ZADD', KEYS[3], lease, id)
     emit(KEYS[5], now, 'claimed', id, 'waiting', 'active', a, {'x', x, 'w', ARGV[4]})
     claimed = claimed + 1

@@ -7,7 +7,7 @@ export interface JobLocation {
   queue: string;
   /** The worker that claimed it last (recorded on events); null if unknown. */
   workerId: string | null;
-  /** The lease length its claim asked for through this process, ms; undefined if unknown. */
+  /** The lease length its claim asked for (external claims record it on the job), ms; undefined if unknown. */
   leaseMs?: number;
 }
 
@@ -65,11 +65,11 @@ export class JobLocator {
     }
     if (queue !== null) {
       const brief = await this.store.jobBrief(queue, key);
-      return { queue, workerId: brief?.workerId ?? null };
+      return { queue, workerId: brief?.workerId ?? null, leaseMs: brief?.leaseMs };
     }
     const queues = await this.store.listQueues();
     const briefs = await Promise.all(queues.map((q) => this.store.jobBrief(q, key)));
     const i = briefs.findIndex((b) => b !== null);
-    return i < 0 ? null : { queue: queues[i], workerId: briefs[i]!.workerId };
+    return i < 0 ? null : { queue: queues[i], workerId: briefs[i]!.workerId, leaseMs: briefs[i]!.leaseMs };
   }
 }

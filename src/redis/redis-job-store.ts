@@ -466,9 +466,11 @@ export class RedisJobStore implements JobStore {
    * it (one HMGET, no payload). Used to find which queue holds a job id.
    * @returns null when this queue holds no such job.
    */
-  async jobBrief(queue: string, id: string): Promise<{ status: string; workerId: string | null } | null> {
-    const [s, w] = await this.redis.hmget(this.keys(queue).base + 'job:' + id, 's', 'w');
-    return s === null ? null : { status: s, workerId: w || null };
+  async jobBrief(queue: string, id: string): Promise<{ status: string; workerId: string | null; leaseMs?: number } | null> {
+    const [s, w, ll] = await this.redis.hmget(this.keys(queue).base + 'job:' + id, 's', 'w', 'll');
+    if (s === null) return null;
+    // `ll`: the lease length of an external claim (lua/claimJobs-8.lua).
+    return ll ? { status: s, workerId: w || null, leaseMs: Number(ll) } : { status: s, workerId: w || null };
   }
 
   /** Queue settings: pause, concurrency cap, rate limit, external, defaults. */

@@ -255,10 +255,12 @@ describe('external worker protocol (e2e)', () => {
     let closed = false;
     try {
       const job = await enqueue('ext-replica');
-      const [c] = (await claim('ext-replica', { max: 10 })).body.jobs;
+      const [c] = (await claim('ext-replica', { max: 10, leaseMs: 60_000 })).body.jobs;
       expect(c.id).toBe(job.id);
       const hb = await other.http.post(`/jobs/${c.id}/heartbeat`).send({ lockToken: c.lockToken, progress: 5, logs: ['from replica'] });
       expect(hb.status).toBe(200);
+      // The other replica renews the claim's lease length (recorded on the job), not LOCK_TTL_MS (30 s).
+      expect(Date.parse(hb.body.leaseExpiresAt) - Date.now()).toBeGreaterThan(45_000);
       expect((await other.http.post(`/jobs/${c.id}/complete`).send({ lockToken: c.lockToken + 'x' })).status).toBe(409);
       const done = await other.http.post(`/jobs/${c.id}/complete`).send({ lockToken: c.lockToken, result: 1 });
       expect(done.body).toMatchObject({ status: 'completed', result: 1 });
