@@ -62,6 +62,9 @@ interface Running {
   startedAt: number;
 }
 
+/** While draining for a job that must run alone, how often to check it is still waiting, ms. */
+const ISOLATE_RECHECK_MS = 500;
+
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /**
@@ -166,11 +169,25 @@ export class WorkerRuntime {
 
   private async loop(): Promise<void> {
     while (!this.stopping) {
-      // Full, running a job that must run alone, or draining to take one: wait for a slot.
-      if (this.running.size >= this.options.concurrency || (this.running.size > 0 && (this.soloRunning || this.isolating))) {
+      // Full, or running a job that must run alone: wait for a slot.
+      if (this.running.size >= this.options.concurrency || (this.running.size > 0 && this.soloRunning)) {
         await new Promise<void>((r) => (this.slotWaiter = r));
         this.slotWaiter = null;
         continue;
+      }
+      // Draining to take a job that must run alone: wait for a slot, but look
+      // again now and then — another worker may have taken that job, and then
+      // there is no reason to stay drained (the next claim says `isolate` again
+      // if it is still waiting at the head of its queue).
+      if (this.running.size > 0 && this.isolating && !this.stopping) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((r) => {
+          this.slotWaiter = r;
+          timer = setTimeout(r, ISOLATE_RECHECK_MS);
+        });
+        clearTimeout(timer);
+        this.slotWaiter = null;
+        if (this.running.size >= this.options.concurrency) continue;
       }
       this.soloRunning = false;
       this.isolating = false;
