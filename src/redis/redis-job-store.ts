@@ -123,6 +123,7 @@ export class RedisJobStore implements JobStore {
       else groups.set(j.queue, [i]);
     });
     const results: EnqueueResult[] = new Array(jobs.length);
+    if (groups.size > 1) await this.precheckIdempotency(jobs);
     await Promise.all(
       [...groups].map(async ([queue, idx]) => {
         await this.registerQueue(queue);
@@ -132,6 +133,34 @@ export class RedisJobStore implements JobStore {
       }),
     );
     return results;
+  }
+
+  /**
+   * A request spanning several queues is atomic per queue only (each queue is
+   * one script call, possibly on another cluster shard), so an idempotency
+   * conflict in one queue would leave the others written behind a 409. Checked
+   * before anything is written: keys repeated in the request with different
+   * bodies, and keys already used with another body. Only a concurrent request
+   * racing this one can still slip between the check and the write.
+   * @throws IdempotencyConflictError, nothing written.
+   */
+  private async precheckIdempotency(jobs: NormalizedEnqueue[]): Promise<void> {
+    const seen = new Map<string, string>();
+    const checks: { key: string; hash: string; idem: string }[] = [];
+    for (const j of jobs) {
+      if (!j.idempotencyKey) continue;
+      const hash = bodyHash(j);
+      const id = `${j.queue}\u0000${j.idempotencyKey}`;
+      const prev = seen.get(id);
+      if (prev !== undefined && prev !== hash) throw new IdempotencyConflictError(j.idempotencyKey);
+      if (prev === undefined) checks.push({ key: this.keys(j.queue).base + 'idem:' + j.idempotencyKey, hash, idem: j.idempotencyKey });
+      seen.set(id, hash);
+    }
+    const stored = await Promise.all(checks.map((c) => this.redis.get(c.key)));
+    stored.forEach((v, i) => {
+      // Stored as `jobId|bodyHash` by lua/enqueueJobs-5.lua.
+      if (v !== null && v.slice(v.indexOf('|') + 1) !== checks[i].hash) throw new IdempotencyConflictError(checks[i].idem);
+    });
   }
 
   private pending = new Map<string, PendingGroup[]>();

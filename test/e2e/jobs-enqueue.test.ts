@@ -96,4 +96,17 @@ describe('POST /jobs (e2e)', () => {
     expect(res.status).toBe(400);
     expect(res.body.error.details).toEqual([{ path: 'constructor', message: 'is not allowed (unknown field)' }]);
   });
+  it('a batch over several queues with an idempotency conflict writes nothing in any queue', async () => {
+    expect((await api.http.post('/jobs').send({ type: 'diag.echo', queue: 'bq-a', payload: { v: 1 }, idempotencyKey: 'bq-k' })).status).toBe(201);
+    // The key reused with another body, next to a job for another queue.
+    const clash = await api.http.post('/jobs/batch').send({ jobs: [{ type: 'diag.echo', queue: 'bq-b' }, { type: 'diag.echo', queue: 'bq-a', payload: { v: 2 }, idempotencyKey: 'bq-k' }] });
+    expect(clash.status).toBe(409);
+    // Twice in one batch with different bodies.
+    const twice = await api.http.post('/jobs/batch').send({ jobs: [{ type: 'diag.echo', queue: 'bq-c' }, { type: 'diag.echo', queue: 'bq-d', idempotencyKey: 'k2', payload: { v: 1 } }, { type: 'diag.echo', queue: 'bq-d', idempotencyKey: 'k2', payload: { v: 2 } }] });
+    expect(twice.status).toBe(409);
+    for (const q of ['bq-b', 'bq-c', 'bq-d']) expect((await api.http.get(`/queues/${q}`)).status).toBe(404);
+    // The same body replays, next to a new job elsewhere.
+    const ok = await api.http.post('/jobs/batch').send({ jobs: [{ type: 'diag.echo', queue: 'bq-b' }, { type: 'diag.echo', queue: 'bq-a', payload: { v: 1 }, idempotencyKey: 'bq-k' }] });
+    expect(ok.status).toBe(201);
+  });
 });
