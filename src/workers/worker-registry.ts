@@ -15,10 +15,14 @@ export interface WorkerInfo {
   status: 'running' | 'draining' | 'dead';
 }
 
+/** A dead worker's details stay readable this long after its last heartbeat (the sweep usually drops it first), ms. */
+const KEEP_DEAD_MS = 2 * 3_600_000;
+
 /**
- * Worker registry in Redis: a hash per worker that expires after three
- * heartbeat intervals, and a sorted set of ids by last heartbeat (ms). A
- * worker whose hash expired is reported `dead` until the sweep drops it.
+ * Worker registry in Redis: a hash per worker and a sorted set of ids by last
+ * heartbeat (ms). A worker that missed its heartbeats for `ttlMs` (three
+ * intervals) is reported `dead`, with the details it last wrote (hostname,
+ * pid, queues...), until the sweep drops it.
  */
 export class WorkerRegistry {
   private status: 'running' | 'draining' = 'running';
@@ -47,8 +51,10 @@ export class WorkerRegistry {
           startedAt: this.startedAt,
           lastHeartbeatAt: now,
           status: this.status,
+          ttl: this.ttlMs,
         })
-        .pexpire(key, this.ttlMs)
+        // Outlives the worker, so a dead one is still shown with its details.
+        .pexpire(key, this.ttlMs + KEEP_DEAD_MS)
         .exec(),
       this.redis.zadd(workersKey(this.prefix), now, this.info.id),
     ]);
@@ -67,8 +73,11 @@ export class WorkerRegistry {
   static async list(redis: RedisClient, prefix: string): Promise<WorkerInfo[]> {
     const ids = await redis.zrange(workersKey(prefix), 0, -1, 'WITHSCORES');
     const out: WorkerInfo[] = [];
+    const now = Date.now();
     for (let i = 0; i < ids.length; i += 2) {
       const h = await redis.hgetall(workerKey(prefix, ids[i]));
+      // Entries written before `ttl` was recorded expired with their worker: a present one is alive.
+      const missed = h.ttl !== undefined && now - Number(h.lastHeartbeatAt) > Number(h.ttl);
       if (h.id) {
         out.push({
           id: h.id,
@@ -79,7 +88,7 @@ export class WorkerRegistry {
           active: Number(h.active),
           startedAt: Number(h.startedAt),
           lastHeartbeatAt: Number(h.lastHeartbeatAt),
-          status: h.status as 'running' | 'draining',
+          status: missed ? 'dead' : (h.status as 'running' | 'draining'),
         });
       } else {
         const last = Number(ids[i + 1]);
@@ -91,6 +100,10 @@ export class WorkerRegistry {
 
   /** Drops dead workers last seen more than `olderThanMs` ago. Returns how many. */
   static async sweep(redis: RedisClient, prefix: string, olderThanMs: number): Promise<number> {
-    return redis.zremrangebyscore(workersKey(prefix), '-inf', Date.now() - olderThanMs);
+    const cutoff = Date.now() - olderThanMs;
+    const old = await redis.zrangebyscore(workersKey(prefix), '-inf', cutoff);
+    // One DEL per key: the hashes of different workers may sit on different cluster shards.
+    await Promise.all(old.map((id) => redis.del(workerKey(prefix, id))));
+    return redis.zremrangebyscore(workersKey(prefix), '-inf', cutoff);
   }
 }

@@ -58,7 +58,10 @@ describe('GET /workers (e2e)', () => {
     await gone.beat(0);
     const draining = new WorkerRegistry(redis, api.prefix, { id: 'draining-worker', queues: ['y'], concurrency: 2 }, 60_000);
     await draining.draining(1);
-    await waitUntil('gone-worker reported dead', async () => (await workers()).find((w) => w.id === 'gone-worker' && w.status === 'dead'), 10_000);
+    const dead = await waitUntil('gone-worker reported dead', async () => (await workers()).find((w) => w.id === 'gone-worker' && w.status === 'dead'), 10_000);
+    // A dead worker is still shown with what it last reported.
+    expect(dead).toMatchObject({ pid: process.pid, queues: ['x'], concurrency: 1 });
+    expect(dead.hostname).not.toBe('');
     expect((await workers()).find((w) => w.id === 'draining-worker')).toMatchObject({ status: 'draining', active: 1, concurrency: 2, queues: ['y'] });
   });
 });
