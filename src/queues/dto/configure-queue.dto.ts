@@ -1,8 +1,7 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsInt, IsObject, IsOptional, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
-import { LIMITS } from '../../core/job-options';
-import { BackoffDto } from '../../jobs/dto/enqueue-job.dto';
+import { IsBoolean, IsInt, IsObject, IsOptional, Min, ValidateIf, ValidateNested } from 'class-validator';
+import { EnqueueJobDto } from '../../jobs/dto/enqueue-job.dto';
 
 /** `rateLimit` of a queue: at most `max` job starts per `durationMs` window, across all workers. */
 export class RateLimitDto {
@@ -17,29 +16,8 @@ export class RateLimitDto {
   durationMs!: number;
 }
 
-/** Per-queue job defaults, used by jobs that do not set the field themselves. */
-export class QueueDefaultsDto {
-  @ApiPropertyOptional({ minimum: LIMITS.minAttempts, maximum: LIMITS.maxAttempts })
-  @IsOptional()
-  @IsInt()
-  @Min(LIMITS.minAttempts)
-  @Max(LIMITS.maxAttempts)
-  maxAttempts?: number;
-
-  @ApiPropertyOptional({ type: BackoffDto, description: 'omitted fields: the current default (exponential, 2000, 3600000, equal)' })
-  @IsOptional()
-  @IsObject({ message: 'must be an object' })
-  @ValidateNested()
-  @Type(() => BackoffDto)
-  backoff?: BackoffDto;
-
-  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxTimeoutMs, description: 'ms' })
-  @IsOptional()
-  @IsInt()
-  @Min(1)
-  @Max(LIMITS.maxTimeoutMs)
-  timeoutMs?: number;
-}
+/** Per-queue job defaults, used by jobs that do not set the field themselves: the same rules as on `POST /jobs`. */
+export class QueueDefaultsDto extends PickType(EnqueueJobDto, ['maxAttempts', 'backoff', 'timeoutMs'] as const) {}
 
 /**
  * The `PUT /queues/:name` body. Every field is optional; only the fields sent

@@ -1,15 +1,15 @@
-import { ApiProperty, ApiPropertyOptional, PartialType } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, PartialType, PickType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsInt, IsISO8601, IsObject, IsOptional, IsString, Length, Matches, Max, Min, ValidateNested } from 'class-validator';
+import { IsBoolean, IsInt, IsISO8601, IsObject, IsOptional, IsString, Length, Max, Min, ValidateNested } from 'class-validator';
 import { LIMITS } from '../../core/job-options';
-import { BackoffDto, IsPriority } from '../../jobs/dto/enqueue-job.dto';
+import { BackoffDto, EnqueueJobDto } from '../../jobs/dto/enqueue-job.dto';
 
 /**
  * The `POST /schedules` body (API.md "Schedules (cron)"). The job fields
  * follow `POST /jobs`; cron and time zone are checked by the service
  * (core/schedule-slots.ts), so a 400 names `cron` or `timezone`.
  */
-export class CreateScheduleDto {
+export class CreateScheduleDto extends PickType(EnqueueJobDto, ['queue', 'type', 'payload', 'priority'] as const) {
   @ApiProperty({ minLength: 1, maxLength: 200, description: 'unique' })
   @IsString()
   @Length(1, 200)
@@ -23,27 +23,6 @@ export class CreateScheduleDto {
   @IsOptional()
   @IsString()
   timezone?: string;
-
-  @ApiPropertyOptional({ pattern: LIMITS.queuePattern.source, default: 'default' })
-  @IsOptional()
-  @IsString()
-  @Matches(LIMITS.queuePattern, { message: `must match ${LIMITS.queuePattern.source}` })
-  queue?: string;
-
-  @ApiProperty({ pattern: LIMITS.typePattern.source })
-  @IsString()
-  @Matches(LIMITS.typePattern, { message: `must match ${LIMITS.typePattern.source}` })
-  type!: string;
-
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, default: {} })
-  @IsOptional()
-  @IsObject({ message: 'must be a JSON object' })
-  payload?: Record<string, unknown>;
-
-  @ApiPropertyOptional({ oneOf: [{ type: 'integer', minimum: -100, maximum: 100 }, { type: 'string', enum: ['high', 'normal', 'low'] }], default: 0 })
-  @IsOptional()
-  @IsPriority()
-  priority?: number | 'high' | 'normal' | 'low';
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100, nullable: true })
   @IsOptional()
