@@ -198,7 +198,7 @@ async function main() {
     const { ids, rejected } = await submit(api, list, progress, hooks);
     if (idem.id) ids.push(idem.id);
     const submitMs = Date.now() - t0;
-    note(`[${secs(t0)}s] all submitted: ${ids.length} accepted, ${Object.values(rejected).reduce((a, b) => a + b, 0)} refused; waiting for the queues to drain…`);
+    note(`[${secs(t0)}s] all submitted: ${ids.length} accepted (the workload and the idempotent order), ${Object.values(rejected).reduce((a, b) => a + b, 0)} refused; waiting for the queues to drain…`);
 
     const settledRun = await waitSettled(pg, ids, { timeoutMs: 180000, intervalMs: 1000 });
     const drainMs = Date.now() - t0;

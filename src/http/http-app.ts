@@ -75,6 +75,11 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   const redis = app.get<RedisClient>(REDIS);
   fastify.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     void reply.header('x-request-id', req.id);
+    // Swagger UI's assets are relative: served from `/docs/` they would be looked for under /docs/docs/.
+    if (req.url === '/docs/') {
+      void reply.redirect('/docs', 301);
+      return;
+    }
     if (redis.status !== 'ready' && !OPS_PATHS.test(req.url)) {
       const m = mapError(new UnavailableError(`Redis is unreachable (connection ${redis.status}); retry later`));
       void reply.status(m.status).send(errorBody(m, String(req.id)));

@@ -56,6 +56,10 @@ describe('ops endpoints (e2e)', () => {
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/text\/html/);
       expect(res.text).toMatch(/swagger/i);
+      // With a trailing slash the UI's relative assets would break: redirected.
+      const slash = await api.http.get('/docs/');
+      expect(slash.status).toBe(301);
+      expect(slash.headers.location).toBe('/docs');
     });
 
     it('GET /docs-json → OpenAPI document with /jobs, /jobs/batch and the EnqueueJobDto schema', async () => {
