@@ -28,9 +28,9 @@ export class DashboardService {
   /** @throws when Redis or Postgres is unreachable (HTTP 503). */
   async stats(): Promise<DashboardStats> {
     const names = await this.store.listQueues();
-    await this.history.settle(names); // counts and throughput include what just happened
-    const [counts, settings, workers, throughput, lag] = await Promise.all([
-      this.history.queueCounts(names),
+    // queueCounts first waits for the mirror, so the throughput read after it includes what just happened too.
+    const counts = await this.history.queueCounts(names);
+    const [settings, workers, throughput, lag] = await Promise.all([
       Promise.all(names.map((n) => this.store.queueSettings(n))),
       this.workers.list(),
       this.history.throughput(),
