@@ -14,6 +14,8 @@ import { EnvelopeExceptionFilter } from './exception.filter';
 import { createValidationPipe } from './validation';
 import { registerRequestLog } from './request-log';
 import { UnavailableError } from '../core/errors';
+import { installLeanAsyncBind } from './lean-async-bind';
+import { cacheValidationMetadata } from './validation-metadata-cache';
 
 /** Hard cap: bodies above it are refused before they are read (the client may see a reset). */
 const READ_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -49,10 +51,15 @@ const OPS_PATHS = /^\/(healthz|readyz|metrics|docs)(\/|-json|\?|$)/;
  *   connection is not ready (except the ops endpoints);
  * - optional per-client rate limit (API_RATE_LIMIT_MAX per API_RATE_LIMIT_WINDOW_MS,
  *   429 `rate_limited` with Retry-After), counted in Redis;
- * - OpenAPI at `/docs` (Swagger UI) and `/docs-json`, from the same DTOs.
+ * - OpenAPI at `/docs` (Swagger UI) and `/docs-json`, from the same DTOs;
+ * - two process-wide fast paths for per-request library costs:
+ *   {@link installLeanAsyncBind} and {@link cacheValidationMetadata}.
  * Used by main.ts and by the e2e tests, so both run the same stack.
  */
 export async function createHttpApp(module: DynamicModule, config: SluiceConfig, log: Logger): Promise<NestFastifyApplication> {
+  // Per-request costs of the libraries, removed without changing behaviour (see each file).
+  installLeanAsyncBind();
+  cacheValidationMetadata();
   const adapter = new FastifyAdapter({
     bodyLimit: READ_LIMIT_BYTES,
     genReqId: requestId,
