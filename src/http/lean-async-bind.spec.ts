@@ -13,7 +13,10 @@ describe('installLeanAsyncBind', () => {
   it('runs the function in the async context the resource was created in', async () => {
     const bound = als.run('request-a', () => new AsyncResource('t').bind(() => als.getStore()));
     // Called from another context (as Fastify calls `done` from a stream callback).
-    const seen = await als.run('request-b', () => new Promise((r) => setImmediate(() => r(bound()))));
+    const seen = await als.run(
+      'request-b',
+      () => new Promise((r) => setImmediate(() => r(bound()))),
+    );
     expect(seen).toBe('request-a');
   });
 
@@ -26,7 +29,11 @@ describe('installLeanAsyncBind', () => {
     expect(asCalled.length).toBe(2);
     expect(asCalled.call({ k: 10 }, 1, 2)).toBe(13);
     expect(r.bind(f, { k: 100 })(1, 2)).toBe(103);
-    expect(() => r.bind(() => { throw new Error('boom'); })()).toThrow('boom');
+    expect(() =>
+      r.bind(() => {
+        throw new Error('boom');
+      })(),
+    ).toThrow('boom');
     expect(() => r.bind(42 as never)).toThrow(TypeError);
   });
 

@@ -23,18 +23,34 @@ export function installLeanAsyncBind(): boolean {
   if (installed) return true;
   const probe = new AsyncResource('sluice-probe').bind(() => undefined);
   if (!Object.getOwnPropertyDescriptor(probe, 'asyncResource')) return false;
-  AsyncResource.prototype.bind = function bind<Func extends (...args: any[]) => any>(this: AsyncResource, fn: Func, thisArg?: unknown): Func {
+  AsyncResource.prototype.bind = function bind<Func extends (...args: any[]) => any>(
+    this: AsyncResource,
+    fn: Func,
+    thisArg?: unknown,
+  ): Func {
     if (typeof fn !== 'function') throw new TypeError('The "fn" argument must be of type function');
-    const resource = this;
-    const bound =
-      thisArg === undefined
-        ? function (this: unknown, ...args: unknown[]) {
-            return resource.runInAsyncScope(fn, this, ...args);
-          }
-        : (...args: unknown[]) => resource.runInAsyncScope(fn, thisArg, ...args);
-    Object.defineProperty(bound, 'length', { configurable: true, enumerable: false, value: fn.length, writable: false });
-    return bound as unknown as Func;
+    return leanBind(this, fn, thisArg);
   };
   installed = true;
   return true;
+}
+
+function leanBind<Func extends (...args: any[]) => any>(
+  resource: AsyncResource,
+  fn: Func,
+  thisArg: unknown,
+): Func {
+  const bound =
+    thisArg === undefined
+      ? function (this: unknown, ...args: unknown[]) {
+          return resource.runInAsyncScope(fn, this, ...args);
+        }
+      : (...args: unknown[]) => resource.runInAsyncScope(fn, thisArg, ...args);
+  Object.defineProperty(bound, 'length', {
+    configurable: true,
+    enumerable: false,
+    value: fn.length,
+    writable: false,
+  });
+  return bound as unknown as Func;
 }

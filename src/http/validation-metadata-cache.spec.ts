@@ -1,9 +1,29 @@
-import { IsInt, IsOptional, IsString, Max, MetadataStorage, ValidatorOptions, validateSync } from 'class-validator';
+import {
+  IsInt,
+  IsOptional,
+  IsString,
+  Max,
+  MetadataStorage,
+  ValidatorOptions,
+  validateSync,
+} from 'class-validator';
 import { cacheValidationMetadata } from './validation-metadata-cache';
 import { EnqueueJobDto } from '../jobs/dto/enqueue-job.dto';
 
-const OPTS: ValidatorOptions = { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: false };
-const summary = (o: object) => validateSync(o, OPTS).map((e) => `${e.property}:${Object.keys(e.constraints ?? {}).sort().join('|')}`).sort();
+const OPTS: ValidatorOptions = {
+  whitelist: true,
+  forbidNonWhitelisted: true,
+  forbidUnknownValues: false,
+};
+const summary = (o: object) =>
+  validateSync(o, OPTS)
+    .map(
+      (e) =>
+        `${e.property}:${Object.keys(e.constraints ?? {})
+          .sort()
+          .join('|')}`,
+    )
+    .sort();
 
 describe('cacheValidationMetadata', () => {
   const bodies: Record<string, unknown>[] = [
@@ -15,7 +35,8 @@ describe('cacheValidationMetadata', () => {
 
   it('gives the same errors as the uncached lookup, and serves repeats from the memo', () => {
     const before = bodies.map((b) => summary(Object.assign(new EnqueueJobDto(), b)));
-    const storage = (global as unknown as { classValidatorMetadataStorage: MetadataStorage }).classValidatorMetadataStorage;
+    const storage = (global as unknown as { classValidatorMetadataStorage: MetadataStorage })
+      .classValidatorMetadataStorage;
     const original = storage.getTargetValidationMetadatas;
     let calls = 0;
     storage.getTargetValidationMetadatas = function (...a: Parameters<typeof original>) {
@@ -44,6 +65,9 @@ describe('cacheValidationMetadata', () => {
       @IsOptional() @IsInt() @Max(5) n?: number;
     }
     expect(summary(Object.assign(new Later(), { name: 'ok', count: 1, n: 9 }))).toEqual(['n:max']);
-    expect(summary(Object.assign(new Later(), { name: 2, count: 1, n: 1, zzz: 1 }))).toEqual(['name:isString', 'zzz:whitelistValidation']);
+    expect(summary(Object.assign(new Later(), { name: 2, count: 1, n: 1, zzz: 1 }))).toEqual([
+      'name:isString',
+      'zzz:whitelistValidation',
+    ]);
   });
 });
