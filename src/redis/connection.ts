@@ -9,9 +9,17 @@ export type RedisClient = Redis | Cluster;
  * REDIS_CLUSTER_NODES is set, else a single node from REDIS_URL.
  * Auto-pipelining batches the commands issued in one event-loop tick into one
  * write, which is what lets many in-flight enqueues share round trips.
+ * The enqueue script is the exception (`autoPipeliningIgnoredCommands`): it
+ * does its own group commit (RedisJobStore.enqueue) and must reach the socket
+ * at once, so that Redis runs one chunk of jobs while Node prepares the next;
+ * auto-pipelined, every chunk of a tick would travel in one write and Node
+ * and Redis would take turns instead of working at the same time.
  * @param opts.blocking for connections that issue BLPOP: no auto-pipelining
  *   (a blocked pipeline would hold up other commands).
  */
+/** Commands written to the socket as soon as they are issued (see createRedis). */
+const UNPIPELINED = ['enqueueJobs'];
+
 export function createRedis(
   config: Pick<SluiceConfig, 'redisUrl' | 'redisClusterNodes'>,
   opts: { blocking?: boolean; name?: string } = {},
@@ -23,11 +31,13 @@ export function createRedis(
     retryStrategy: (times) => Math.min(50 * times, 1000),
     maxRetriesPerRequest: opts.blocking ? null : 20,
     enableAutoPipelining: !opts.blocking,
+    autoPipeliningIgnoredCommands: UNPIPELINED,
   };
   const client: RedisClient = config.redisClusterNodes
     ? new Cluster(config.redisClusterNodes, {
         redisOptions: common,
         enableAutoPipelining: !opts.blocking,
+        autoPipeliningIgnoredCommands: UNPIPELINED,
         clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
       })
     : new Redis(config.redisUrl, common);

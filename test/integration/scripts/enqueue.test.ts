@@ -453,6 +453,42 @@ describe('enqueue: requests coalesced in one event-loop turn stay independent', 
     expect(await t.redis.zcard(t.store.keys(q).waiting)).toBe(2);
   });
 
+  it('many requests of one turn leave in several calls as they gather (pipelined), FIFO across the calls', async () => {
+    const q = newQueue();
+    await enq(q); // registers the queue, so every request below is submitted in the same turn
+    const calls: number[] = [];
+    const run = t.store.scripts.run.bind(t.store.scripts);
+    const spy = jest.spyOn(t.store.scripts, 'run').mockImplementation((name, keys, args) => {
+      if (name === 'enqueueJobs') calls.push(Number(args[5])); // groups in the call
+      return run(name, keys, args);
+    });
+    try {
+      await enq(q, { payload: { v: 1 }, idempotencyKey: 'k' });
+      calls.length = 0;
+      // 110 single requests, then one of 30 jobs (never split), then a conflicting one and a last one.
+      const singles = Array.from({ length: 110 }, (_, i) => t.store.enqueue([norm(q, { payload: { i } })]));
+      // Four calls have left already, each written at once rather than held for the tick's auto-pipeline.
+      expect(calls).toHaveLength(4);
+      expect((t.store.redis as unknown as { autoPipelineQueueSize: number }).autoPipelineQueueSize).toBe(0);
+      const batch = t.store.enqueue(Array.from({ length: 30 }, (_, i) => norm(q, { payload: { b: i } })));
+      const bad = t.store.enqueue([norm(q, { payload: { n: 'x' } }), norm(q, { payload: { v: 2 }, idempotencyKey: 'k' })]);
+      const last = t.store.enqueue([norm(q, { payload: { n: 'last' } })]);
+      const [s, b, x, l] = await Promise.allSettled([Promise.all(singles), batch, bad, last]);
+      expect((x as PromiseRejectedResult).reason).toBeInstanceOf(IdempotencyConflictError);
+      // A call leaves each time 25 jobs have gathered: 4 × 25 singles, then the last 10 singles
+      // with the batch of 30 (never split), then the last two requests at the end of the turn.
+      expect(calls).toEqual([25, 25, 25, 25, 11, 2]);
+      type Ok = PromiseFulfilledResult<{ id: string }[]>;
+      const ids = [...(s as PromiseFulfilledResult<{ id: string }[][]>).value.flat(), ...(b as Ok).value, ...(l as Ok).value].map((r) => r.id);
+      expect(ids).toHaveLength(141);
+      const got = await t.store.claim(q, 200, 1000, 'w');
+      // FIFO: the two jobs enqueued first, then every request in submission order.
+      expect(got.jobs.map((j) => j.id)).toEqual([expect.any(String), expect.any(String), ...ids]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('large requests: one of 1500 jobs, and two of 600 in one turn', async () => {
     const q = newQueue();
     const big = await t.store.enqueue(Array.from({ length: 1500 }, (_, i) => norm(q, { payload: { i } })));
