@@ -489,6 +489,36 @@ describe('enqueue: requests coalesced in one event-loop turn stay independent', 
     }
   });
 
+  it('a call resent after its first run (reply lost on a reconnect) replays every job and writes nothing', async () => {
+    const q = newQueue();
+    await enq(q);
+    let sent: { keys: string[]; args: (string | number)[] } | undefined;
+    const run = t.store.scripts.run.bind(t.store.scripts);
+    const spy = jest.spyOn(t.store.scripts, 'run').mockImplementation((name, keys, args) => {
+      if (name === 'enqueueJobs') sent = { keys, args };
+      return run(name, keys, args);
+    });
+    let first: { id: string }[][];
+    try {
+      first = await Promise.all([
+        t.store.enqueue([norm(q, { payload: { a: 1 } }), norm(q, { payload: { a: 2 }, delayMs: 60_000 })]),
+        t.store.enqueue([norm(q, { payload: { b: 1 }, idempotencyKey: 'r1' })]),
+        t.store.enqueue([norm(q, { payload: { c: 1 } }), norm(q, { payload: { c: 2 } })]),
+      ]);
+    } finally {
+      spy.mockRestore();
+    }
+    const before = await queueState(q);
+    const hashes = await Promise.all(first.flat().map((r) => t.redis.hgetall(`${t.store.keys(q).base}job:${r.id}`)));
+    // The same call again, byte for byte, as ioredis resends an unanswered command.
+    const again = await t.store.scripts.run<(string | number)[][]>('enqueueJobs', sent!.keys, sent!.args);
+    expect(again.map((g) => g[0])).toEqual([1, 1, 1]);
+    const replayed = again.flatMap((g) => Array.from({ length: (g.length - 1) / 6 }, (_, i) => [g[1 + i * 6], g[3 + i * 6]]));
+    expect(replayed).toEqual(first.flat().map((r) => [r.id, 1]));
+    expect(await queueState(q)).toEqual({ ...before, meta: { ...before.meta, seq: expect.any(String) } });
+    expect(await Promise.all(first.flat().map((r) => t.redis.hgetall(`${t.store.keys(q).base}job:${r.id}`)))).toEqual(hashes);
+  });
+
   it('large requests: one of 1500 jobs, and two of 600 in one turn', async () => {
     const q = newQueue();
     const big = await t.store.enqueue(Array.from({ length: 1500 }, (_, i) => norm(q, { payload: { i } })));
