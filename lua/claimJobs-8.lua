@@ -64,6 +64,8 @@ end
 local out = {0, -1}
 local claimed = 0
 local lease = now + tonumber(ARGV[3])
+-- Integers as strings for redis.call (see int() in now.lua).
+local nowS, leaseS = int(now), int(lease)
 local popped = redis.call('ZPOPMIN', KEYS[1], n)
 local solo = false
 local stopAt = nil -- index in popped of the first entry to put back
@@ -82,16 +84,17 @@ for i = 1, #popped, 2 do
   elseif f[1] == 'waiting' then
     local a = (tonumber(f[2]) or 0) + 1
     local x = (tonumber(f[3]) or 0) + 1
+    local aS, xS = int(a), int(x)
     local token = ARGV[5] .. claimed
     if ARGV[6] == '1' then
       -- An external claim records its lease length: a heartbeat that reaches
       -- another api replica renews the same length, not the default.
-      redis.call('HSET', jk, 's', 'active', 'a', a, 'x', x, 'lt', token, 'w', ARGV[4], 'sa', now, 'll', ARGV[3])
+      redis.call('HSET', jk, 's', 'active', 'a', aS, 'x', xS, 'lt', token, 'w', ARGV[4], 'sa', nowS, 'll', ARGV[3])
     else
-      redis.call('HSET', jk, 's', 'active', 'a', a, 'x', x, 'lt', token, 'w', ARGV[4], 'sa', now)
+      redis.call('HSET', jk, 's', 'active', 'a', aS, 'x', xS, 'lt', token, 'w', ARGV[4], 'sa', nowS)
     end
-    redis.call('ZADD', KEYS[3], lease, id)
-    emit(KEYS[5], now, 'claimed', id, 'waiting', 'active', a, {'x', x, 'w', ARGV[4]})
+    redis.call('ZADD', KEYS[3], leaseS, id)
+    emit(KEYS[5], nowS, 'claimed', id, 'waiting', 'active', aS, {'x', xS, 'w', ARGV[4]})
     claimed = claimed + 1
     local ma, to, bo = unpackOpts(f[5])
     local job = {id, token, lease, f[4] or '', readPayload(jk, f[6], f[7]), a, ma or 0, bo or '', to or '', x}

@@ -16,6 +16,7 @@
 @include "job"
 
 local now = nowMs()
+local nowS = int(now) -- integers as strings for redis.call (see int() in now.lua)
 local out = {}
 for i = 3, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
@@ -26,17 +27,17 @@ for i = 3, #ARGV, 3 do
   elseif f[1] ~= 'active' or f[2] ~= token then
     out[#out + 1] = ERR_LEASE_LOST
   elseif f[6] == '1' then
-    redis.call('HSET', jk, 's', 'cancelled', 'fa', now)
+    redis.call('HSET', jk, 's', 'cancelled', 'fa', nowS)
     redis.call('ZREM', KEYS[1], id)
-    emit(KEYS[2], now, 'cancelled', id, 'active', 'cancelled', f[3], {'x', f[4], 'w', ARGV[2], 'r', 'cancel_requested'})
+    emit(KEYS[2], nowS, 'cancelled', id, 'active', 'cancelled', f[3], {'x', f[4], 'w', ARGV[2], 'r', 'cancel_requested'})
     out[#out + 1] = 2
   else
     -- lt stays: every fenced script also requires s == 'active', so a
     -- leftover token is inert, and not deleting saves a listpack rewrite.
-    redis.call('HSET', jk, 's', 'completed', 'r', ARGV[i + 2], 'fa', now)
+    redis.call('HSET', jk, 's', 'completed', 'r', ARGV[i + 2], 'fa', nowS)
     redis.call('ZREM', KEYS[1], id)
-    emit(KEYS[2], now, 'completed', id, 'active', 'completed', f[3],
-      {'x', f[4], 'w', ARGV[2], 'd', ARGV[i + 2], 'ms', now - (tonumber(f[5]) or now)})
+    emit(KEYS[2], nowS, 'completed', id, 'active', 'completed', f[3],
+      {'x', f[4], 'w', ARGV[2], 'd', ARGV[i + 2], 'ms', int(now - (tonumber(f[5]) or now))})
     out[#out + 1] = 1
   end
 end

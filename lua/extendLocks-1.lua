@@ -20,7 +20,7 @@ for i = 3, #ARGV, 2 do
   local jk = jobKey(ARGV[1], id)
   local f = safeHmget(jk, 's', 'lt', 'cr')
   if f and f[1] == 'active' and f[2] == token then
-    redis.call('ZADD', KEYS[1], 'XX', lease, id)
+    redis.call('ZADD', KEYS[1], 'XX', int(lease), id)
     out[#out + 1] = (f[3] == '1') and 2 or 1
   else
     out[#out + 1] = ERR_LEASE_LOST

@@ -1,7 +1,8 @@
 -- Moves due delayed jobs (runAt <= now) to the waiting set. Returns the count.
 -- Needs: jobKey, safeHmget, deadLetterCorrupt, waitingScore, emit.
 local function promoteDue(prefix, delayedKey, waitingKey, failedKey, eventsKey, now, limit)
-  local ids = redis.call('ZRANGEBYSCORE', delayedKey, '-inf', now, 'LIMIT', 0, limit)
+  local nowS = int(now) -- see int() in now.lua
+  local ids = redis.call('ZRANGEBYSCORE', delayedKey, '-inf', nowS, 'LIMIT', 0, limit)
   for _, id in ipairs(ids) do
     redis.call('ZREM', delayedKey, id)
     local jk = jobKey(prefix, id)
@@ -10,9 +11,9 @@ local function promoteDue(prefix, delayedKey, waitingKey, failedKey, eventsKey, 
       deadLetterCorrupt(prefix, failedKey, eventsKey, id, now, 'delayed', err)
     elseif f[1] == 'delayed' then
       if tonumber(f[2]) and tonumber(f[3]) then
-        redis.call('HSET', jk, 's', 'waiting', 'ua', now)
+        redis.call('HSET', jk, 's', 'waiting', 'ua', nowS)
         redis.call('ZADD', waitingKey, waitingScore(f[2], f[3]), id)
-        emit(eventsKey, now, 'promoted', id, 'delayed', 'waiting', f[4])
+        emit(eventsKey, nowS, 'promoted', id, 'delayed', 'waiting', f[4])
       else
         deadLetterCorrupt(prefix, failedKey, eventsKey, id, now, 'delayed', 'priority or sequence missing')
       end
