@@ -178,16 +178,16 @@ function bullmq() {
 }
 
 // ------------------------------------------------------------- scenarios ---
-async function enqueueSingle(make) {
+async function enqueueSingle(make, n = N) {
   const q = make();
-  const r = await q.addSingle(N);
+  const r = await q.addSingle(n);
   await q.clean();
   await q.close();
   return r;
 }
-async function enqueueBatch(make) {
+async function enqueueBatch(make, n = N) {
   const q = make();
-  const r = await q.addBatch(N);
+  const r = await q.addBatch(n);
   await q.clean();
   await q.close();
   return r;
@@ -261,6 +261,15 @@ async function main() {
   const record = (k, v) => (results[k] = results[k] || []).push(v);
   console.log(`machine: ${os.cpus().length}x ${os.cpus()[0].model}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}`);
   console.log(`N=${N} concurrency=${CONC} in-flight adds=${INFLIGHT} rounds=${ROUNDS}\n`);
+  if (!ONLY_FLAT) {
+    // Warm-up, not recorded: both systems' code is JIT-compiled before the first
+    // measured round (otherwise whichever runs first in round 1 pays for it).
+    for (const make of [sluice, bullmq]) {
+      await enqueueSingle(make, 10000);
+      await enqueueBatch(make, 10000);
+      await processing(make, 10000, 10000);
+    }
+  }
   for (let round = 1; round <= (ONLY_FLAT ? 0 : ROUNDS); round++) {
     // Alternate which system goes first in each round.
     const order = round % 2 ? [sluice, bullmq] : [bullmq, sluice];
