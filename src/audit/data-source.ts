@@ -5,9 +5,16 @@ import { AuditSchema1796000000000 } from './migrations/1796000000000-AuditSchema
 import { QueueEpochs1796000200000 } from './migrations/1796000200000-QueueEpochs';
 import { HistoryQueries1796000300000 } from './migrations/1796000300000-HistoryQueries';
 import { Schedules1796000600000 } from './migrations/1796000600000-Schedules';
+import { DropUnusedEventIndex1796000700000 } from './migrations/1796000700000-DropUnusedEventIndex';
 
 /** Every migration, in order. Append only. */
-export const MIGRATIONS = [AuditSchema1796000000000, QueueEpochs1796000200000, HistoryQueries1796000300000, Schedules1796000600000];
+export const MIGRATIONS = [
+  AuditSchema1796000000000,
+  QueueEpochs1796000200000,
+  HistoryQueries1796000300000,
+  Schedules1796000600000,
+  DropUnusedEventIndex1796000700000,
+];
 
 /** Builds the TypeORM data source (never `synchronize`: migrations only). */
 export function createDataSource(databaseUrl: string, poolSize = 10): DataSource {

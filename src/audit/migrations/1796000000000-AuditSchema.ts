@@ -67,7 +67,7 @@ export class AuditSchema1796000000000 implements MigrationInterface {
     await q.query(`CREATE UNIQUE INDEX job_events_stream_entry ON job_events (queue, stream_ms, stream_seq)`);
     // GET /jobs/:id/events: one job's timeline in stream order.
     await q.query(`CREATE INDEX job_events_job ON job_events (job_id, stream_ms, stream_seq)`);
-    // Retention pruning by age.
+    // Retention pruning by age (dropped by 1796000700000: pruning goes by job_id).
     await q.query(`CREATE INDEX job_events_at ON job_events (at)`);
 
     await q.query(`
