@@ -5,7 +5,9 @@
  *     AuditWriter drains the streams: events/s into PostgreSQL;
  *  2. lag: a steady 5,000 jobs/s for 20 s with a worker and the writer on:
  *     p50/p99 of the age of the oldest unmirrored event, sampled every 50 ms;
- *  3. processing with full audit vs BullMQ (no history at all), same Redis, alternating.
+ *  3. processing with full audit vs BullMQ (no history at all), same Redis, alternating;
+ *     the writer once in the worker's process (ROLE=all) and once in a process
+ *     of its own (scripts/bench/audit-writer-child.js, as docker-compose runs ROLE=audit).
  *   node scripts/bench/audit.js [--n 50000] [--rounds 3] [--write docs/benchmarks.md]
  */
 const { performance } = require('node:perf_hooks');
@@ -46,6 +48,7 @@ async function freshDb() {
   const { dataSource } = await openAuditStore(u.toString(), 10);
   return {
     db: dataSource,
+    url: u.toString(),
     async drop() {
       await dataSource.destroy();
       const admin = new URL(PG_URL);
@@ -171,6 +174,36 @@ async function processingWithAudit() {
   return r;
 }
 
+/**
+ * Like processingWithAudit, but the writer runs in a process of its own
+ * (scripts/bench/audit-writer-child.js), as docker-compose deploys the
+ * `audit` role; it starts at the same moment as the worker.
+ */
+async function processingWithAuditChild() {
+  const { fork } = require('node:child_process');
+  const s = sluice();
+  const { db, drop, url } = await freshDb();
+  await s.fill(N);
+  const child = fork(path.join(__dirname, 'audit-writer-child.js'), [s.store.prefix, url]);
+  await new Promise((res, rej) => {
+    child.once('message', res);
+    child.once('exit', (code) => rej(new Error(`audit writer child exited with ${code}`)));
+  });
+  child.send('go');
+  let done = 0;
+  const t0 = performance.now();
+  const rt = s.worker(() => done++);
+  while (done < N) await sleep(2);
+  await rt.stop();
+  const r = N / ((performance.now() - t0) / 1000);
+  await waitDrained(s);
+  child.send('stop');
+  await new Promise((res) => child.once('exit', res));
+  await s.clean();
+  await drop();
+  return r;
+}
+
 async function processingBull() {
   const connection = new IORedis(REDIS_URL, { maxRetriesPerRequest: null });
   const name = `bench-audit-bull-${process.pid}-${seq++}`;
@@ -191,13 +224,15 @@ async function processingBull() {
 
 async function main() {
   console.log(`machine: ${os.cpus().length}x ${os.cpus()[0].model}, node ${process.version}; N=${N}, rounds=${ROUNDS}`);
-  const tp = [], withAudit = [], bull = [];
+  const tp = [], withAudit = [], withChild = [], bull = [];
   for (let r = 0; r < ROUNDS; r++) {
     const t = await throughput();
     tp.push(t.rate);
-    const order = r % 2 ? [processingBull, processingWithAudit] : [processingWithAudit, processingBull];
-    for (const f of order) (f === processingBull ? bull : withAudit).push(await f());
-    console.log(`round ${r + 1}: audit ${fmt(t.rate)} events/s (${fmt(t.events)} events); processing with audit ${fmt(withAudit[r])}/s; BullMQ ${fmt(bull[r])}/s`);
+    const order = r % 2 ? [processingBull, processingWithAuditChild, processingWithAudit] : [processingWithAudit, processingWithAuditChild, processingBull];
+    for (const f of order) (f === processingBull ? bull : f === processingWithAudit ? withAudit : withChild).push(await f());
+    console.log(
+      `round ${r + 1}: audit ${fmt(t.rate)} events/s (${fmt(t.events)} events); processing with audit ${fmt(withAudit[r])}/s (writer in its own process ${fmt(withChild[r])}/s); BullMQ ${fmt(bull[r])}/s`,
+    );
   }
   const l = await lag();
   console.log(`lag at 5,000 jobs/s for 20 s (${fmt(l.jobs)} jobs): p50 ${l.p50} ms, p99 ${l.p99} ms`);
@@ -210,9 +245,10 @@ async function main() {
     `|---|---:|`,
     `| audit writer throughput into PostgreSQL | ${fmt(median(tp))} events/s |`,
     `| audit lag at a steady 5,000 jobs/s, p50 / p99 | ${l.p50} ms / ${l.p99} ms |`,
-    `| processing, no-op, concurrency 50, with the audit writer on | ${fmt(median(withAudit))} jobs/s |`,
+    `| processing, no-op, concurrency 50, with the audit writer on, in the worker's process | ${fmt(median(withAudit))} jobs/s |`,
+    `| the same, the writer in its own process (as docker-compose deploys \`ROLE=audit\`) | ${fmt(median(withChild))} jobs/s |`,
     `| BullMQ 6.7 processing, same setup (no history kept) | ${fmt(median(bull))} jobs/s |`,
-    `| ratio | ${(median(withAudit) / median(bull)).toFixed(2)}x |`,
+    `| ratio, writer in the worker's process / in its own process | ${(median(withAudit) / median(bull)).toFixed(2)}x / ${(median(withChild) / median(bull)).toFixed(2)}x |`,
     '',
   ];
   console.log(lines.slice(4).join('\n'));
