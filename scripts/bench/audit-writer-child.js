@@ -18,10 +18,16 @@ const { openAuditStore } = require(`${dist}/audit/data-source`);
 
 const [prefix, databaseUrl] = process.argv.slice(2);
 (async () => {
-  const redis = createRedis({ redisUrl: process.env.REDIS_URL || 'redis://127.0.0.1:6379', redisClusterNodes: null });
+  const redis = createRedis({
+    redisUrl: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
+    redisClusterNodes: null,
+  });
   const store = new RedisJobStore(redis, new RedisScripts(redis), prefix);
   const { dataSource } = await openAuditStore(databaseUrl, 10);
-  const writer = new AuditWriter(redis, store, dataSource, { writerId: `child-${process.pid}`, idleMs: 2 });
+  const writer = new AuditWriter(redis, store, dataSource, {
+    writerId: `child-${process.pid}`,
+    idleMs: 2,
+  });
   process.on('message', async (m) => {
     if (m === 'go') writer.start();
     if (m === 'stop') {
