@@ -21,8 +21,7 @@
   Guarantee: each new job gets exactly one 'enqueued' event carrying its full
   spec; delay is resolved on Redis's clock; groups behave as if run one after
   another (a key first used by an earlier group of the call replays it); a job
-  id that already exists is never overwritten (a resent call replays: ids are
-  unique to a call, see `resent`).
+  id that already exists is never overwritten (a resent call replays).
 ]]
 @include "errors"
 @include "now"
@@ -88,34 +87,19 @@ local out = {}
 local woke = false
 -- One HINCRBY reserves the sequence numbers of every job to write (a resent
 -- job found by EXISTS below leaves a gap, which is harmless).
--- A call resent by the client after a reconnect (its first run succeeded but
--- the reply was lost) must replay, not write its jobs twice. The ids are
--- made fresh for each call and a call is atomic, so either every new job of
--- it exists or none does: checking the first and last new job replaces one
--- EXISTS per job (~10 % of this script's cost).
 local toWrite = 0
-local firstB, lastB
 base = first
 for g = 1, groups do
   local n = tonumber(ARGV[6 + g])
   if not conflict[g] then
     for j = 0, n - 1 do
-      local b = base + j * FIELDS
-      if not replay[b] then
-        toWrite = toWrite + 1
-        firstB = firstB or b
-        lastB = b
-      end
+      if not replay[base + j * FIELDS] then toWrite = toWrite + 1 end
     end
   end
   base = base + n * FIELDS
 end
 local seq = 0
-local resent = false
-if toWrite > 0 then
-  seq = redis.call('HINCRBY', KEYS[5], 'seq', toWrite) - toWrite
-  resent = redis.call('EXISTS', prefix .. 'job:' .. ARGV[firstB], prefix .. 'job:' .. ARGV[lastB]) > 0
-end
+if toWrite > 0 then seq = redis.call('HINCRBY', KEYS[5], 'seq', toWrite) - toWrite end
 local dMa, dBo, dTo = meta[1] or ARGV[2], meta[2] or ARGV[3], meta[3] or ARGV[4]
 local defaultOpts = packOpts(dMa, dTo, dBo)
 base = first
@@ -130,7 +114,9 @@ for g = 1, groups do
       local b = base + j * FIELDS
       local id = replay[b] or ARGV[b]
       local jk = prefix .. 'job:' .. id
-      if replay[b] or (resent and redis.call('EXISTS', jk) == 1) then
+      -- Checked per job, not once per call: a call resent after a reconnect
+      -- may find some of its jobs already finished and pruned, others live.
+      if replay[b] or redis.call('EXISTS', jk) == 1 then
         res[r + 1] = id; res[r + 2] = redis.call('HGET', jk, 's') or 'unknown'; res[r + 3] = 1
         res[r + 4] = ''; res[r + 5] = ''; res[r + 6] = ''
       else
