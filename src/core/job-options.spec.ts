@@ -124,6 +124,7 @@ describe('normalizeEnqueue: field rules', () => {
     [{ type: 't', delayMs: '100' }, 'delayMs'],
     [{ type: 't', runAt: -1 }, 'runAt'],
     [{ type: 't', runAt: 1.5 }, 'runAt'],
+    [{ type: 't', runAt: 1e300 }, 'runAt'], // would wrap as a C long in the Lua scripts
     [{ type: 't', runAt: '2026-01-01T00:00:00Z' }, 'runAt'],
     [{ type: 't', maxAttempts: 0 }, 'maxAttempts'],
     [{ type: 't', maxAttempts: 101 }, 'maxAttempts'],

@@ -9,6 +9,8 @@ export const LIMITS = Object.freeze({
   minPriority: -100,
   maxPriority: 100,
   maxDelayMs: 31_536_000_000,
+  /** The latest instant a JavaScript Date can hold (what an ISO `runAt` can reach); the Lua scripts format times as C longs. */
+  maxRunAtMs: 8_640_000_000_000_000,
   minAttempts: 1,
   maxAttempts: 100,
   maxTimeoutMs: 86_400_000,
@@ -82,7 +84,7 @@ export function normalizeEnqueue(input: EnqueueInput, maxPayloadBytes: number, p
   if (input.delayMs !== undefined && !(isInt(input.delayMs) && input.delayMs >= 0 && input.delayMs <= LIMITS.maxDelayMs)) {
     bad('delayMs', `must be an integer 0..${LIMITS.maxDelayMs}`);
   }
-  if (input.runAt !== undefined && !(isInt(input.runAt) && input.runAt >= 0)) bad('runAt', 'must be a valid time');
+  if (input.runAt !== undefined && !(isInt(input.runAt) && input.runAt >= 0 && input.runAt <= LIMITS.maxRunAtMs)) bad('runAt', 'must be a valid time');
   if (input.maxAttempts !== undefined && !(isInt(input.maxAttempts) && input.maxAttempts >= LIMITS.minAttempts && input.maxAttempts <= LIMITS.maxAttempts)) {
     bad('maxAttempts', 'must be an integer 1..100');
   }

@@ -5,11 +5,20 @@ import type { SluiceConfig } from '../config/config';
 export type RedisClient = Redis | Cluster;
 
 /**
+ * Commands written to the socket as soon as they are issued (see createRedis);
+ * single node only. On a cluster each unpipelined call is retried on its own
+ * during a slot migration (TRYAGAIN waits, MOVED does not), so a later call
+ * could overtake an earlier one and break FIFO; ioredis runs one auto-pipeline
+ * per node at a time and retries it whole, which keeps them in order.
+ */
+const UNPIPELINED = ['enqueueJobs'];
+
+/**
  * Creates a Redis connection from the config: ioredis Cluster when
  * REDIS_CLUSTER_NODES is set, else a single node from REDIS_URL.
  * Auto-pipelining batches the commands issued in one event-loop tick into one
  * write, which is what lets many in-flight enqueues share round trips.
- * The enqueue script is the exception (`autoPipeliningIgnoredCommands`): it
+ * On a single node the enqueue script is the exception (UNPIPELINED): it
  * does its own group commit (RedisJobStore.enqueue) and must reach the socket
  * at once, so that Redis runs one chunk of jobs while Node prepares the next;
  * auto-pipelined, every chunk of a tick would travel in one write and Node
@@ -17,9 +26,6 @@ export type RedisClient = Redis | Cluster;
  * @param opts.blocking for connections that issue BLPOP: no auto-pipelining
  *   (a blocked pipeline would hold up other commands).
  */
-/** Commands written to the socket as soon as they are issued (see createRedis). */
-const UNPIPELINED = ['enqueueJobs'];
-
 export function createRedis(
   config: Pick<SluiceConfig, 'redisUrl' | 'redisClusterNodes'>,
   opts: { blocking?: boolean; name?: string } = {},
@@ -31,16 +37,14 @@ export function createRedis(
     retryStrategy: (times) => Math.min(50 * times, 1000),
     maxRetriesPerRequest: opts.blocking ? null : 20,
     enableAutoPipelining: !opts.blocking,
-    autoPipeliningIgnoredCommands: UNPIPELINED,
   };
   const client: RedisClient = config.redisClusterNodes
     ? new Cluster(config.redisClusterNodes, {
         redisOptions: common,
         enableAutoPipelining: !opts.blocking,
-        autoPipeliningIgnoredCommands: UNPIPELINED,
         clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
       })
-    : new Redis(config.redisUrl, common);
+    : new Redis(config.redisUrl, { ...common, autoPipeliningIgnoredCommands: UNPIPELINED });
   // Connection errors surface as rejected commands and 'close' events, which
   // the callers handle (the worker logs "pausing claims" once); without a
   // listener ioredis would print every reconnect attempt to stderr.

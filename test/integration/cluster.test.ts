@@ -238,6 +238,38 @@ test('RedisScripts.verify compiles every script on every master, and names a bro
   );
 });
 
+test('FIFO holds across a slot migration: a call that got TRYAGAIN is not overtaken by a later one', async () => {
+  // Mid-migration the queue's keys are split between two masters, so the
+  // enqueue script gets TRYAGAIN (retried after a delay); the next call,
+  // issued once the slot has moved, gets MOVED (retried at once). Each call
+  // must still keep its place: ioredis runs one auto-pipeline per node at a
+  // time and retries it whole (src/redis/connection.ts, UNPIPELINED).
+  const store = clusterStore('reshard');
+  const q = 'reshard-fifo';
+  const norm = (n: number) => normalizeEnqueue({ type: 't', queue: q, payload: { n } }, 1e6);
+  const k = store.keys(q);
+  await store.enqueue([norm(0)]);
+  await store.enqueue([normalizeEnqueue({ type: 't', queue: q, payload: { n: -1 }, delayMs: 3_600_000 }, 1e6)]); // the delayed set exists too
+  const nodes = cluster.nodes.map((n) => nodeClient(n.port));
+  const slot = Number(await nodes[0].call('CLUSTER', 'KEYSLOT', k.waiting));
+  const ids = await Promise.all(nodes.map(async (n) => String(await n.call('CLUSTER', 'MYID'))));
+  const counts = await Promise.all(nodes.map(async (n) => Number(await n.call('CLUSTER', 'COUNTKEYSINSLOT', slot))));
+  const from = counts.findIndex((c) => c > 0);
+  const to = (from + 1) % nodes.length;
+  const migrate = (keys: string[]) => nodes[from].call('MIGRATE', '127.0.0.1', cluster.nodes[to].port, '', 0, 5000, 'KEYS', ...keys);
+  await nodes[to].call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', ids[from]);
+  await nodes[from].call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', ids[to]);
+  await migrate([k.events]); // keys split between the two masters: the script gets TRYAGAIN
+  const first = store.enqueue([norm(1)]);
+  await sleep(30);
+  await migrate((await nodes[from].call('CLUSTER', 'GETKEYSINSLOT', slot, 1000)) as string[]);
+  for (const n of [nodes[to], nodes[from], ...nodes]) await n.call('CLUSTER', 'SETSLOT', slot, 'NODE', ids[to]);
+  const second = store.enqueue([norm(2)]);
+  await Promise.all([first, second]);
+  const got = await store.claim(q, 10, 10_000, 'w');
+  expect(got.jobs.map((j) => (j.payload as { n: number }).n)).toEqual([0, 1, 2]);
+});
+
 test('WakeWaiter on a cluster: a wake-up that arrives between two waits is not lost', async () => {
   const store = clusterStore(`t-cl-wake-${randomBytes(3).toString('hex')}`);
   const { queues } = await queuesOnEveryShard(nodeClient(cluster.nodes[0].port), store, 'qwake');

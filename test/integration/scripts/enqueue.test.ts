@@ -519,6 +519,39 @@ describe('enqueue: requests coalesced in one event-loop turn stay independent', 
     expect(await Promise.all(first.flat().map((r) => t.redis.hgetall(`${t.store.keys(q).base}job:${r.id}`)))).toEqual(hashes);
   });
 
+  it('a resent call whose first and last jobs already finished and left Redis leaves its live middle job alone', async () => {
+    const q = newQueue();
+    await enq(q);
+    await t.store.claim(q, 10, 30_000, 'w0'); // out of the way
+    let sent: { keys: string[]; args: (string | number)[] } | undefined;
+    const run = t.store.scripts.run.bind(t.store.scripts);
+    const spy = jest.spyOn(t.store.scripts, 'run').mockImplementation((name, keys, args) => {
+      if (name === 'enqueueJobs') sent = { keys, args };
+      return run(name, keys, args);
+    });
+    let ids: string[];
+    try {
+      ids = (await t.store.enqueue([norm(q, { payload: { a: 1 }, priority: 10 }), norm(q, { payload: { b: 1 } }), norm(q, { payload: { c: 1 }, priority: 10 })])).map((r) => r.id);
+    } finally {
+      spy.mockRestore();
+    }
+    const [a, b, c] = ids;
+    const k = t.store.keys(q);
+    const first = await t.store.claim(q, 2, 30_000, 'w1'); // a and c (higher priority)
+    expect(first.jobs.map((j) => j.id).sort()).toEqual([a, c].sort());
+    await t.store.complete(q, 'w1', first.jobs.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
+    // What the audit writer does once they are mirrored (KEEP_COMPLETED_* unset).
+    expect(await t.store.scripts.run('forgetJobs', [k.done, k.meta], [k.base, -1, -1, a, c])).toBe(2);
+    const running = await t.store.claim(q, 1, 30_000, 'w2');
+    expect(running.jobs.map((j) => j.id)).toEqual([b]);
+    const before = await t.redis.hgetall(`${k.base}job:${b}`);
+    // ioredis resends the unanswered call after a reconnect, byte for byte.
+    await t.store.scripts.run('enqueueJobs', sent!.keys, sent!.args);
+    expect(await t.redis.hgetall(`${k.base}job:${b}`)).toEqual(before);
+    expect(await t.redis.zscore(k.waiting, b)).toBeNull();
+    expect(await t.store.complete(q, 'w2', [{ id: b, lockToken: running.jobs[0].lockToken, result: null }])).toEqual(['completed']);
+  });
+
   it('large requests: one of 1500 jobs, and two of 600 in one turn', async () => {
     const q = newQueue();
     const big = await t.store.enqueue(Array.from({ length: 1500 }, (_, i) => norm(q, { payload: { i } })));
