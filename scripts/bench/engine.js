@@ -201,8 +201,28 @@ async function processing(make, n = N, prefill = N) {
   await q.close();
   return r;
 }
+/**
+ * Waits until Redis has finished freeing what the previous phase deleted
+ * (UNLINK frees large values on a background thread, which on 2 cores takes
+ * CPU from everything else for a while), so "idle" means idle for both systems.
+ */
+async function redisQuiet() {
+  const r = new IORedis(REDIS_URL);
+  try {
+    for (let i = 0; i < 200; i++) {
+      const pending = Number(/lazyfree_pending_objects:(\d+)/.exec(await r.info('memory'))?.[1] ?? 0);
+      if (pending === 0) break;
+      await sleep(50);
+    }
+    await sleep(500);
+  } finally {
+    r.disconnect();
+  }
+}
+
 /** Idle worker: time from the enqueue call to the handler's start, ms. */
 async function latency(make, samples = 500) {
+  await redisQuiet();
   const q = make();
   const lat = [];
   let t0 = 0;
