@@ -28,7 +28,9 @@ describe('installLeanAsyncBind', () => {
     const asCalled = r.bind(f);
     expect(asCalled.length).toBe(2);
     expect(asCalled.call({ k: 10 }, 1, 2)).toBe(13);
-    expect(r.bind(f, { k: 100 })(1, 2)).toBe(103);
+    // @types/node declares bind(fn) only; Node's own signature is bind(fn, thisArg).
+    const bindWithThis = r.bind.bind(r) as unknown as (fn: typeof f, thisArg: unknown) => (a: number, b: number) => number;
+    expect(bindWithThis(f, { k: 100 })(1, 2)).toBe(103);
     expect(() =>
       r.bind(() => {
         throw new Error('boom');

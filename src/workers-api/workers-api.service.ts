@@ -1,23 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
-import { iso } from '../http/api-job';
+import { iso, WithIsoTimes } from '../http/api-job';
 import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
-import { WorkerRegistry } from '../workers/worker-registry';
+import { WorkerInfo, WorkerRegistry } from '../workers/worker-registry';
 
-/** The API.md worker object (times ISO). */
-export interface ApiWorker {
-  id: string;
-  hostname: string;
-  pid: number;
-  queues: string[];
-  concurrency: number;
-  active: number;
-  startedAt: string | null;
-  lastHeartbeatAt: string | null;
-  status: 'running' | 'draining' | 'dead';
-}
+/** The API.md worker object: the registry's WorkerInfo with its times as ISO strings. */
+export type ApiWorker = WithIsoTimes<WorkerInfo, 'startedAt' | 'lastHeartbeatAt'>;
 
 /**
  * Reads the worker registry that worker processes keep in Redis
@@ -35,16 +25,6 @@ export class WorkersApiService {
   /** Every registered worker, oldest heartbeat first. */
   async list(): Promise<ApiWorker[]> {
     const workers = await WorkerRegistry.list(this.redis, this.config.redisPrefix);
-    return workers.map((w) => ({
-      id: w.id,
-      hostname: w.hostname,
-      pid: w.pid,
-      queues: w.queues,
-      concurrency: w.concurrency,
-      active: w.active,
-      startedAt: iso(w.startedAt),
-      lastHeartbeatAt: iso(w.lastHeartbeatAt),
-      status: w.status,
-    }));
+    return workers.map((w) => ({ ...w, startedAt: iso(w.startedAt), lastHeartbeatAt: iso(w.lastHeartbeatAt) }));
   }
 }

@@ -3,20 +3,10 @@ import { REDIS } from '../../src/redis/redis.module';
 import type { RedisClient } from '../../src/redis/connection';
 import { WorkerRegistry } from '../../src/workers/worker-registry';
 import { WorkerService } from '../../src/workers/worker.service';
+import type { ApiWorker } from '../../src/workers-api/workers-api.service';
 import { startTestApi, TestApi } from '../support/http';
 import { waitUntil } from '../support/timing';
 
-interface ApiWorker {
-  id: string;
-  hostname: string;
-  pid: number;
-  queues: string[];
-  concurrency: number;
-  active: number;
-  startedAt: string;
-  lastHeartbeatAt: string;
-  status: string;
-}
 
 describe('GET /workers (e2e)', () => {
   let api: TestApi;
@@ -49,7 +39,7 @@ describe('GET /workers (e2e)', () => {
     const job = await api.http.post('/jobs').send({ type: 'diag.sleep', queue: 'wq', payload: { ms: 2500 } });
     expect(job.status).toBe(201);
     const busy = await waitUntil('worker reports 1 active job', async () => (await workers()).find((w) => w.id === id && w.active === 1), 10_000);
-    expect(Date.parse(busy.lastHeartbeatAt)).toBeGreaterThanOrEqual(Date.parse(me!.lastHeartbeatAt));
+    expect(Date.parse(busy.lastHeartbeatAt ?? '')).toBeGreaterThanOrEqual(Date.parse(me!.lastHeartbeatAt ?? ''));
   });
 
   it('reports a worker that stopped heartbeating as dead, and a draining one as draining', async () => {
