@@ -17,6 +17,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const crypto = require('node:crypto');
 const { Client } = require('pg');
+const { dropDatabase } = require('./lib/cleanup');
 
 const dist = (p) => require(path.resolve(__dirname, '../dist', p));
 const { openAuditStore, MIGRATIONS } = dist('audit/data-source');
@@ -265,14 +266,7 @@ ${out.join('\n')}`;
   } finally {
     await c.end();
     if (process.env.KEEP_DB === '1') console.log(`kept ${url}`);
-    else {
-      const db = url.pathname.slice(1);
-      url.pathname = '/postgres';
-      const admin = new Client({ connectionString: url.toString() });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
-      await admin.end();
-    }
+    else await dropDatabase(url.toString());
     if (!ok) process.exitCode = 1;
   }
 }

@@ -27,7 +27,7 @@ const { openAuditStore } = require(`${dist}/audit/data-source`);
 const { readBacklog } = require(`${dist}/audit/audit-backlog`);
 const { Queue, Worker } = require('bullmq');
 const IORedis = require('ioredis');
-const { Client } = require('pg');
+const { deletePrefix, dropDatabase } = require('../lib/cleanup');
 
 const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
@@ -51,11 +51,7 @@ async function freshDb() {
     url: u.toString(),
     async drop() {
       await dataSource.destroy();
-      const admin = new URL(PG_URL);
-      const c = new Client({ connectionString: admin.toString() });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS "${u.pathname.slice(1)}" WITH (FORCE)`);
-      await c.end();
+      await dropDatabase(u.toString());
     },
   };
 }
@@ -86,12 +82,7 @@ function sluice() {
     },
     job,
     async clean() {
-      let cursor = '0';
-      do {
-        const [c, keys] = await redis.scan(cursor, 'MATCH', `${store.prefix}:*`, 'COUNT', 5000);
-        cursor = c;
-        if (keys.length) await redis.unlink(...keys);
-      } while (cursor !== '0');
+      await deletePrefix(redis, store.prefix);
       redis.disconnect();
     },
   };

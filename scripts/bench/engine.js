@@ -22,6 +22,7 @@ const { HandlerMap } = require(`${dist}/core/handler`);
 const { WorkerRuntime } = require(`${dist}/workers/worker-runtime`);
 const { WakeWaiter } = require(`${dist}/workers/wake-waiter`);
 const { Queue, Worker } = require('bullmq');
+const { deletePrefix } = require('../lib/cleanup');
 const IORedis = require('ioredis');
 
 const args = process.argv.slice(2);
@@ -101,14 +102,7 @@ function sluice() {
         }),
       };
     },
-    async clean() {
-      let cursor = '0';
-      do {
-        const [c, keys] = await redis.scan(cursor, 'MATCH', `${store.prefix}:*`, 'COUNT', 5000);
-        cursor = c;
-        if (keys.length) await redis.unlink(...keys);
-      } while (cursor !== '0');
-    },
+    clean: () => deletePrefix(redis, store.prefix),
     close: () => redis.disconnect(),
   };
 }

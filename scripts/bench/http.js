@@ -25,6 +25,7 @@ const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
+const { deletePrefix, dropDatabase } = require('../lib/cleanup');
 
 const args = process.argv.slice(2);
 const opt = (name, def) => {
@@ -117,28 +118,6 @@ async function measureWithCpu(pid, url, title, extra) {
   return r;
 }
 
-async function deletePrefix(redis, prefix) {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.unlink(...keys);
-  } while (cursor !== '0');
-}
-
-async function dropDatabase(url) {
-  const { Client } = require('pg');
-  const u = new URL(url);
-  const db = u.pathname.slice(1);
-  u.pathname = '/postgres';
-  const c = new Client({ connectionString: u.toString() });
-  await c.connect();
-  try {
-    await c.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
-  } finally {
-    await c.end();
-  }
-}
 
 async function waitReady(url, server, deadlineMs = 60_000) {
   const t0 = Date.now();
