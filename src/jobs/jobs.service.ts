@@ -117,23 +117,22 @@ export class JobsService {
    * Cancels a job (lua/cancelJob-4.lua). waiting/delayed: cancelled at once
    * (`requested` false); active: a cancel request, the holder's AbortSignal
    * fires and the job ends cancelled (`requested` true).
-   * @returns the job as it is right after the call.
+   * @returns the job as the cancel left it (read in the same MULTI).
    * @throws JobNotFoundError (404); WrongStateError (409) for a terminal job,
    *   also one Redis has pruned since (its PostgreSQL copy says which state).
    */
   async cancel(id: string): Promise<{ job: Job; requested: boolean }> {
     const job = await this.get(id);
     if (isTerminal(job.status)) throw new WrongStateError(id, job.status, 'cancel');
-    let status: string;
     try {
-      status = await this.store.cancel(job.queue, id);
+      const r = await this.store.cancelAndGet(job.queue, id);
+      return { job: r.job, requested: r.status === 'active' };
     } catch (e) {
       if (!(e instanceof JobNotFoundError)) throw e;
       // Finished and pruned from Redis between our read and the script: PostgreSQL has its end.
       const now = await this.get(id);
       throw new WrongStateError(id, isTerminal(now.status) ? now.status : `${now.status} in the history but not live in Redis`, 'cancel');
     }
-    return { job: await this.mustGet(id, job.queue), requested: status === 'active' };
   }
 
   /** Reads a just-enqueued job; it may already be finished and pruned from Redis. */

@@ -393,6 +393,27 @@ export class RedisJobStore implements JobStore {
     return status as JobStatus;
   }
 
+  /**
+   * {@link cancel} and a read of the job in one MULTI, so the job comes back
+   * exactly as the cancel left it: `cancelled`, or still `active` with
+   * `cancelRequested` even when its handler aborts and ends it a moment later
+   * (the PUBLISH reaches the worker before a separate read would run).
+   * @returns the script's status ('cancelled' or 'active') and the job.
+   * @throws JobNotFoundError (no hash), WrongStateError (terminal; nothing changed).
+   */
+  async cancelAndGet(queue: string, id: string): Promise<{ status: JobStatus; job: Job }> {
+    const k = this.keys(queue);
+    const [[code, status], job] = await this.runAndRead<[number, string]>(
+      'cancelJob',
+      [k.waiting, k.delayed, k.events, k.meta],
+      [k.base, id, cancelChannel(this.prefix)],
+      queue,
+      id,
+    );
+    if (code < 0 || !job) throw errorFromCode(code < 0 ? code : ScriptErrorCode.JobNotFound, id, status, 'cancel');
+    return { status: status as JobStatus, job };
+  }
+
   async retryFromDlq(queue: string, id: string, payload?: Record<string, Json>): Promise<JobStatus> {
     const k = this.keys(queue);
     const [code, status] = await this.scripts.run<[number, string]>(

@@ -5,7 +5,10 @@
 import Redis from 'ioredis';
 import { JobNotFoundError, LeaseLostError, WrongStateError } from '../../../src/core/errors';
 import type { EnqueueInput } from '../../../src/core/job-options';
+import { createRedis } from '../../../src/redis/connection';
 import { cancelChannel } from '../../../src/redis/keys';
+import { RedisJobStore } from '../../../src/redis/redis-job-store';
+import { RedisScripts } from '../../../src/redis/scripts';
 import { openStore, REDIS_URL, sleep, TestStore } from '../../support/redis';
 import { efta, expectLegal, ids, scriptHelpers } from '../../support/scripts';
 
@@ -85,6 +88,39 @@ describe('cancel', () => {
     expect(await t.store.fail(q, id, token, { error: 'aborted', retryable: true, delayMs: 0, reason: 'cancelled', workerId: 'w1' })).toBe('cancelled');
     expect((await t.store.getJob(q, id))!.status).toBe('cancelled');
     expect(efta((await events(q, id)).slice(3))).toEqual([['cancelled', 'active', 'cancelled', 1]]);
+  });
+
+  it('cancelAndGet answers with the job as the cancel left it, even when the holder ends it the moment the request is published', async () => {
+    // The race CI hit once in the e2e suite: the worker's abort (pub/sub)
+    // ended the job before a separate read ran, so DELETE answered 202 with
+    // status 'cancelled'. In-process here a read after the script rarely loses
+    // that race, so this checks the contract; the MULTI is what guarantees it.
+    const q = newQueue();
+    // The holder (a worker) has its own connection, as it would in production.
+    const holderRedis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
+    const holder = new RedisJobStore(holderRedis, new RedisScripts(holderRedis), t.prefix);
+    const sub = new Redis(REDIS_URL);
+    const tokens = new Map<string, string>();
+    const ended: Promise<unknown>[] = [];
+    try {
+      await sub.subscribe(cancelChannel(t.prefix));
+      sub.on('message', (_ch, id: string) => {
+        const token = tokens.get(id);
+        if (token) ended.push(holder.fail(q, id, token, { error: 'aborted', retryable: true, delayMs: 0, reason: 'cancelled', workerId: 'w1' }));
+      });
+      for (let i = 0; i < 40; i++) {
+        const { id, token } = await claimOne(q);
+        tokens.set(id, token);
+        const r = await t.store.cancelAndGet(q, id);
+        expect(r.status).toBe('active');
+        expect(r.job).toMatchObject({ id, status: 'active', cancelRequested: true });
+      }
+      await sleep(100);
+      expect(await Promise.all(ended)).toEqual(Array(40).fill('cancelled'));
+    } finally {
+      sub.disconnect();
+      holderRedis.disconnect();
+    }
   });
 
   it.each(['completed', 'failed', 'cancelled'] as const)('a %s job: WrongStateError naming the status, nothing changed', async (state) => {
