@@ -6,6 +6,7 @@ import { QueueEpochs1796000200000 } from './migrations/1796000200000-QueueEpochs
 import { HistoryQueries1796000300000 } from './migrations/1796000300000-HistoryQueries';
 import { Schedules1796000600000 } from './migrations/1796000600000-Schedules';
 import { DropUnusedEventIndex1796000700000 } from './migrations/1796000700000-DropUnusedEventIndex';
+import { StreamEntryKeys1796000800000 } from './migrations/1796000800000-StreamEntryKeys';
 
 /** Every migration, in order. Append only. */
 export const MIGRATIONS = [
@@ -14,6 +15,7 @@ export const MIGRATIONS = [
   HistoryQueries1796000300000,
   Schedules1796000600000,
   DropUnusedEventIndex1796000700000,
+  StreamEntryKeys1796000800000,
 ];
 
 /** Builds the TypeORM data source (never `synchronize`: migrations only). */

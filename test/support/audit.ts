@@ -91,12 +91,12 @@ export function expectedEventRow(e: StreamEntry) {
   };
 }
 
-/** job_events rows (without the bigserial) in the shape of expectedEventRow, ordered by seq (insertion order). */
+/** job_events rows in the shape of expectedEventRow, in stream order per queue (numeric: the table's columns, not the text aliases). */
 export async function eventRows(db: DataSource, jobIds?: string[]) {
   const rows = await db.query(
     `SELECT queue, stream_ms::text, stream_seq::text, job_id::text, round(extract(epoch FROM at) * 1000)::float8 AS at_ms, event,
             from_status, to_status, attempt, execution_seq, worker_id, reason, error, data
-     FROM job_events ${jobIds ? 'WHERE job_id = ANY($1::uuid[])' : ''} ORDER BY seq`,
+     FROM job_events ${jobIds ? 'WHERE job_id = ANY($1::uuid[])' : ''} ORDER BY queue, job_events.stream_ms, job_events.stream_seq`,
     jobIds ? [jobIds] : [],
   );
   return rows as ReturnType<typeof expectedEventRow>[];

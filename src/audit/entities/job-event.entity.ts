@@ -1,16 +1,15 @@
-import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**
  * `job_events`: the append-only audit trail, one row per stream entry.
- * (queue, stream_ms, stream_seq) is the stream entry id and is unique, which
- * makes the writer idempotent: a batch written twice inserts nothing twice.
+ * The primary key (queue, stream_ms, stream_seq) is the stream entry id,
+ * which makes the writer idempotent: a batch written twice inserts nothing twice.
  */
 @Entity({ name: 'job_events' })
 export class JobEventEntity {
-  @PrimaryGeneratedColumn('increment', { type: 'bigint' }) seq!: string;
-  @Column('text') queue!: string;
-  @Column('bigint', { name: 'stream_ms' }) streamMs!: string;
-  @Column('bigint', { name: 'stream_seq' }) streamSeq!: string;
+  @PrimaryColumn('text') queue!: string;
+  @PrimaryColumn('bigint', { name: 'stream_ms' }) streamMs!: string;
+  @PrimaryColumn('bigint', { name: 'stream_seq' }) streamSeq!: string;
   @Column('uuid', { name: 'job_id' }) jobId!: string;
   @Column('timestamptz') at!: Date;
   @Column('text') event!: string;

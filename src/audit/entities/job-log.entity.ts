@@ -1,12 +1,11 @@
-import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** `job_logs`: lines a handler wrote with ctx.log(), unique per stream entry. */
+/** `job_logs`: lines a handler wrote with ctx.log(), keyed by their stream entry id. */
 @Entity({ name: 'job_logs' })
 export class JobLogEntity {
-  @PrimaryGeneratedColumn('increment', { type: 'bigint' }) id!: string;
-  @Column('text') queue!: string;
-  @Column('bigint', { name: 'stream_ms' }) streamMs!: string;
-  @Column('bigint', { name: 'stream_seq' }) streamSeq!: string;
+  @PrimaryColumn('text') queue!: string;
+  @PrimaryColumn('bigint', { name: 'stream_ms' }) streamMs!: string;
+  @PrimaryColumn('bigint', { name: 'stream_seq' }) streamSeq!: string;
   @Column('uuid', { name: 'job_id' }) jobId!: string;
   @Column('timestamptz') at!: Date;
   @Column('int') attempt!: number;

@@ -4,7 +4,7 @@ import { epochMs, UUID_RE } from './common';
 
 /** One audit event, the API.md event shape (times epoch ms; the API renders ISO). */
 export interface JobEvent {
-  /** Position in the audit table (increasing in write order; unique). */
+  /** Position in the job's timeline: 1 for its first event (`enqueued`), then 2, 3… in stream order. */
   seq: number;
   /** When the transition happened, epoch ms (Redis clock). */
   at: number;
@@ -25,9 +25,10 @@ export interface JobEvent {
 
 /**
  * One job's timeline in stream order: a range scan of the `job_events_job`
- * index (job_id, stream_ms, stream_seq), no sort. $1 = job id.
+ * index (job_id, stream_ms, stream_seq), no sort; `seq` numbers the rows.
+ * $1 = job id.
  */
-export const JOB_EVENTS_SQL = `SELECT seq::float8 AS seq, ${epochMs('at')} AS at_ms, event, from_status, to_status, attempt, worker_id, reason, error, data
+export const JOB_EVENTS_SQL = `SELECT row_number() OVER (ORDER BY stream_ms, stream_seq)::float8 AS seq, ${epochMs('at')} AS at_ms, event, from_status, to_status, attempt, worker_id, reason, error, data
   FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`;
 
 function parseData(text: string | null): Json | null {

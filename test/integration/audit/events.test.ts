@@ -113,7 +113,7 @@ describe('every transition is mirrored (real writer loop)', () => {
     for (const [name, id] of Object.entries(ids)) {
       // What the scripts emitted is what the test drove: one event per transition.
       expect([name, (want.get(id) ?? []).map((r) => r.event)]).toEqual([name, expected.get(id)]);
-      // And every entry became exactly one row, field for field, in stream order (insertion order = seq).
+      // And every entry became exactly one row, field for field, in stream order.
       expect([name, got.get(id)]).toEqual([name, want.get(id)]);
     }
     // Stream order also per (stream_ms, stream_seq), the order GET /jobs/:id/events serves.
@@ -484,14 +484,14 @@ describe('projection + writeBatch (unit-style, real schema)', () => {
     return JSON.parse(
       JSON.stringify({
         jobs: await q(`SELECT * FROM jobs WHERE id = ANY($1::uuid[]) ORDER BY id`),
-        events: await q(`SELECT * FROM job_events WHERE job_id = ANY($1::uuid[]) ORDER BY seq`),
+        events: await q(`SELECT * FROM job_events WHERE job_id = ANY($1::uuid[]) ORDER BY queue, stream_ms, stream_seq`),
         executions: await q(
           `SELECT * FROM job_executions WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, execution_seq`,
         ),
         dlq: await q(
           `SELECT * FROM dead_letter_jobs WHERE job_id = ANY($1::uuid[]) ORDER BY job_id`,
         ),
-        logs: await q(`SELECT * FROM job_logs WHERE job_id = ANY($1::uuid[]) ORDER BY id`),
+        logs: await q(`SELECT * FROM job_logs WHERE job_id = ANY($1::uuid[]) ORDER BY queue, stream_ms, stream_seq`),
       }),
     );
   }

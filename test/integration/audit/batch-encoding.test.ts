@@ -1,0 +1,134 @@
+/**
+ * The audit writer's own encoding (src/audit/pg-array.ts, batchScript in
+ * src/audit/batch-writer.ts) on real PostgreSQL and Redis: any text a client
+ * or handler can produce reaches the mirror unchanged, a NUL character
+ * cannot stall the writer, and a batch script is all-or-nothing.
+ */
+import { AuditWriter } from '../../../src/audit/audit-writer';
+import { batchScript, planBatch } from '../../../src/audit/batch-writer';
+import { numArray, textArray } from '../../../src/audit/pg-array';
+import { project } from '../../../src/audit/projection';
+import { normalizeEnqueue } from '../../../src/core/job-options';
+import { captureStreams } from '../../support/audit';
+import { openTestDb, TestDb } from '../../support/postgres';
+import { openStore, TestStore } from '../../support/redis';
+
+let t: TestStore;
+let db: TestDb;
+beforeAll(async () => {
+  t = await openStore('audit-encoding');
+  db = await openTestDb('encoding');
+});
+afterAll(async () => {
+  await t.close();
+  await db.close();
+});
+
+/** Strings that break naive array-literal or dollar-quote encoders. */
+const NASTY = [
+  '',
+  'NULL',
+  'null',
+  '"',
+  '\\',
+  '\\"',
+  '{a,b}',
+  '}',
+  ',',
+  '  padded  ',
+  'line\nbreak\ttab\r',
+  "it's",
+  'é ✓ 🚀',
+  '$sluice$',
+  'ends with $sluice',
+  '$sluice0$ and $sluice$ and $$',
+  '$1 $2::text[]',
+];
+
+async function roundTrip(literal: string, type: string): Promise<unknown[]> {
+  const [row] = await db.dataSource.query(`SELECT $1::${type} AS a`, [literal]);
+  return row.a;
+}
+
+describe('array literals', () => {
+  test('text[]: every string comes back as it was, null as NULL (never the string "NULL")', async () => {
+    const values = [...NASTY, null];
+    expect(await roundTrip(textArray(values), 'text[]')).toEqual(values);
+  });
+
+  test('a NUL character (PostgreSQL text cannot hold it) becomes U+FFFD instead of failing the statement', async () => {
+    expect(await roundTrip(textArray(['a\u0000b', '\u0000']), 'text[]')).toEqual(['a\uFFFDb', '\uFFFD']);
+  });
+
+  test('numbers: integers, floats and bigint strings pass; null, NaN, Infinity and non-digits become NULL', async () => {
+    expect(await roundTrip(numArray([0, -3, 2 ** 40, null, undefined, NaN, Infinity]), 'float8[]')).toEqual([0, -3, 2 ** 40, null, null, null, null]);
+    expect(await roundTrip(numArray(['1796010048706', '23', '12abc', '']), 'bigint[]')).toEqual(['1796010048706', '23', null, null]);
+  });
+});
+
+describe('through the writer', () => {
+  test('payloads, errors and log lines with quotes, backslashes, braces and dollar tags are mirrored byte for byte', async () => {
+    const q = 'enc-a';
+    const text = NASTY.join('|');
+    const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q, payload: { text } }, 1e6)]);
+    const { jobs } = await t.store.claim(q, 1, 5000, 'w1');
+    await t.store.progress(q, r.id, jobs[0].lockToken, 'w1', { text }, [{ level: 'info', message: text }]);
+    expect(await t.store.fail(q, r.id, jobs[0].lockToken, { error: text, retryable: false, delayMs: 0, reason: 'error', workerId: 'w1' })).toBe('failed');
+    const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: 'enc-a' });
+    await (w as any).refreshOwnership();
+    while ((await w.runOnce()) > 0);
+    await w.stop();
+
+    const [job] = await db.dataSource.query(`SELECT payload, last_error, progress, status FROM jobs WHERE id = $1`, [r.id]);
+    expect(job).toEqual({ payload: JSON.stringify({ text }), last_error: text, progress: JSON.stringify({ text }), status: 'failed' });
+    const [failed] = await db.dataSource.query(`SELECT error FROM job_events WHERE job_id = $1 AND event = 'failed'`, [r.id]);
+    expect(failed.error).toBe(text);
+    const [log] = await db.dataSource.query(`SELECT message FROM job_logs WHERE job_id = $1`, [r.id]);
+    expect(log.message).toBe(text);
+    const [dlq] = await db.dataSource.query(`SELECT last_error FROM dead_letter_jobs WHERE job_id = $1`, [r.id]);
+    expect(dlq.last_error).toBe(text);
+  });
+
+  test('an error message with a NUL character is mirrored (as U+FFFD) and the writer goes on', async () => {
+    const q = 'enc-b';
+    const [a, b] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6), normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
+    const { jobs } = await t.store.claim(q, 2, 5000, 'w1');
+    const token = (id: string) => jobs.find((j) => j.id === id)!.lockToken;
+    await t.store.fail(q, a.id, token(a.id), { error: 'bad\u0000byte', retryable: false, delayMs: 0, reason: 'error', workerId: 'w1' });
+    await t.store.complete(q, 'w1', [{ id: b.id, lockToken: token(b.id), result: { ok: true } }]);
+    const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: 'enc-b' });
+    await (w as any).refreshOwnership();
+    expect(await w.runOnce()).toBe(6);
+    await w.stop();
+    const rows = await db.dataSource.query(`SELECT id::text, status, last_error FROM jobs WHERE id = ANY($1::uuid[]) ORDER BY id`, [[a.id, b.id]]);
+    expect(rows).toEqual([
+      { id: a.id, status: 'failed', last_error: 'bad\uFFFDbyte' },
+      { id: b.id, status: 'completed', last_error: null },
+    ]);
+    expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+  });
+});
+
+describe('batchScript', () => {
+  test('is one transaction: a failing statement leaves nothing of the ones before it', async () => {
+    const q = 'enc-c';
+    const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
+    const plan = planBatch(project(await captureStreams(t.redis, t.store, [q])));
+    expect(plan[0].sql).toMatch(/^INSERT INTO job_events/);
+    const broken = [...plan, { sql: 'INSERT INTO job_executions (job_id) SELECT unnest($1::uuid[])', params: [textArray(['not-a-uuid'])] }];
+    await expect(db.dataSource.query(batchScript(broken))).rejects.toThrow(/uuid/);
+    const count = async () => Number((await db.dataSource.query(`SELECT count(*) AS n FROM job_events WHERE job_id = $1`, [r.id]))[0].n);
+    expect(await count()).toBe(0);
+    expect((await db.dataSource.query(`SELECT 1 FROM jobs WHERE id = $1`, [r.id])).length).toBe(0);
+    // The same plan without the bad statement commits, and written twice adds nothing.
+    await db.dataSource.query(batchScript(plan));
+    await db.dataSource.query(batchScript(plan));
+    expect(await count()).toBe(1);
+    // The join settings were transaction-local.
+    expect((await db.dataSource.query('SHOW enable_hashjoin'))[0].enable_hashjoin).toBe('on');
+  });
+
+  test('refuses a parameter that is not an array literal', () => {
+    expect(() => batchScript([{ sql: 'SELECT $1::text', params: ['x$sluice'] }])).toThrow(/not an array literal/);
+  });
+});
