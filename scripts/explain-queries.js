@@ -115,7 +115,7 @@ async function hotQueries(c) {
   const one = async (sql, params = []) => (await c.query(sql, params)).rows[0];
   const mid = (await one(`SELECT id FROM jobs ORDER BY id DESC OFFSET $1 LIMIT 1`, [Math.floor(N / 2)])).id;
   const sample = (await one(`SELECT id FROM jobs WHERE status = 'completed' AND id < $1 ORDER BY id DESC LIMIT 1`, [mid])).id;
-  const logged = (await one(`SELECT job_id FROM job_logs ORDER BY id DESC LIMIT 1`)).job_id;
+  const logged = (await one(`SELECT job_id FROM job_logs ORDER BY stream_ms DESC, stream_seq DESC LIMIT 1`)).job_id;
   const dlqMid = await one(
     `SELECT to_char(failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS f, job_id FROM dead_letter_jobs ORDER BY failed_at DESC, job_id DESC OFFSET (SELECT count(*) / 2 FROM dead_letter_jobs) LIMIT 1`,
   );

@@ -12,6 +12,8 @@ export interface AuditWriterOptions {
   writerId: string;
   /** Max stream entries per Postgres transaction (≤ 1000). */
   batchSize?: number;
+  /** Max field text per transaction, chars (default 32 Mi): a batch of large payloads is cut short. */
+  maxBatchChars?: number;
   /** Ownership lease of a queue's stream, ms; a dead writer's queues are taken over after it. */
   lockTtlMs?: number;
   /** Sleep when every owned stream is empty, ms. */
@@ -37,11 +39,39 @@ interface Prepared {
   entries: StreamEntry[];
   batch: AuditBatch;
   script: string;
+  /** Entries read but not in this batch (over the size budget, or all of them when preparing failed): they go first in the backlog. */
+  rest: StreamEntry[];
+  error?: unknown;
 }
 
-function prepare(entries: StreamEntry[]): Prepared {
-  const batch = project(entries);
-  return { entries, batch, script: entries.length ? batchScript(planBatch(batch)) : '' };
+/**
+ * Default field text per batch (chars). The batch's script holds a payload
+ * up to twice (event row and job row) and escaping can double it again:
+ * 4 × 32 Mi chars stays well below V8's longest string (512 Mi chars) and,
+ * at up to 3 UTF-8 bytes per char, below PostgreSQL's 1 GB message limit.
+ */
+const MAX_BATCH_CHARS = 32 * 2 ** 20;
+
+/**
+ * Projects and encodes a batch, cut after `maxChars` of field text (at least
+ * one entry). Never throws: on failure every entry comes back in `rest` with
+ * the error, so nothing read is dropped (entries read with XREADGROUP stay
+ * pending, unwritten, until a takeover, if this writer loses them).
+ */
+function prepare(all: StreamEntry[], maxChars: number): Prepared {
+  let size = 0;
+  let n = 0;
+  for (; n < all.length; n++) {
+    for (const k in all[n].fields) size += all[n].fields[k].length;
+    if (size > maxChars && n > 0) break;
+  }
+  const entries = all.slice(0, n);
+  try {
+    const batch = project(entries);
+    return { entries, batch, script: entries.length ? batchScript(planBatch(batch)) : '', rest: all.slice(n) };
+  } catch (error) {
+    return { entries: [], batch: project([]), script: '', rest: all, error };
+  }
 }
 
 /**
@@ -127,8 +157,11 @@ export class AuditWriter {
           continue;
         }
         const { entries, batch } = next;
-        // Read and prepare ahead while this batch goes to PostgreSQL.
-        this.prefetch = this.backlog.length ? null : this.read().then(prepare);
+        // Read and prepare ahead while this batch goes to PostgreSQL — unless
+        // a read-ahead is still pending (the backlog was served first: it
+        // must not be replaced, its entries would stay pending unwritten) or
+        // the backlog has more to write first.
+        if (!this.prefetch && !this.backlog.length) this.prefetch = this.read().then((e) => this.prepareBatch(e));
         await this.write(next);
         failures = 0;
         const prev = acking;
@@ -145,7 +178,12 @@ export class AuditWriter {
       }
     }
     await acking;
-    if (this.prefetch) this.backlog.push(...(await this.prefetch.catch(() => ({ entries: [] }))).entries);
+    const f = this.prefetch ? await this.prefetch.catch(() => null) : null;
+    if (f) this.backlog.push(...f.entries, ...f.rest);
+  }
+
+  private prepareBatch(entries: StreamEntry[]): Prepared {
+    return prepare(entries, this.opts.maxBatchChars ?? MAX_BATCH_CHARS);
   }
 
   /** The next batch, being read and prepared while the current one is written. */
@@ -153,13 +191,16 @@ export class AuditWriter {
 
   /** The batch to write next: the retry backlog first, then what was read ahead, then a fresh read. */
   private async nextBatch(): Promise<Prepared> {
-    if (this.backlog.length) return prepare(this.backlog.splice(0, this.opts.batchSize ?? 1000));
-    if (this.prefetch) {
-      const p = this.prefetch;
+    let p: Prepared;
+    if (this.backlog.length) p = this.prepareBatch(this.backlog.splice(0, this.opts.batchSize ?? 1000));
+    else if (this.prefetch) {
+      const f = this.prefetch;
       this.prefetch = null;
-      return p;
-    }
-    return prepare(await this.read());
+      p = await f;
+    } else p = this.prepareBatch(await this.read());
+    if (p.rest.length) this.backlog.unshift(...p.rest);
+    if (p.error) throw p.error;
+    return p;
   }
 
   /** Writes one batch in one transaction; on failure keeps it (and anything read ahead) for the retry, in order. */
@@ -168,9 +209,13 @@ export class AuditWriter {
       // One implicit transaction, one round trip (see batchScript).
       await this.db.query(script);
     } catch (e) {
-      const ahead = this.prefetch ? (await this.prefetch.catch(() => ({ entries: [] }))).entries : [];
+      const f = this.prefetch ? await this.prefetch.catch(() => null) : null;
       this.prefetch = null;
-      this.backlog.unshift(...entries, ...ahead);
+      // Per queue, what the backlog holds (this batch's overflow, a retried
+      // batch) was read before the read-ahead: the batch first, the
+      // read-ahead last.
+      this.backlog.unshift(...entries);
+      if (f) this.backlog.push(...f.entries, ...f.rest);
       throw e;
     }
     if (this.pgDown) {

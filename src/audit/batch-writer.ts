@@ -56,12 +56,9 @@ export function batchScript(plan: PlannedStatement[]): string {
     parts.push(
       st.sql.replace(/\$(\d+)/g, (_, n: string) => {
         const v = st.params[Number(n) - 1];
-        // An array literal ends with '}', so the closing tag cannot also
-        // begin inside the value (as after a value ending in '$sluice').
-        if (!v.startsWith('{') || !v.endsWith('}')) throw new Error(`batchScript: parameter $${n} is not an array literal`);
-        let tag = '$sluice$';
-        for (let i = 0; v.includes(tag); i++) tag = `$sluice${i}$`;
-        return tag + v + tag;
+        // textArray escapes every `$` as `\$` (so `e$` never occurs) and numbers have none: the fixed tag cannot occur in v.
+        if (!v.startsWith('{') || !v.endsWith('}') || v.includes('$sluice$')) throw new Error(`batchScript: parameter $${n} is not an array literal (or holds the tag)`);
+        return '$sluice$' + v + '$sluice$';
       }),
     );
   }

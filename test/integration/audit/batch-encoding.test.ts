@@ -128,7 +128,9 @@ describe('batchScript', () => {
     expect((await db.dataSource.query('SHOW enable_hashjoin'))[0].enable_hashjoin).toBe('on');
   });
 
-  test('refuses a parameter that is not an array literal', () => {
+  test('refuses a parameter that is not an array literal, or holds the tag (textArray never does: it escapes every $)', () => {
     expect(() => batchScript([{ sql: 'SELECT $1::text', params: ['x$sluice'] }])).toThrow(/not an array literal/);
+    expect(() => batchScript([{ sql: 'SELECT $1::text[]', params: ['{"$sluice$"}'] }])).toThrow(/holds the tag/);
+    expect(textArray(['$sluice$', 'a$'])).toBe('{"\\$sluice\\$","a\\$"}');
   });
 });
