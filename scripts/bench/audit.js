@@ -3,11 +3,13 @@
  * Audit mirror benchmark (after `npm run build`; Redis at REDIS_URL, Postgres at PG_URL):
  *  1. throughput: N jobs enqueued and processed with no writer running, then an
  *     AuditWriter drains the streams: events/s into PostgreSQL;
- *  2. lag: a steady 5,000 jobs/s for 20 s with a worker and the writer on:
- *     p50/p99 of the age of the oldest unmirrored event, sampled every 50 ms;
+ *  2. lag: a steady 5,000 jobs/s for 20 s with a worker and the writer on (in a
+ *     worker thread, then on the worker's event loop): p50/p99 of the age of
+ *     the oldest unmirrored event, sampled every 50 ms;
  *  3. processing with full audit vs BullMQ (no history at all), same Redis, alternating;
- *     the writer once in the worker's process (ROLE=all) and once in a process
- *     of its own (scripts/bench/audit-writer-child.js, as docker-compose runs ROLE=audit).
+ *     the writer on the worker's event loop (AUDIT_THREAD=false), in a worker
+ *     thread of the worker's process (ROLE=all's default) and in a process of
+ *     its own (scripts/bench/audit-writer-child.js, as docker-compose runs ROLE=audit).
  *   node scripts/bench/audit.js [--n 50000] [--rounds 3] [--write docs/benchmarks.md]
  */
 const { performance } = require('node:perf_hooks');
@@ -23,6 +25,7 @@ const { HandlerMap } = require(`${dist}/core/handler`);
 const { WorkerRuntime } = require(`${dist}/workers/worker-runtime`);
 const { WakeWaiter } = require(`${dist}/workers/wake-waiter`);
 const { AuditWriter } = require(`${dist}/audit/audit-writer`);
+const { AuditWriterThread } = require(`${dist}/audit/writer-thread`);
 const { openAuditStore } = require(`${dist}/audit/data-source`);
 const { readBacklog } = require(`${dist}/audit/audit-backlog`);
 const { Queue, Worker } = require('bullmq');
@@ -115,10 +118,19 @@ async function throughput() {
   return { events, rate };
 }
 
-async function lag(rate = 5000, seconds = 20) {
+/** Starts the audit writer in a worker thread (ROLE=all's default); same stop() as an AuditWriter. */
+function threadWriter(s, url) {
+  const quiet = { debug() {}, info() {}, warn() {}, error: (o, m) => console.error(m, o) };
+  const config = { redisUrl: REDIS_URL, redisClusterNodes: null, redisPrefix: s.store.prefix, databaseUrl: url, logLevel: 'warn', maxRetries: 3, idempotencyTtlMs: 86400000, keepCompletedCount: -1, keepCompletedMs: -1 };
+  const th = new AuditWriterThread(path.join(dist, 'audit/writer-thread.js'), config, `thread-${seq++}`, quiet);
+  th.start();
+  return th;
+}
+
+async function lag(inThread, rate = 5000, seconds = 20) {
   const s = sluice();
-  const { db, drop } = await freshDb();
-  const w = s.writer(db);
+  const { db, drop, url } = await freshDb();
+  const w = inThread ? threadWriter(s, url) : s.writer(db);
   const rt = s.worker();
   const samples = [];
   let sampling = true;
@@ -171,6 +183,24 @@ async function processingWithAudit() {
 }
 
 /**
+ * Like processingWithAudit, but the writer runs in a worker thread of the
+ * worker's process, as `ROLE=all` runs it by default (AUDIT_THREAD); the
+ * thread starts at the same moment as the worker.
+ */
+async function processingWithAuditThread() {
+  const s = sluice();
+  const { drop, url } = await freshDb();
+  await s.fill(N);
+  const th = threadWriter(s, url);
+  const r = await processAll(s);
+  await waitDrained(s);
+  await th.stop();
+  await s.clean();
+  await drop();
+  return r;
+}
+
+/**
  * Like processingWithAudit, but the writer runs in a process of its own
  * (scripts/bench/audit-writer-child.js), as docker-compose deploys the
  * `audit` role; it starts at the same moment as the worker.
@@ -215,18 +245,22 @@ async function processingBull() {
 
 async function main() {
   console.log(`machine: ${os.cpus().length}x ${os.cpus()[0].model}, node ${process.version}; N=${N}, rounds=${ROUNDS}`);
-  const tp = [], withAudit = [], withChild = [], bull = [];
+  const tp = [], withAudit = [], withThread = [], withChild = [], bull = [];
   for (let r = 0; r < ROUNDS; r++) {
     const t = await throughput();
     tp.push(t.rate);
-    const order = r % 2 ? [processingBull, processingWithAuditChild, processingWithAudit] : [processingWithAudit, processingWithAuditChild, processingBull];
-    for (const f of order) (f === processingBull ? bull : f === processingWithAudit ? withAudit : withChild).push(await f());
+    const order = [processingWithAudit, processingWithAuditThread, processingWithAuditChild, processingBull];
+    if (r % 2) order.reverse();
+    const into = new Map([[processingWithAudit, withAudit], [processingWithAuditThread, withThread], [processingWithAuditChild, withChild], [processingBull, bull]]);
+    for (const f of order) into.get(f).push(await f());
     console.log(
-      `round ${r + 1}: audit ${fmt(t.rate)} events/s (${fmt(t.events)} events); processing with audit ${fmt(withAudit[r])}/s (writer in its own process ${fmt(withChild[r])}/s); BullMQ ${fmt(bull[r])}/s`,
+      `round ${r + 1}: audit ${fmt(t.rate)} events/s (${fmt(t.events)} events); processing with audit ${fmt(withAudit[r])}/s (writer in a worker thread ${fmt(withThread[r])}/s, in its own process ${fmt(withChild[r])}/s); BullMQ ${fmt(bull[r])}/s`,
     );
   }
-  const l = await lag();
-  console.log(`lag at 5,000 jobs/s for 20 s (${fmt(l.jobs)} jobs): p50 ${l.p50} ms, p99 ${l.p99} ms`);
+  const l = await lag(true);
+  console.log(`lag at 5,000 jobs/s for 20 s, writer in a worker thread (${fmt(l.jobs)} jobs): p50 ${l.p50} ms, p99 ${l.p99} ms`);
+  const lm = await lag(false);
+  console.log(`lag at 5,000 jobs/s for 20 s, writer on the worker's event loop (${fmt(lm.jobs)} jobs): p50 ${lm.p50} ms, p99 ${lm.p99} ms`);
   const lines = [
     `### Audit run of ${new Date().toISOString().slice(0, 10)}`,
     '',
@@ -235,11 +269,12 @@ async function main() {
     `| measure | result |`,
     `|---|---:|`,
     `| audit writer throughput into PostgreSQL | ${fmt(median(tp))} events/s |`,
-    `| audit lag at a steady 5,000 jobs/s, p50 / p99 | ${l.p50} ms / ${l.p99} ms |`,
-    `| processing, no-op, concurrency 50, with the audit writer on, in the worker's process | ${fmt(median(withAudit))} jobs/s |`,
+    `| audit lag at a steady 5,000 jobs/s, p50 / p99, writer in a worker thread / on the worker's event loop | ${l.p50} / ${l.p99} ms; ${lm.p50} / ${lm.p99} ms |`,
+    `| processing, no-op, concurrency 50, with the audit writer on, on the worker's event loop (AUDIT_THREAD=false) | ${fmt(median(withAudit))} jobs/s |`,
+    `| the same, the writer in a worker thread of the worker's process (\`ROLE=all\`, the default) | ${fmt(median(withThread))} jobs/s |`,
     `| the same, the writer in its own process (as docker-compose deploys \`ROLE=audit\`) | ${fmt(median(withChild))} jobs/s |`,
     `| BullMQ 6.7 processing, same setup (no history kept) | ${fmt(median(bull))} jobs/s |`,
-    `| ratio, writer in the worker's process / in its own process | ${(median(withAudit) / median(bull)).toFixed(2)}x / ${(median(withChild) / median(bull)).toFixed(2)}x |`,
+    `| ratio to BullMQ, writer on the worker's event loop / in a thread / in its own process | ${[withAudit, withThread, withChild].map((x) => (median(x) / median(bull)).toFixed(2) + 'x').join(' / ')} |`,
     '',
   ];
   console.log(lines.slice(4).join('\n'));

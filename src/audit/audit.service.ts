@@ -15,6 +15,8 @@ import { AuditWriter } from './audit-writer';
 import { AUDIT_DB } from './audit-db.module';
 import { formatRestoreReport, QueueRestorer } from './restore';
 import { mirrorWorkers } from './worker-history';
+import { AuditWriterThread, WriterThreadConfig } from './writer-thread';
+import { join } from 'node:path';
 
 /** How often the worker registry is copied into the `workers` table. */
 const WORKERS_INTERVAL_MS = 5_000;
@@ -26,6 +28,7 @@ const SHUTDOWN_DRAIN_MS = 3_000;
 export class AuditService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly writerId = `audit-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private writer?: AuditWriter;
+  private thread?: AuditWriterThread;
   private workersTimer?: NodeJS.Timeout;
 
   constructor(
@@ -63,6 +66,36 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
       // The writer runs the same check per queue when it takes one over.
       this.log.error({ err: (e as Error).message }, 'restore check failed');
     }
+    if (this.useThread()) {
+      const c = this.config;
+      const threadConfig: WriterThreadConfig = {
+        redisUrl: c.redisUrl, redisClusterNodes: c.redisClusterNodes, redisPrefix: c.redisPrefix, databaseUrl: c.databaseUrl, logLevel: c.logLevel,
+        maxRetries: c.maxRetries, idempotencyTtlMs: c.idempotencyTtlMs, keepCompletedCount: c.keepCompletedCount, keepCompletedMs: c.keepCompletedMs,
+      };
+      this.thread = new AuditWriterThread(join(__dirname, 'writer-thread.js'), threadConfig, this.writerId, this.log.child({ component: 'audit', writerId: this.writerId }));
+      this.thread.start();
+    } else this.startInProcess(restorer);
+    this.workersTimer = setInterval(() => {
+      mirrorWorkers(this.db, this.redis, this.config.redisPrefix).catch((e) =>
+        this.log.debug({ err: (e as Error).message }, 'worker history not mirrored this time'),
+      );
+    }, WORKERS_INTERVAL_MS);
+    this.workersTimer.unref?.();
+    this.log.info({ writerId: this.writerId, thread: !!this.thread }, 'audit writer started');
+  }
+
+  /**
+   * The writer runs in a worker thread when this process also runs other
+   * roles (and AUDIT_THREAD is not false), and only from the build: the
+   * thread entry is compiled JavaScript (tests that run the TypeScript
+   * sources in-process use the main thread).
+   */
+  private useThread(): boolean {
+    const others = [...this.config.roles].some((r) => r !== 'audit');
+    return this.config.auditThread && others && __filename.endsWith('.js');
+  }
+
+  private startInProcess(restorer: QueueRestorer): void {
     this.writer = new AuditWriter(
       this.redis,
       this.store,
@@ -79,13 +112,6 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
       this.log.child({ component: 'audit', writerId: this.writerId }),
     );
     this.writer.start();
-    this.workersTimer = setInterval(() => {
-      mirrorWorkers(this.db, this.redis, this.config.redisPrefix).catch((e) =>
-        this.log.debug({ err: (e as Error).message }, 'worker history not mirrored this time'),
-      );
-    }, WORKERS_INTERVAL_MS);
-    this.workersTimer.unref?.();
-    this.log.info({ writerId: this.writerId }, 'audit writer started');
   }
 
   /**
@@ -103,11 +129,12 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     }
     await worker?.beforeApplicationShutdown();
     const until = Date.now() + SHUTDOWN_DRAIN_MS;
-    while (this.writer && Date.now() < until) {
+    while ((this.writer || this.thread) && Date.now() < until) {
       const b = await readBacklog(this.redis, this.store).catch(() => ({ pending: 0 }));
       if (b.pending === 0) break;
       await new Promise((r) => setTimeout(r, 20));
     }
     await this.writer?.stop();
+    await this.thread?.stop();
   }
 }

@@ -43,8 +43,10 @@ const JOIN_SETTINGS = 'SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejo
 /**
  * The whole batch as one query string: {@link JOIN_SETTINGS} then every
  * statement, each `$n` replaced by its parameter as a dollar-quoted literal
- * (PostgreSQL manual 4.1.2.4: no escaping inside; the tag is chosen so that
- * no parameter contains it; parameters are array literals, {@link planBatch}). Sent with the simple query protocol, a
+ * `$sluice$…$sluice$` (PostgreSQL manual 4.1.2.4: no escaping inside). The
+ * parameters are array literals from src/audit/pg-array.ts, which escapes
+ * every `$` in text as `\$`, so none can hold the tag (checked anyway).
+ * Sent with the simple query protocol, a
  * multi-statement string runs as one implicit transaction — all of it
  * commits or none (manual 55.2.2.1) — in one round trip, so PostgreSQL never
  * waits for Node between statements while Node is busy preparing the next

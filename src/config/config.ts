@@ -33,6 +33,8 @@ export interface SluiceConfig {
   /** Finished jobs kept in Redis after mirroring; -1 = none (deleted once mirrored). */
   keepCompletedCount: number;
   keepCompletedMs: number;
+  /** Run the audit writer in a worker thread when this process also runs other roles (AUDIT_THREAD, default true). */
+  auditThread: boolean;
   /** History kept in PostgreSQL, days. */
   retentionDays: number;
   /** HTTP requests allowed per client IP per window (shared through Redis); 0 = no limit. */
@@ -136,6 +138,7 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     auditMaxBacklog: int(env, 'AUDIT_MAX_BACKLOG', 1_000_000, 1),
     keepCompletedCount: int(env, 'KEEP_COMPLETED_COUNT', -1, -1),
     keepCompletedMs: int(env, 'KEEP_COMPLETED_MS', -1, -1),
+    auditThread: bool(env, 'AUDIT_THREAD', true),
     retentionDays: int(env, 'RETENTION_DAYS', 30, 1, 36500),
     apiRateLimitMax: int(env, 'API_RATE_LIMIT_MAX', 0, 0),
     apiRateLimitWindowMs: int(env, 'API_RATE_LIMIT_WINDOW_MS', 60_000, 1, MAX_TIMER_MS),

@@ -16,7 +16,10 @@ afterAll(async () => {
   await db.close();
 });
 
-test('SIGTERM of a process with every role: the jobs its workers release are mirrored before it exits', async () => {
+test.each([
+  ['in its worker thread (the default)', 'true'],
+  ['on the main thread (AUDIT_THREAD=false)', 'false'],
+])('SIGTERM of a process with every role, the audit writer %s: the jobs its workers release are mirrored before it exits', async (_, auditThread) => {
   for (let round = 0; round < 3; round++) {
     proc = await startSluice({
       ROLE: 'all',
@@ -24,10 +27,16 @@ test('SIGTERM of a process with every role: the jobs its workers release are mir
       REDIS_PREFIX: t.prefix,
       DATABASE_URL: db.url,
       SHUTDOWN_GRACE_MS: '300',
+      AUDIT_THREAD: auditThread,
     });
-    const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'diag.sleep', queue: `sm${round}`, payload: { ms: 60_000 } }, 1e6)]);
+    // Which thread mirrors: the main thread's log line says, and only the thread logs its own start.
+    await proc.waitFor(/"msg":"audit writer started"/);
+    const started = JSON.parse(proc.output().split('\n').find((l) => l.includes('"msg":"audit writer started"'))!);
+    expect(started.thread).toBe(auditThread === 'true');
+    if (auditThread === 'true') await proc.waitFor(/"msg":"audit writer thread started"/);
+    const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'diag.sleep', queue: `sm${auditThread[0]}${round}`, payload: { ms: 60_000 } }, 1e6)]);
     for (let i = 0; i < 200; i++) {
-      const j = await t.store.getJob(`sm${round}`, r.id);
+      const j = await t.store.getJob(`sm${auditThread[0]}${round}`, r.id);
       if (j?.status === 'active') break;
       await sleep(25);
     }
@@ -41,7 +50,8 @@ test('SIGTERM of a process with every role: the jobs its workers release are mir
       row: { status: 'waiting', attempts: 0 },
       events: ['enqueued', 'claimed', 'released'],
     });
-    expect(await t.redis.xlen(t.store.keys(`sm${round}`).events)).toBe(0);
-    await t.store.cancel(`sm${round}`, r.id);
+    expect(await t.redis.xlen(t.store.keys(`sm${auditThread[0]}${round}`).events)).toBe(0);
+    await t.store.cancel(`sm${auditThread[0]}${round}`, r.id);
+    expect(proc.output()).not.toMatch(/audit writer thread (failed|exited)/);
   }
 });

@@ -1,0 +1,135 @@
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import type { SluiceConfig } from '../config/config';
+import { createLogger, Logger } from '../logging/logger';
+import { createRedis } from '../redis/connection';
+import { RedisJobStore } from '../redis/redis-job-store';
+import { RedisScripts } from '../redis/scripts';
+import { AuditWriter } from './audit-writer';
+import { createDataSource } from './data-source';
+import { formatRestoreReport, QueueRestorer } from './restore';
+
+/** What the thread needs of the configuration (structured-cloned into it). */
+export type WriterThreadConfig = Pick<
+  SluiceConfig,
+  'redisUrl' | 'redisClusterNodes' | 'redisPrefix' | 'databaseUrl' | 'logLevel' | 'maxRetries' | 'idempotencyTtlMs' | 'keepCompletedCount' | 'keepCompletedMs'
+>;
+
+interface ThreadData {
+  kind: 'sluice-audit-writer';
+  config: WriterThreadConfig;
+  writerId: string;
+}
+
+/** Wait before a thread that died is started again, ms. */
+const RESTART_DELAY_MS = 1_000;
+
+/**
+ * The audit writer of a process that also runs workers or the API
+ * (`ROLE=all`), in a worker thread of its own: reading, projecting and
+ * encoding a batch is ~20 µs of CPU per event (~60 µs per job) in chunks of
+ * up to ~15 ms, which on the workers' event loop would cap processing and
+ * delay claims (docs/benchmarks.md). The thread has its own Redis client and
+ * PostgreSQL pool; migrations and the start-up restore check stay in the main
+ * thread. A thread that dies is logged and started again after 1 s; its
+ * unacknowledged entries stay pending in the consumer group under the same
+ * writer id, so the new thread takes its queues back and writes them again
+ * (idempotent).
+ */
+export class AuditWriterThread {
+  private worker?: Worker;
+  private stopping = false;
+  private restartTimer?: NodeJS.Timeout;
+
+  /**
+   * @param file the compiled thread entry (this module as `.js`).
+   * @throws nothing; a thread that fails to start is retried.
+   */
+  constructor(
+    private readonly file: string,
+    private readonly config: WriterThreadConfig,
+    readonly writerId: string,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.stopping = false;
+    const data: ThreadData = { kind: 'sluice-audit-writer', config: this.config, writerId: this.writerId };
+    const w = new Worker(this.file, { workerData: data });
+    this.worker = w;
+    w.on('error', (e) => this.log.error({ err: e.message }, 'audit writer thread failed'));
+    w.on('exit', (code) => {
+      if (this.worker === w) this.worker = undefined;
+      if (this.stopping) return;
+      this.log.error({ code }, 'audit writer thread exited: starting it again');
+      this.restartTimer = setTimeout(() => this.start(), RESTART_DELAY_MS);
+      this.restartTimer.unref?.();
+    });
+  }
+
+  /**
+   * Asks the thread to stop after its batch in progress (acks done, queues
+   * released) and waits for it; terminated after `timeoutMs`.
+   */
+  async stop(timeoutMs = 10_000): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    const w = this.worker;
+    if (!w) return;
+    const exited = new Promise((r) => w.once('exit', r));
+    w.postMessage('stop');
+    const kill = setTimeout(() => void w.terminate(), timeoutMs);
+    await exited;
+    clearTimeout(kill);
+  }
+}
+
+/** The thread's side: builds its own clients and runs an AuditWriter until told to stop. */
+async function runThread(data: ThreadData): Promise<void> {
+  const { config, writerId } = data;
+  const log = createLogger(config.logLevel).child({ component: 'audit', writerId, thread: 'audit-writer' });
+  const redis = createRedis(config, { name: `sluice-audit-${writerId}` });
+  const store = new RedisJobStore(redis, new RedisScripts(redis), config.redisPrefix, {
+    maxAttempts: config.maxRetries,
+    timeoutMs: 600_000,
+    idempotencyTtlMs: config.idempotencyTtlMs,
+  });
+  // Migrations ran in the main thread before this one started.
+  const db = createDataSource(config.databaseUrl, 4);
+  await db.initialize();
+  const restorer = new QueueRestorer(db, store, { lockWaitMs: 2000, log: log.child({ component: 'restore' }) });
+  const writer = new AuditWriter(
+    redis,
+    store,
+    db,
+    {
+      writerId,
+      keepCompletedCount: config.keepCompletedCount,
+      keepCompletedMs: config.keepCompletedMs,
+      onAcquire: async (queue) => {
+        const r = await restorer.ensureQueue(queue, { lockToken: writerId });
+        if (r.action === 'restored') log.info({ queue, action: r.action, counts: r.counts }, `restore check: ${formatRestoreReport(r)}`);
+      },
+    },
+    log,
+  );
+  parentPort!.on('message', (m) => {
+    if (m !== 'stop') return;
+    void (async () => {
+      await writer.stop();
+      await db.destroy().catch(() => undefined);
+      redis.disconnect();
+      // In a worker thread this ends the thread, not the process.
+      process.exit(0);
+    })();
+  });
+  writer.start();
+  log.info({}, 'audit writer thread started');
+}
+
+if (!isMainThread && (workerData as ThreadData | null)?.kind === 'sluice-audit-writer') {
+  runThread(workerData as ThreadData).catch((e) => {
+    // Exits the thread with an error: the main thread logs it and starts a new one.
+    console.error(`audit writer thread: ${(e as Error).stack ?? e}`);
+    process.exit(1);
+  });
+}
