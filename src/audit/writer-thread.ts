@@ -39,6 +39,7 @@ export class AuditWriterThread {
   private worker?: Worker;
   private stopping = false;
   private restartTimer?: NodeJS.Timeout;
+  private readyPromise: Promise<void> = Promise.resolve();
 
   /**
    * @param file the compiled thread entry (this module as `.js`).
@@ -56,6 +57,10 @@ export class AuditWriterThread {
     const data: ThreadData = { kind: 'sluice-audit-writer', config: this.config, writerId: this.writerId };
     const w = new Worker(this.file, { workerData: data });
     this.worker = w;
+    this.readyPromise = new Promise((resolve) => {
+      w.on('message', (m) => m === 'started' && resolve());
+      w.once('exit', () => resolve());
+    });
     w.on('error', (e) => this.log.error({ err: e.message }, 'audit writer thread failed'));
     w.on('exit', (code) => {
       if (this.worker === w) this.worker = undefined;
@@ -64,6 +69,11 @@ export class AuditWriterThread {
       this.restartTimer = setTimeout(() => this.start(), RESTART_DELAY_MS);
       this.restartTimer.unref?.();
     });
+  }
+
+  /** Resolves once the current thread has its clients up and its writer started (or has exited). */
+  whenReady(): Promise<void> {
+    return this.readyPromise;
   }
 
   /**
@@ -123,6 +133,7 @@ async function runThread(data: ThreadData): Promise<void> {
     })();
   });
   writer.start();
+  parentPort!.postMessage('started');
   log.info({}, 'audit writer thread started');
 }
 

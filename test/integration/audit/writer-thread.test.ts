@@ -55,6 +55,7 @@ test("stop() sends 'stop' and waits for the thread to exit", async () => {
   th.start();
   await sleep(200);
   await th.stop();
+  await th.whenReady(); // resolved by the exit: it never said 'started'
   expect(require('node:fs').readFileSync(marker, 'utf8')).toBe('yes');
   expect(lines.filter((l) => l.level === 'error')).toEqual([]);
 });
