@@ -12,7 +12,7 @@
  * generic encoder; JSON payloads about the same).
  */
 
-const NEEDS_ESCAPE = /["\\$\u0000]/;
+const NEEDS_ESCAPE = /["\\$]/;
 
 /**
  * One text element, always quoted. `"` and `\` are backslash-escaped as the
@@ -25,12 +25,12 @@ const NEEDS_ESCAPE = /["\\$\u0000]/;
  * character that occurs: V8's fast path (a replace callback is ~3× slower).
  */
 function quote(s: string): string {
-  if (!NEEDS_ESCAPE.test(s)) return `"${s}"`;
+  if (!NEEDS_ESCAPE.test(s) && !s.includes('\u0000')) return `"${s}"`;
   let e = s;
   if (e.includes('\\')) e = e.replace(/\\/g, '\\\\');
   if (e.includes('"')) e = e.replace(/"/g, '\\"');
   if (e.includes('$')) e = e.replace(/\$/g, '\\$$');
-  if (e.includes('\u0000')) e = e.replace(/\u0000/g, '\uFFFD');
+  if (e.includes('\u0000')) e = e.replaceAll('\u0000', '\uFFFD');
   return `"${e}"`;
 }
 

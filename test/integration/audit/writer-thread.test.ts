@@ -5,7 +5,7 @@
  * thread, mirroring and draining on SIGTERM, runs in shutdown-mirror.test.ts
  * (dist/main.js with ROLE=all).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuditWriterThread, WriterThreadConfig } from '../../../src/audit/writer-thread';
@@ -56,7 +56,7 @@ test("stop() sends 'stop' and waits for the thread to exit", async () => {
   await sleep(200);
   await th.stop();
   await th.whenReady(); // resolved by the exit: it never said 'started'
-  expect(require('node:fs').readFileSync(marker, 'utf8')).toBe('yes');
+  expect(readFileSync(marker, 'utf8')).toBe('yes');
   expect(lines.filter((l) => l.level === 'error')).toEqual([]);
 });
 
