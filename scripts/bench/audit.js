@@ -172,61 +172,61 @@ async function processAll(s) {
   return N / ((performance.now() - t0) / 1000);
 }
 
-async function processingWithAudit() {
-  const s = sluice();
-  const { db, drop } = await freshDb();
-  await s.fill(N);
-  const w = s.writer(db);
-  const r = await processAll(s);
-  await waitDrained(s);
-  await w.stop();
-  await s.clean();
-  await drop();
-  return r;
-}
-
 /**
- * Like processingWithAudit, but the writer runs in a worker thread of the
- * worker's process, as `ROLE=all` runs it by default (AUDIT_THREAD); the
- * thread starts at the same moment as the worker.
+ * N prefilled jobs processed with a writer on: `start(s, db, url)` starts it
+ * at the moment the worker starts and returns its stop(). jobs/s until the
+ * last job is done; then the mirror is drained before the next measurement.
  */
-async function processingWithAuditThread() {
-  const s = sluice();
-  const { drop, url } = await freshDb();
-  await s.fill(N);
-  const th = threadWriter(s, url);
-  const r = await processAll(s);
-  await waitDrained(s);
-  await th.stop();
-  await s.clean();
-  await drop();
-  return r;
-}
-
-/**
- * Like processingWithAudit, but the writer runs in a process of its own
- * (scripts/bench/audit-writer-child.js), as docker-compose deploys the
- * `audit` role; it starts at the same moment as the worker.
- */
-async function processingWithAuditChild() {
-  const { fork } = require('node:child_process');
+async function processingWith(start) {
   const s = sluice();
   const { db, drop, url } = await freshDb();
   await s.fill(N);
-  const child = fork(path.join(__dirname, 'audit-writer-child.js'), [s.store.prefix, url]);
-  await new Promise((res, rej) => {
-    child.once('message', res);
-    child.once('exit', (code) => rej(new Error(`audit writer child exited with ${code}`)));
-  });
-  child.send('go');
+  const stop = await start(s, db, url);
   const r = await processAll(s);
   await waitDrained(s);
-  child.send('stop');
-  await new Promise((res) => child.once('exit', res));
+  await stop();
   await s.clean();
   await drop();
   return r;
 }
+
+/** The writer on the worker's event loop (AUDIT_THREAD=false). */
+const processingWithAudit = () =>
+  processingWith((s, db) => {
+    const w = s.writer(db);
+    return () => w.stop();
+  });
+
+/**
+ * The writer in a worker thread of the worker's process, as `ROLE=all` runs
+ * it by default; the worker starts once the thread is up (its ~0.3 s boot
+ * would otherwise be a head start for processing).
+ */
+const processingWithAuditThread = () =>
+  processingWith(async (s, db, url) => {
+    const th = threadWriter(s, url);
+    await th.whenReady();
+    return () => th.stop();
+  });
+
+/**
+ * The writer in a process of its own (scripts/bench/audit-writer-child.js),
+ * as docker-compose deploys the `audit` role; told to go once it is ready.
+ */
+const processingWithAuditChild = () =>
+  processingWith(async (s, db, url) => {
+    const { fork } = require('node:child_process');
+    const child = fork(path.join(__dirname, 'audit-writer-child.js'), [s.store.prefix, url]);
+    await new Promise((res, rej) => {
+      child.once('message', res);
+      child.once('exit', (code) => rej(new Error(`audit writer child exited with ${code}`)));
+    });
+    child.send('go');
+    return async () => {
+      child.send('stop');
+      await new Promise((res) => child.once('exit', res));
+    };
+  });
 
 async function processingBull() {
   const connection = new IORedis(REDIS_URL, { maxRetriesPerRequest: null });

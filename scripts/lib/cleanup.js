@@ -2,7 +2,8 @@
  * Clean-up shared by the scripts (benchmarks, query plans) that work under a
  * key prefix of their own and in a database of their own.
  */
-const { Client } = require('pg');
+// The scripts run from the build (npm run build first), as they do for the engine.
+const { dropDatabase } = require('../../dist/audit/data-source');
 
 /** Deletes every key under `<prefix>:` (SCAN + UNLINK, so Redis is never blocked). */
 async function deletePrefix(redis, prefix) {
@@ -12,20 +13,6 @@ async function deletePrefix(redis, prefix) {
     cursor = next;
     if (keys.length) await redis.unlink(...keys);
   } while (cursor !== '0');
-}
-
-/** Drops the database named in `url` (connections forced out), through the server's `postgres` database. */
-async function dropDatabase(url) {
-  const u = new URL(url);
-  const db = u.pathname.slice(1);
-  u.pathname = '/postgres';
-  const c = new Client({ connectionString: u.toString() });
-  await c.connect();
-  try {
-    await c.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
-  } finally {
-    await c.end();
-  }
 }
 
 module.exports = { deletePrefix, dropDatabase };

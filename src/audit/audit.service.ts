@@ -14,8 +14,9 @@ import { readBacklog } from './audit-backlog';
 import { AuditWriter } from './audit-writer';
 import { AUDIT_DB } from './audit-db.module';
 import { formatRestoreReport, QueueRestorer } from './restore';
+import { createRoleWriter, roleRestorer } from './role-writer';
 import { mirrorWorkers } from './worker-history';
-import { AuditWriterThread, WriterThreadConfig } from './writer-thread';
+import { AuditWriterThread } from './writer-thread';
 import { join } from 'node:path';
 
 /** How often the worker registry is copied into the `workers` table. */
@@ -48,7 +49,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   async onApplicationBootstrap(): Promise<void> {
     // A queue whose audit lock another process holds is not waited for long:
     // that process is restoring it, or this writer checks it when it takes it over.
-    const restorer = new QueueRestorer(this.db, this.store, { lockWaitMs: 2000, log: this.log.child({ component: 'restore' }) });
+    const restorer = roleRestorer(this.db, this.store, this.log);
     try {
       const reports = await restorer.checkAll();
       const acted = reports.filter((r) => r.action !== 'intact');
@@ -67,12 +68,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
       this.log.error({ err: (e as Error).message }, 'restore check failed');
     }
     if (this.useThread()) {
-      const c = this.config;
-      const threadConfig: WriterThreadConfig = {
-        redisUrl: c.redisUrl, redisClusterNodes: c.redisClusterNodes, redisPrefix: c.redisPrefix, databaseUrl: c.databaseUrl, logLevel: c.logLevel,
-        maxRetries: c.maxRetries, idempotencyTtlMs: c.idempotencyTtlMs, keepCompletedCount: c.keepCompletedCount, keepCompletedMs: c.keepCompletedMs,
-      };
-      this.thread = new AuditWriterThread(join(__dirname, 'writer-thread.js'), threadConfig, this.writerId, this.log.child({ component: 'audit', writerId: this.writerId }));
+      this.thread = new AuditWriterThread(join(__dirname, 'writer-thread.js'), this.config, this.writerId, this.log.child({ component: 'audit', writerId: this.writerId }));
       this.thread.start();
     } else this.startInProcess(restorer);
     this.workersTimer = setInterval(() => {
@@ -96,21 +92,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   }
 
   private startInProcess(restorer: QueueRestorer): void {
-    this.writer = new AuditWriter(
-      this.redis,
-      this.store,
-      this.db,
-      {
-        writerId: this.writerId,
-        keepCompletedCount: this.config.keepCompletedCount,
-        keepCompletedMs: this.config.keepCompletedMs,
-        onAcquire: async (queue) => {
-          const r = await restorer.ensureQueue(queue, { lockToken: this.writerId });
-          if (r.action === 'restored') this.log.info({ queue, action: r.action, counts: r.counts }, `restore check: ${formatRestoreReport(r)}`);
-        },
-      },
-      this.log.child({ component: 'audit', writerId: this.writerId }),
-    );
+    this.writer = createRoleWriter(this.redis, this.store, this.db, this.config, this.writerId, this.log, restorer);
     this.writer.start();
   }
 

@@ -20,16 +20,15 @@ export interface PlannedStatement {
 }
 
 /**
- * Writes one batch inside the caller's transaction, with one multi-row
- * statement per table (unnest of parallel arrays). Takes the batch, or the
- * statements {@link planBatch} made of it ahead of time.
+ * Writes one projected batch with {@link batchScript} — the same single
+ * query string the audit writer sends — through `m` (a DataSource: one
+ * implicit transaction; or an EntityManager inside the caller's transaction).
  * Idempotent: events and logs are keyed by their stream entry id; job rows
  * change only for events newer than the newest one they hold.
- * @throws whatever PostgreSQL answers (the caller's transaction rolls back).
+ * @throws whatever PostgreSQL answers (nothing of the batch is written).
  */
-export async function writeBatch(m: EntityManager, b: AuditBatch | PlannedStatement[]): Promise<void> {
-  await m.query(JOIN_SETTINGS);
-  for (const st of Array.isArray(b) ? b : planBatch(b)) await m.query(st.sql, st.params);
+export async function writeBatch(m: Pick<EntityManager, 'query'>, b: AuditBatch): Promise<void> {
+  await m.query(batchScript(planBatch(b)));
 }
 
 /**

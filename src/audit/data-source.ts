@@ -60,6 +60,25 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
 }
 
 /**
+ * Drops the database named in `databaseUrl` if it exists, forcing its
+ * connections out, through the server's `postgres` database. For throwaway
+ * databases (tests, benchmarks, the query-plan script); Sluice never drops its own.
+ * @throws Error when the server is unreachable or the role may not drop it.
+ */
+export async function dropDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  url.pathname = '/postgres';
+  const client = new Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
  * Creates the database if missing, connects, and applies pending migrations
  * (serialized across processes by a Postgres advisory lock).
  * @returns the initialized data source and the names of the migrations applied.

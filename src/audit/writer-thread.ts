@@ -2,11 +2,10 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import type { SluiceConfig } from '../config/config';
 import { createLogger, Logger } from '../logging/logger';
 import { createRedis } from '../redis/connection';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { RedisJobStore, storeDefaultsOf } from '../redis/redis-job-store';
 import { RedisScripts } from '../redis/scripts';
-import { AuditWriter } from './audit-writer';
 import { createDataSource } from './data-source';
-import { formatRestoreReport, QueueRestorer } from './restore';
+import { createRoleWriter } from './role-writer';
 
 /** What the thread needs of the configuration (structured-cloned into it). */
 export type WriterThreadConfig = Pick<
@@ -96,32 +95,13 @@ export class AuditWriterThread {
 /** The thread's side: builds its own clients and runs an AuditWriter until told to stop. */
 async function runThread(data: ThreadData): Promise<void> {
   const { config, writerId } = data;
-  const log = createLogger(config.logLevel).child({ component: 'audit', writerId, thread: 'audit-writer' });
+  const log = createLogger(config.logLevel).child({ thread: 'audit-writer' });
   const redis = createRedis(config, { name: `sluice-audit-${writerId}` });
-  const store = new RedisJobStore(redis, new RedisScripts(redis), config.redisPrefix, {
-    maxAttempts: config.maxRetries,
-    timeoutMs: 600_000,
-    idempotencyTtlMs: config.idempotencyTtlMs,
-  });
+  const store = new RedisJobStore(redis, new RedisScripts(redis), config.redisPrefix, storeDefaultsOf(config));
   // Migrations ran in the main thread before this one started.
   const db = createDataSource(config.databaseUrl, 4);
   await db.initialize();
-  const restorer = new QueueRestorer(db, store, { lockWaitMs: 2000, log: log.child({ component: 'restore' }) });
-  const writer = new AuditWriter(
-    redis,
-    store,
-    db,
-    {
-      writerId,
-      keepCompletedCount: config.keepCompletedCount,
-      keepCompletedMs: config.keepCompletedMs,
-      onAcquire: async (queue) => {
-        const r = await restorer.ensureQueue(queue, { lockToken: writerId });
-        if (r.action === 'restored') log.info({ queue, action: r.action, counts: r.counts }, `restore check: ${formatRestoreReport(r)}`);
-      },
-    },
-    log,
-  );
+  const writer = createRoleWriter(redis, store, db, config, writerId, log);
   parentPort!.on('message', (m) => {
     if (m !== 'stop') return;
     void (async () => {
@@ -134,7 +114,7 @@ async function runThread(data: ThreadData): Promise<void> {
   });
   writer.start();
   parentPort!.postMessage('started');
-  log.info({}, 'audit writer thread started');
+  log.info({ writerId }, 'audit writer thread started');
 }
 
 if (!isMainThread && (workerData as ThreadData | null)?.kind === 'sluice-audit-writer') {

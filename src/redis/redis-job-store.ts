@@ -18,6 +18,14 @@ export interface StoreDefaults {
   idempotencyTtlMs: number;
 }
 
+/**
+ * The process defaults from the configuration (MAX_RETRIES, IDEMPOTENCY_TTL_MS;
+ * timeout 600,000 ms), for every process or thread that builds a store.
+ */
+export function storeDefaultsOf(c: { maxRetries: number; idempotencyTtlMs: number }): StoreDefaults {
+  return { maxAttempts: c.maxRetries, timeoutMs: 600_000, idempotencyTtlMs: c.idempotencyTtlMs };
+}
+
 /** Upper bound of jobs per enqueue script call, so one call never holds Redis long. */
 const MAX_JOBS_PER_CALL = 1000;
 

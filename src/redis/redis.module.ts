@@ -3,7 +3,7 @@ import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
 import { createRedis, RedisClient } from './connection';
-import { RedisJobStore } from './redis-job-store';
+import { RedisJobStore, storeDefaultsOf } from './redis-job-store';
 import { RedisScripts } from './scripts';
 
 export const REDIS = Symbol('REDIS');
@@ -26,7 +26,7 @@ export const REDIS = Symbol('REDIS');
       provide: RedisJobStore,
       inject: [REDIS, RedisScripts, SLUICE_CONFIG],
       useFactory: (r: RedisClient, s: RedisScripts, c: SluiceConfig) =>
-        new RedisJobStore(r, s, c.redisPrefix, { maxAttempts: c.maxRetries, timeoutMs: 600_000, idempotencyTtlMs: c.idempotencyTtlMs }),
+        new RedisJobStore(r, s, c.redisPrefix, storeDefaultsOf(c)),
     },
   ],
   exports: [REDIS, RedisScripts, RedisJobStore],

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
-import { openAuditStore } from '../../src/audit/data-source';
+import { dropDatabase, openAuditStore } from '../../src/audit/data-source';
 
 export const PG_BASE_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -32,15 +31,4 @@ export async function openTestDb(name: string): Promise<TestDb> {
   };
 }
 
-export async function dropDatabase(url: string): Promise<void> {
-  const u = new URL(url);
-  const db = u.pathname.slice(1);
-  u.pathname = '/postgres';
-  const c = new Client({ connectionString: u.toString() });
-  await c.connect();
-  try {
-    await c.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
-  } finally {
-    await c.end();
-  }
-}
+export { dropDatabase };
