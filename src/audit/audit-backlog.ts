@@ -3,7 +3,7 @@ import type { RedisJobStore } from '../redis/redis-job-store';
 
 /**
  * Size and age of the audit outbox: events written by the scripts that the
- * audit writer has not mirrored yet (XLEN: mirrored entries are XDEL'd).
+ * audit writer has not mirrored yet (XLEN: mirrored entries leave the stream, lua/ackEvents-1.lua).
  */
 export interface BacklogState {
   /** Entries waiting in every queue's stream. */

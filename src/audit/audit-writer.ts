@@ -3,8 +3,9 @@ import type { RedisClient } from '../redis/connection';
 import type { RedisJobStore } from '../redis/redis-job-store';
 import { newQueueChannel } from '../redis/keys';
 import type { Logger } from '../workers/worker-runtime';
-import { batchScript, planBatch } from './batch-writer';
+import { batchScript, planBatch, UNIQUE_VIOLATION } from './batch-writer';
 import { AuditBatch, project, StreamEntry } from './projection';
+import { nextStreamId } from './queries/mirror-barrier';
 
 export const AUDIT_GROUP = 'sluice-audit';
 
@@ -39,6 +40,8 @@ interface Prepared {
   entries: StreamEntry[];
   batch: AuditBatch;
   script: string;
+  /** Read with `>` (never delivered before): the script inserts without ON CONFLICT (planBatch's `fresh`). */
+  fresh: boolean;
   /** Entries read but not in this batch (over the size budget, or all of them when preparing failed): they go first in the backlog. */
   rest: StreamEntry[];
   error?: unknown;
@@ -58,7 +61,7 @@ const MAX_BATCH_CHARS = 32 * 2 ** 20;
  * the error, so nothing read is dropped (entries read with XREADGROUP stay
  * pending, unwritten, until a takeover, if this writer loses them).
  */
-function prepare(all: StreamEntry[], maxChars: number): Prepared {
+function prepare(all: StreamEntry[], maxChars: number, fresh: boolean): Prepared {
   let size = 0;
   let n = 0;
   for (; n < all.length; n++) {
@@ -68,9 +71,9 @@ function prepare(all: StreamEntry[], maxChars: number): Prepared {
   const entries = all.slice(0, n);
   try {
     const batch = project(entries);
-    return { entries, batch, script: entries.length ? batchScript(planBatch(batch)) : '', rest: all.slice(n) };
+    return { entries, batch, script: entries.length ? batchScript(planBatch(batch, fresh)) : '', fresh, rest: all.slice(n) };
   } catch (error) {
-    return { entries: [], batch: project([]), script: '', rest: all, error };
+    return { entries: [], batch: project([]), script: '', fresh: false, rest: all, error };
   }
 }
 
@@ -85,7 +88,7 @@ function prepare(all: StreamEntry[], maxChars: number): Prepared {
  *   claims the entries its dead owner left pending (XAUTOCLAIM).
  * - Entries are read in batches (≤ batchSize, no waiting once something
  *   arrived), written in one transaction with one multi-row statement per
- *   table, then XACK+XDEL'd. Writes are idempotent (the stream entry id is
+ *   table, then acknowledged and removed from the stream (lua/ackEvents-1.lua). Writes are idempotent (the stream entry id is
  *   unique in job_events), so a batch replayed after a crash adds nothing.
  * - When Postgres is down the transaction fails, nothing is acked, entries
  *   wait in Redis and are retried with backoff.
@@ -100,7 +103,7 @@ export class AuditWriter {
   /** Entries taken over from a dead writer, to be written before new ones. */
   private backlog: StreamEntry[] = [];
   private pgDown = false;
-  readonly stats = { batches: 0, events: 0, lastBatchAt: 0 };
+  readonly stats = { batches: 0, events: 0, lastBatchAt: 0, freshRetries: 0 };
 
   constructor(
     private readonly redis: RedisClient,
@@ -161,7 +164,7 @@ export class AuditWriter {
         // a read-ahead is still pending (the backlog was served first: it
         // must not be replaced, its entries would stay pending unwritten) or
         // the backlog has more to write first.
-        if (!this.prefetch && !this.backlog.length) this.prefetch = this.read().then((e) => this.prepareBatch(e));
+        if (!this.prefetch && !this.backlog.length) this.prefetch = this.read().then((e) => this.prepareBatch(e, true));
         await this.write(next);
         failures = 0;
         const prev = acking;
@@ -182,8 +185,9 @@ export class AuditWriter {
     if (f) this.backlog.push(...f.entries, ...f.rest);
   }
 
-  private prepareBatch(entries: StreamEntry[]): Prepared {
-    return prepare(entries, this.opts.maxBatchChars ?? MAX_BATCH_CHARS);
+  /** `fresh`: the entries come straight from a `>` read (not the backlog: a retry or a takeover). */
+  private prepareBatch(entries: StreamEntry[], fresh: boolean): Prepared {
+    return prepare(entries, this.opts.maxBatchChars ?? MAX_BATCH_CHARS, fresh);
   }
 
   /** The next batch, being read and prepared while the current one is written. */
@@ -192,22 +196,30 @@ export class AuditWriter {
   /** The batch to write next: the retry backlog first, then what was read ahead, then a fresh read. */
   private async nextBatch(): Promise<Prepared> {
     let p: Prepared;
-    if (this.backlog.length) p = this.prepareBatch(this.backlog.splice(0, this.opts.batchSize ?? 1000));
+    if (this.backlog.length) p = this.prepareBatch(this.backlog.splice(0, this.opts.batchSize ?? 1000), false);
     else if (this.prefetch) {
       const f = this.prefetch;
       this.prefetch = null;
       p = await f;
-    } else p = this.prepareBatch(await this.read());
+    } else p = this.prepareBatch(await this.read(), true);
     if (p.rest.length) this.backlog.unshift(...p.rest);
     if (p.error) throw p.error;
     return p;
   }
 
   /** Writes one batch in one transaction; on failure keeps it (and anything read ahead) for the retry, in order. */
-  private async write({ entries, script }: Prepared): Promise<void> {
+  private async write({ entries, batch, script, fresh }: Prepared): Promise<void> {
     try {
       // One implicit transaction, one round trip (see batchScript).
-      await this.db.query(script);
+      try {
+        await this.db.query(script);
+      } catch (e) {
+        // A fresh batch meeting a row that exists (a job id reused, a commit
+        // whose reply was lost): nothing was written; the idempotent form.
+        if (!fresh || (e as { code?: string }).code !== UNIQUE_VIOLATION) throw e;
+        this.stats.freshRetries++;
+        await this.db.query(batchScript(planBatch(batch)));
+      }
     } catch (e) {
       const f = this.prefetch ? await this.prefetch.catch(() => null) : null;
       this.prefetch = null;
@@ -270,12 +282,13 @@ export class AuditWriter {
     await Promise.all(
       [...byQueue].map(async ([q, ids]) => {
         const k = this.store.keys(q);
-        // One MULTI: a writer dying between a separate XACK and XDEL would leave
-        // acked entries in the stream for good (never pending, so never taken
-        // over; never delivered again), and XLEN would not drain to 0.
-        const res = await this.redis.multi().xack(k.events, AUDIT_GROUP, ...ids).xdel(k.events, ...ids).exec();
-        const err = res ? res.find(([e]) => e)?.[0] : new Error('XACK/XDEL transaction aborted');
-        if (err) throw err;
+        // One script: XACK, then the entries leave the stream (a trim when
+        // nothing older is pending, else XDEL; lua/ackEvents-1.lua). A writer
+        // dying between a separate XACK and XDEL would leave acked entries in
+        // the stream for good (never pending, so never taken over), and XLEN
+        // would not drain to 0.
+        const last = ids.reduce((a, b) => (compareIds(a, b) >= 0 ? a : b));
+        await this.store.scripts.run('ackEvents', [k.events], [AUDIT_GROUP, last, nextStreamId(last), ...ids]);
       }),
     );
     const done = new Map<string, string[]>();
@@ -365,9 +378,17 @@ function toObject(flat: string[]): Record<string, string> {
   return o;
 }
 
-/** Orders stream ids "ms-seq" numerically. */
+/**
+ * Orders stream ids "ms-seq" numerically. Both parts are decimal integers
+ * without leading zeros, so the longer one is the greater and equal lengths
+ * compare as strings: exact for any 64-bit part, and no BigInt or split per
+ * call (the writer compares every id of every batch it acknowledges).
+ */
 export function compareIds(a: string, b: string): number {
-  const [am, as] = a.split('-').map(BigInt);
-  const [bm, bs] = b.split('-').map(BigInt);
-  return am === bm ? (as < bs ? -1 : as > bs ? 1 : 0) : am < bm ? -1 : 1;
+  const ia = a.indexOf('-');
+  const ib = b.indexOf('-');
+  if (ia !== ib) return ia - ib;
+  for (let i = 0; i < ia; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return a.charCodeAt(i) - b.charCodeAt(i);
+  if (a.length !== b.length) return a.length - b.length;
+  return a < b ? -1 : a > b ? 1 : 0;
 }

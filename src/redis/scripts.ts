@@ -17,6 +17,7 @@ export type ScriptName =
   | 'updateProgress'
   | 'renewLock'
   | 'forgetJobs'
+  | 'ackEvents'
   | 'restoreJobs'
   | 'purgeDlq'
   | 'reviveJob';

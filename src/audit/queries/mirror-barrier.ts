@@ -7,6 +7,12 @@ export function compareStreamIds(a: string, b: string): number {
   return Number(am) - Number(bm) || Number(as) - Number(bs);
 }
 
+/** The smallest stream entry id after `id` (`<ms>-<seq+1>`, exact for any 64-bit seq). */
+export function nextStreamId(id: string): string {
+  const [ms, sq] = id.split('-');
+  return `${ms}-${(BigInt(sq) + 1n).toString()}`;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -15,9 +21,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * call started, so a client that saw a job `completed` in Redis then finds
  * its events, executions and counts in PostgreSQL.
  *
- * Mirrored entries leave the stream (the writer XACKs and XDELs them after
- * its transaction commits), so "mirrored up to X" is "the oldest entry left
- * is newer than X". A queue no writer holds (no audit role running, or not
+ * Mirrored entries leave the stream (after its transaction commits the
+ * writer XACKs them and trims or XDELs them: lua/ackEvents-1.lua), so
+ * "mirrored up to X" is "the oldest entry left is newer than X". A queue no writer holds (no audit role running, or not
  * yet taken over) is not waited for; neither is anything past `maxWaitMs`
  * (a slow or stalled mirror answers with what it has rather than hang).
  *
