@@ -156,10 +156,10 @@ for g = 1, groups do
         -- The enqueued event carries the whole spec: PostgreSQL gets the job from it.
         local runAtS = runAt == now and nowS or int(runAt)
         if key == '' then
-          redis.call('XADD', KEYS[3], '*', 'e', 'enqueued', 'j', id, 'f', '', 't', state, 'a', '0', 'at', nowS,
+          redis.call('XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. '|0|' .. nowS, 'j', id,
             'ty', ty, 'p', payload, 'pr', priority, 'o', o, 'ra', runAtS)
         else
-          redis.call('XADD', KEYS[3], '*', 'e', 'enqueued', 'j', id, 'f', '', 't', state, 'a', '0', 'at', nowS,
+          redis.call('XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. '|0|' .. nowS, 'j', id,
             'ty', ty, 'p', payload, 'pr', priority, 'o', o, 'ra', runAtS, 'ik', key)
         end
         res[r + 1] = id; res[r + 2] = state; res[r + 3] = 0

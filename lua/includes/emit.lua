@@ -1,13 +1,18 @@
 -- Appends one audit event to the queue's events stream (the outbox).
--- Fields: e event, j job id, f from, t to, a attempt, at time (ms), then
--- optional extras as a flat list (w worker, x executionSeq, r reason,
+-- Fields: h the header "event|from|to|attempt|at" (at: time, ms), j job id,
+-- then optional extras as a flat list (w worker, x executionSeq, r reason,
 -- er error, d data JSON, ...). Called once per transition, inside the same
 -- script as the transition, so no change can happen without its event.
+-- The header packs the five fields every event has, all from a fixed
+-- vocabulary or integers (never a '|'), into one: each field of an entry
+-- costs Redis a listpack element on XADD and a bulk string in every
+-- XREADGROUP reply, and the audit writer one string to parse
+-- (entryFields in src/audit/projection.ts splits it back).
 local function emit(eventsKey, at, event, jobId, from, to, attempt, extra)
   -- Numbers as strings: see int() in now.lua.
   if type(at) == 'number' then at = int(at) end
   if type(attempt) == 'number' then attempt = int(attempt) end
-  local args = {'XADD', eventsKey, '*', 'e', event, 'j', jobId, 'f', from, 't', to, 'a', attempt or '0', 'at', at}
+  local args = {'XADD', eventsKey, '*', 'h', event .. '|' .. from .. '|' .. to .. '|' .. (attempt or '0') .. '|' .. at, 'j', jobId}
   if extra then
     for i = 1, #extra do args[#args + 1] = extra[i] end
   end

@@ -4,7 +4,7 @@ import type { RedisJobStore } from '../redis/redis-job-store';
 import { newQueueChannel } from '../redis/keys';
 import type { Logger } from '../workers/worker-runtime';
 import { batchScript, planBatch, UNIQUE_VIOLATION } from './batch-writer';
-import { AuditBatch, project, StreamEntry } from './projection';
+import { AuditBatch, entryFields, project, StreamEntry } from './projection';
 import { nextStreamId } from './queries/mirror-barrier';
 
 export const AUDIT_GROUP = 'sluice-audit';
@@ -266,7 +266,7 @@ export class AuditWriter {
     );
     const out: StreamEntry[] = [];
     replies.forEach((r, i) => {
-      if (r) for (const [id, fields] of r[0][1]) out.push({ queue: queues[i], id, fields: toObject(fields) });
+      if (r) for (const [id, fields] of r[0][1]) out.push({ queue: queues[i], id, fields: entryFields(fields) });
     });
     return out;
   }
@@ -362,7 +362,7 @@ export class AuditWriter {
     do {
       const r = (await (this.redis as any).xautoclaim(k.events, AUDIT_GROUP, this.opts.writerId, 0, cursor, 'COUNT', 1000)) as [string, XEntries, string[]?];
       cursor = r[0];
-      for (const [id, fields] of r[1]) if (fields) taken.push({ queue, id, fields: toObject(fields) });
+      for (const [id, fields] of r[1]) if (fields) taken.push({ queue, id, fields: entryFields(fields) });
     } while (cursor !== '0-0');
     if (taken.length) {
       taken.sort((a, b) => compareIds(a.id, b.id));
@@ -370,12 +370,6 @@ export class AuditWriter {
       this.log.info({ queue, entries: taken.length }, 'audit writer took over pending entries');
     }
   }
-}
-
-function toObject(flat: string[]): Record<string, string> {
-  const o: Record<string, string> = {};
-  for (let i = 0; i < flat.length; i += 2) o[flat[i]] = flat[i + 1];
-  return o;
 }
 
 /**

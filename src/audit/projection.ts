@@ -2,14 +2,44 @@
  * Turns events-stream entries into the rows the audit writer stores. Pure:
  * no I/O, so the mapping is unit-tested on its own.
  *
- * Stream entry fields (see lua/includes/emit.lua): e event, j job id, f from,
- * t to, a attempt, at time (ms), x executionSeq, w worker, r reason,
+ * Stream entry fields (see lua/includes/emit.lua), as entryFields() returns
+ * them: e event, j job id, f from, t to, a attempt, at time (ms) (the first
+ * five and `at` travel packed in one header field `h`), x executionSeq, w worker, r reason,
  * er error, d data JSON (result / progress), ms duration, and on `enqueued`:
  * ty type, p payload, pr priority, o "maxAttempts;timeoutMs;backoff",
  * ra runAt, ik idempotency key. `log` entries carry lvl and m.
  */
 
 import { splitOptions } from '../redis/job-codec';
+
+/**
+ * An entry's flat field list (as XRANGE/XREADGROUP return it) as an object.
+ * The header `h` = "event|from|to|attempt|at" (lua/includes/emit.lua) is
+ * unpacked into e, f, t, a and at; entries written without one (`log`
+ * entries; events of a version before the header) have those fields
+ * themselves.
+ */
+export function entryFields(flat: string[]): Record<string, string> {
+  const o: Record<string, string> = {};
+  for (let i = 0; i < flat.length; i += 2) {
+    const k = flat[i];
+    const v = flat[i + 1];
+    if (k !== 'h') {
+      o[k] = v;
+      continue;
+    }
+    const p1 = v.indexOf('|');
+    const p2 = v.indexOf('|', p1 + 1);
+    const p3 = v.indexOf('|', p2 + 1);
+    const p4 = v.indexOf('|', p3 + 1);
+    o.e = v.slice(0, p1);
+    o.f = v.slice(p1 + 1, p2);
+    o.t = v.slice(p2 + 1, p3);
+    o.a = v.slice(p3 + 1, p4);
+    o.at = v.slice(p4 + 1);
+  }
+  return o;
+}
 
 export interface StreamEntry {
   queue: string;

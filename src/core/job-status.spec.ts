@@ -146,11 +146,13 @@ function luaEmits(): LuaEmit[] {
       if (event === 'failed' && file === 'includes/job.lua') continue; // deadLetterCorrupt body, checked at its callers
       for (const from of values(event, 'from', args[4])) for (const to of values(event, 'to', args[5])) out.push({ file, event, from, to: to as string });
     }
-    // Hot paths write their event with an inline XADD (no table building): same fields as emit().
-    for (const m of text.matchAll(/'XADD',\s*KEYS\[\d+\],\s*'\*',\s*'e',\s*'([a-z_]+)',\s*'j',\s*[^,]+,\s*'f',\s*([^,]+),\s*'t',\s*([^,]+)/g)) {
+    // Hot paths write their event with an inline XADD (no table building): the
+    // same header as emit(), "event|from|" .. to .. "|attempt|at", with a literal from.
+    for (const m of text.matchAll(/'XADD',\s*KEYS\[\d+\],\s*'\*',\s*'h',\s*'([a-z_]+)\|(\w*)\|'\s*\.\.\s*(\w+)\s*\.\./g)) {
       const event = m[1];
-      for (const from of values(event, 'from', m[2])) for (const to of values(event, 'to', m[3])) out.push({ file, event, from, to: to as string });
+      for (const from of values(event, 'from', `'${m[2]}'`)) for (const to of values(event, 'to', m[3])) out.push({ file, event, from, to: to as string });
     }
+    if (/'XADD',\s*KEYS\[\d+\],\s*'\*',\s*'e',\s*'(?!log')/.test(text)) throw new Error(`${file}: an event XADD without the header (see includes/emit.lua)`);
     for (const m of text.matchAll(/\bdeadLetterCorrupt\(([^)]*)\)/g)) {
       const args = m[1].split(',');
       if (args[5].trim() === 'from') continue; // the definition

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { AUDIT_GROUP } from '../../src/audit/audit-writer';
-import type { StreamEntry } from '../../src/audit/projection';
+import { entryFields, StreamEntry } from '../../src/audit/projection';
 import type { RedisClient } from '../../src/redis/connection';
 import type { RedisJobStore } from '../../src/redis/redis-job-store';
 
@@ -11,12 +11,6 @@ import type { RedisJobStore } from '../../src/redis/redis-job-store';
  */
 
 type XEntries = [string, string[]][];
-
-function toObject(flat: string[]): Record<string, string> {
-  const o: Record<string, string> = {};
-  for (let i = 0; i < flat.length; i += 2) o[flat[i]] = flat[i + 1];
-  return o;
-}
 
 /** Every entry of the queues' events streams (XRANGE, paged; nothing consumed), each queue in stream order. */
 export async function captureStreams(
@@ -35,7 +29,7 @@ export async function captureStreams(
         'COUNT',
         5000,
       )) as XEntries;
-      for (const [id, fields] of page) out.push({ queue, id, fields: toObject(fields) });
+      for (const [id, fields] of page) out.push({ queue, id, fields: entryFields(fields) });
       if (page.length < 5000) break;
       start = '(' + page[page.length - 1][0];
     }

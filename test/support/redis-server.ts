@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
+import { entryFields } from '../../src/audit/projection';
 
 /**
  * Private redis-server processes for integration tests that need to stop,
@@ -311,8 +312,7 @@ export async function auditTrails(
   for (;;) {
     const page = await redis.xrange(eventsKey, start, '+', 'COUNT', 5000);
     for (const [, fields] of page) {
-      const e: Record<string, string> = {};
-      for (let i = 0; i < fields.length; i += 2) e[fields[i]] = fields[i + 1];
+      const e = entryFields(fields);
       let t = out.get(e.j);
       if (!t) out.set(e.j, (t = { events: [], count: {}, claimedSeqs: [] }));
       t.events.push(e.e);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
+import { entryFields } from '../../src/audit/projection';
 import { createRedis, RedisClient } from '../../src/redis/connection';
 import { RedisJobStore } from '../../src/redis/redis-job-store';
 import { RedisScripts } from '../../src/redis/scripts';
@@ -49,9 +50,7 @@ export async function deleteByPrefix(redis: Redis, prefix: string): Promise<void
 export async function readEvents(redis: RedisClient, eventsKey: string): Promise<Record<string, string>[]> {
   const entries = await redis.xrange(eventsKey, '-', '+');
   return entries.map(([id, fields]) => {
-    const o: Record<string, string> = { streamId: id };
-    for (let i = 0; i < fields.length; i += 2) o[fields[i]] = fields[i + 1];
-    return o;
+    return { streamId: id, ...entryFields(fields) };
   });
 }
 
