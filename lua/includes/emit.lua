@@ -11,7 +11,10 @@
 local function emit(eventsKey, at, event, jobId, from, to, attempt, extra)
   -- Numbers as strings: see int() in now.lua.
   if type(at) == 'number' then at = int(at) end
-  if type(attempt) == 'number' then attempt = int(attempt) end
+  -- A corrupt hash (deadLetterCorrupt) may hold anything as attempt: never
+  -- let it into the header, where a '|' would shift the fields after it.
+  attempt = tonumber(attempt)
+  attempt = attempt and int(attempt) or '0'
   local args = {'XADD', eventsKey, '*', 'h', event .. '|' .. from .. '|' .. to .. '|' .. (attempt or '0') .. '|' .. at, 'j', jobId}
   if extra then
     for i = 1, #extra do args[#args + 1] = extra[i] end

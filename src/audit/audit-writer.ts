@@ -11,7 +11,7 @@ export const AUDIT_GROUP = 'sluice-audit';
 
 export interface AuditWriterOptions {
   writerId: string;
-  /** Max stream entries per Postgres transaction (≤ 1000). */
+  /** Max stream entries per Postgres transaction (≤ 1000; more is taken as 1000: lua/ackEvents-1.lua gets one batch's ids as arguments). */
   batchSize?: number;
   /** Max field text per transaction, chars (default 32 Mi): a batch of large payloads is cut short. */
   maxBatchChars?: number;
@@ -185,6 +185,11 @@ export class AuditWriter {
     if (f) this.backlog.push(...f.entries, ...f.rest);
   }
 
+  /** Entries per batch, 1..1000 whatever the option says (the ack script takes one batch's ids as arguments). */
+  private batchSize(): number {
+    return Math.min(1000, Math.max(1, Math.floor(this.opts.batchSize ?? 1000)));
+  }
+
   /** `fresh`: the entries come straight from a `>` read (not the backlog: a retry or a takeover). */
   private prepareBatch(entries: StreamEntry[], fresh: boolean): Prepared {
     return prepare(entries, this.opts.maxBatchChars ?? MAX_BATCH_CHARS, fresh);
@@ -196,7 +201,7 @@ export class AuditWriter {
   /** The batch to write next: the retry backlog first, then what was read ahead, then a fresh read. */
   private async nextBatch(): Promise<Prepared> {
     let p: Prepared;
-    if (this.backlog.length) p = this.prepareBatch(this.backlog.splice(0, this.opts.batchSize ?? 1000), false);
+    if (this.backlog.length) p = this.prepareBatch(this.backlog.splice(0, this.batchSize()), false);
     else if (this.prefetch) {
       const f = this.prefetch;
       this.prefetch = null;
@@ -253,7 +258,7 @@ export class AuditWriter {
   }
 
   private async read(): Promise<StreamEntry[]> {
-    const budget = this.opts.batchSize ?? 1000;
+    const budget = this.batchSize();
     const queues = [...this.owned];
     if (!queues.length) return [];
     const per = Math.max(1, Math.ceil(budget / queues.length));
