@@ -65,7 +65,9 @@ function prepare(all: StreamEntry[], maxChars: number, fresh: boolean): Prepared
   let size = 0;
   let n = 0;
   for (; n < all.length; n++) {
-    for (const k in all[n].fields) size += all[n].fields[k].length;
+    const e = all[n];
+    if (e.chars !== undefined) size += e.chars;
+    else for (const k in e.fields) size += e.fields[k].length;
     if (size > maxChars && n > 0) break;
   }
   const entries = all.slice(0, n);
@@ -271,7 +273,7 @@ export class AuditWriter {
     );
     const out: StreamEntry[] = [];
     replies.forEach((r, i) => {
-      if (r) for (const [id, fields] of r[0][1]) out.push({ queue: queues[i], id, fields: entryFields(fields) });
+      if (r) for (const [id, fields] of r[0][1]) out.push({ queue: queues[i], id, fields: entryFields(fields), chars: charsOf(fields) });
     });
     return out;
   }
@@ -375,6 +377,13 @@ export class AuditWriter {
       this.log.info({ queue, entries: taken.length }, 'audit writer took over pending entries');
     }
   }
+}
+
+/** Length of an entry's field values (flat [k, v, k, v, …]), chars: counted on the reply, with no object walk. */
+function charsOf(flat: string[]): number {
+  let c = 0;
+  for (let i = 1; i < flat.length; i += 2) c += flat[i].length;
+  return c;
 }
 
 /**

@@ -46,6 +46,8 @@ export interface StreamEntry {
   /** Stream entry id, "<ms>-<seq>". */
   id: string;
   fields: Record<string, string>;
+  /** Total length of the field values, chars, when the reader counted it (the writer's batch budget). */
+  chars?: number;
 }
 
 export interface EventRow {
