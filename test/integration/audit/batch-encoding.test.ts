@@ -64,6 +64,20 @@ describe('array literals', () => {
     expect(await roundTrip(numArray([0, -3, 2 ** 40, null, undefined, NaN, Infinity]), 'float8[]')).toEqual([0, -3, 2 ** 40, null, null, null, null]);
     expect(await roundTrip(numArray(['1796010048706', '23', '12abc', '']), 'bigint[]')).toEqual(['1796010048706', '23', null, null]);
   });
+
+  test('the plain path (nothing null, nothing to escape: joined as is) and the mixed one agree, empty arrays included', async () => {
+    const plain = ['a', '', 'b c', 'é ✓ 😀', '{}', 'x,y', "it's"];
+    expect(textArray(plain)).toBe('{"a","","b c","é ✓ 😀","{}","x,y","it\'s"}');
+    expect(await roundTrip(textArray(plain), 'text[]')).toEqual(plain);
+    // One element that must be escaped, or one null, anywhere: every other element still quoted.
+    expect(await roundTrip(textArray([...plain, 'q"']), 'text[]')).toEqual([...plain, 'q"']);
+    expect(await roundTrip(textArray([null, ...plain]), 'text[]')).toEqual([null, ...plain]);
+    expect(textArray([])).toBe('{}');
+    expect(await roundTrip(textArray([]), 'text[]')).toEqual([]);
+    expect(numArray([])).toBe('{}');
+    expect(numArray([1, 2.5, '7'])).toBe('{1,2.5,7}');
+    expect(numArray([1, NaN, '7'])).toBe('{1,NULL,7}');
+  });
 });
 
 describe('through the writer', () => {
