@@ -221,8 +221,9 @@ export class AuditWriter {
       try {
         await this.db.query(script);
       } catch (e) {
-        // A fresh batch meeting a row that exists (a job id reused, a commit
-        // whose reply was lost): nothing was written; the idempotent form.
+        // A fresh batch meeting a row that exists (Redis restarted from an
+        // older snapshot and delivers mirrored entries again): nothing was
+        // written; the idempotent form.
         if (!fresh || (e as { code?: string }).code !== UNIQUE_VIOLATION) throw e;
         this.stats.freshRetries++;
         await this.db.query(batchScript(planBatch(batch)));

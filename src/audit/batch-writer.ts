@@ -99,9 +99,10 @@ function template(sql: string): Template {
  * while the current one is in PostgreSQL.
  *
  * `fresh`: the batch's entries were never delivered before (read with
- * XREADGROUP `>`), so none of their event or log rows can exist, and a job
- * row only for a job whose `enqueued` event was mirrored before (a client
- * reusing a job id): the inserts into job_events, job_logs and jobs then go
+ * XREADGROUP `>`), so none of their event or log rows can exist, nor the
+ * job row of an `enqueued` event (job ids are UUIDv7s made by the server),
+ * unless Redis came back from an older snapshot and delivers mirrored
+ * entries again: the inserts into job_events, job_logs and jobs then go
  * without ON CONFLICT, whose speculative insertion (an index probe, then the
  * insert, then its confirmation) cost a third of those statements in
  * auto_explain runs. Should a row exist all the same, the statement fails

@@ -122,9 +122,9 @@ describe('fresh batches', () => {
     const q = 'fresh-writer';
     const t = await openStore('audit-fresh-w'); // its own prefix: no other test's queue in the writer's batches
     const ids = (await t.store.enqueue(Array.from({ length: 20 }, () => normalizeEnqueue({ type: 'x', queue: q }, 1e6)))).map((r) => r.id);
-    // Half of them mirrored already (as after a commit whose reply was lost,
-    // when the entries were then delivered again): the writer reads them all
-    // with `>` and must not fail on them for good, nor write them twice.
+    // Half of them mirrored already (as when Redis comes back from an older
+    // snapshot and delivers mirrored entries again): the writer reads them
+    // all with `>` and must not fail on them for good, nor write them twice.
     const entries = await captureStreams(t.redis, t.store, [q]);
     await writeBatch(db.dataSource, project(entries.slice(0, 10)), false);
     const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: 'fresh-w' });
