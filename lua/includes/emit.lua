@@ -15,7 +15,7 @@ local function emit(eventsKey, at, event, jobId, from, to, attempt, extra)
   -- let it into the header, where a '|' would shift the fields after it.
   attempt = tonumber(attempt)
   attempt = attempt and int(attempt) or '0'
-  local args = {'XADD', eventsKey, '*', 'h', event .. '|' .. from .. '|' .. to .. '|' .. (attempt or '0') .. '|' .. at, 'j', jobId}
+  local args = {'XADD', eventsKey, '*', 'h', event .. '|' .. from .. '|' .. to .. '|' .. attempt .. '|' .. at, 'j', jobId}
   if extra then
     for i = 1, #extra do args[#args + 1] = extra[i] end
   end

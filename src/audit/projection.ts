@@ -3,8 +3,8 @@
  * no I/O, so the mapping is unit-tested on its own.
  *
  * Stream entry fields (see lua/includes/emit.lua), as entryFields() returns
- * them: e event, j job id, f from, t to, a attempt, at time (ms) (the first
- * five and `at` travel packed in one header field `h`), x executionSeq, w worker, r reason,
+ * them: e event, j job id, f from, t to, a attempt, at time (ms) (e, f, t,
+ * a and at travel packed in one header field `h`), x executionSeq, w worker, r reason,
  * er error, d data JSON (result / progress), ms duration, and on `enqueued`:
  * ty type, p payload, pr priority, o "maxAttempts;timeoutMs;backoff",
  * ra runAt, ik idempotency key. `log` entries carry lvl and m.
