@@ -1,13 +1,28 @@
 import type { DataSource } from 'typeorm';
 import type { RedisClient } from '../redis/connection';
 import type { RedisJobStore } from '../redis/redis-job-store';
+import type { RedisScripts } from '../redis/scripts';
 import { newQueueChannel } from '../redis/keys';
 import type { Logger } from '../workers/worker-runtime';
 import { batchScript, planBatch, UNIQUE_VIOLATION } from './batch-writer';
 import { AuditBatch, entryFields, project, StreamEntry } from './projection';
-import { nextStreamId } from './queries/mirror-barrier';
+import { compareIds, nextStreamId } from './stream-ids';
 
 export const AUDIT_GROUP = 'sluice-audit';
+
+/**
+ * Acknowledges mirrored entries of one stream and removes them from it, in
+ * one script (lua/ackEvents-1.lua: XACK, then a trim when nothing older is
+ * pending, else XDEL). One script, because a writer dying between a separate
+ * XACK and XDEL would leave acked entries in the stream for good (never
+ * pending, so never taken over) and XLEN would not drain to 0.
+ * @param ids 1..1000 entry ids of `eventsKey`, committed to PostgreSQL, in any order.
+ * @returns 1 when the entries were trimmed, 0 when deleted one by one.
+ */
+export function acknowledgeEntries(scripts: RedisScripts, eventsKey: string, ids: string[]): Promise<number> {
+  const last = ids.reduce((a, b) => (compareIds(a, b) >= 0 ? a : b));
+  return scripts.run<number>('ackEvents', [eventsKey], [AUDIT_GROUP, last, nextStreamId(last), ...ids]);
+}
 
 export interface AuditWriterOptions {
   writerId: string;
@@ -65,9 +80,7 @@ function prepare(all: StreamEntry[], maxChars: number, fresh: boolean): Prepared
   let size = 0;
   let n = 0;
   for (; n < all.length; n++) {
-    const e = all[n];
-    if (e.chars !== undefined) size += e.chars;
-    else for (const k in e.fields) size += e.fields[k].length;
+    for (const k in all[n].fields) size += all[n].fields[k].length;
     if (size > maxChars && n > 0) break;
   }
   const entries = all.slice(0, n);
@@ -274,7 +287,7 @@ export class AuditWriter {
     );
     const out: StreamEntry[] = [];
     replies.forEach((r, i) => {
-      if (r) for (const [id, fields] of r[0][1]) out.push({ queue: queues[i], id, fields: entryFields(fields), chars: charsOf(fields) });
+      if (r) for (const [id, fields] of r[0][1]) out.push({ queue: queues[i], id, fields: entryFields(fields) });
     });
     return out;
   }
@@ -289,14 +302,7 @@ export class AuditWriter {
     const finished = batch.finished;
     await Promise.all(
       [...byQueue].map(async ([q, ids]) => {
-        const k = this.store.keys(q);
-        // One script: XACK, then the entries leave the stream (a trim when
-        // nothing older is pending, else XDEL; lua/ackEvents-1.lua). A writer
-        // dying between a separate XACK and XDEL would leave acked entries in
-        // the stream for good (never pending, so never taken over), and XLEN
-        // would not drain to 0.
-        const last = ids.reduce((a, b) => (compareIds(a, b) >= 0 ? a : b));
-        await this.store.scripts.run('ackEvents', [k.events], [AUDIT_GROUP, last, nextStreamId(last), ...ids]);
+        await acknowledgeEntries(this.store.scripts, this.store.keys(q).events, ids);
       }),
     );
     const done = new Map<string, string[]>();
@@ -378,26 +384,4 @@ export class AuditWriter {
       this.log.info({ queue, entries: taken.length }, 'audit writer took over pending entries');
     }
   }
-}
-
-/** Length of an entry's field values (flat [k, v, k, v, …]), chars: counted on the reply, with no object walk. */
-function charsOf(flat: string[]): number {
-  let c = 0;
-  for (let i = 1; i < flat.length; i += 2) c += flat[i].length;
-  return c;
-}
-
-/**
- * Orders stream ids "ms-seq" numerically. Both parts are decimal integers
- * without leading zeros, so the longer one is the greater and equal lengths
- * compare as strings: exact for any 64-bit part, and no BigInt or split per
- * call (the writer compares every id of every batch it acknowledges).
- */
-export function compareIds(a: string, b: string): number {
-  const ia = a.indexOf('-');
-  const ib = b.indexOf('-');
-  if (ia !== ib) return ia - ib;
-  for (let i = 0; i < ia; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return a.charCodeAt(i) - b.charCodeAt(i);
-  if (a.length !== b.length) return a.length - b.length;
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -11,6 +11,7 @@
  */
 
 import { splitOptions } from '../redis/job-codec';
+import { splitStreamId } from './stream-ids';
 
 /**
  * An entry's flat field list (as XRANGE/XREADGROUP return it) as an object.
@@ -46,8 +47,6 @@ export interface StreamEntry {
   /** Stream entry id, "<ms>-<seq>". */
   id: string;
   fields: Record<string, string>;
-  /** Total length of the field values, chars, when the reader counted it (the writer's batch budget). */
-  chars?: number;
 }
 
 export interface EventRow {
@@ -165,12 +164,6 @@ export interface AuditBatch {
 
 const num = (v: string | undefined): number | null => (v === undefined || v === '' ? null : Number(v));
 const str = (v: string | undefined): string | null => (v === undefined || v === '' ? null : v);
-
-/** Splits "ms-seq" into its two parts (strings: they may exceed 2^53 in theory). */
-export function splitStreamId(id: string): [string, string] {
-  const i = id.indexOf('-');
-  return [id.slice(0, i), id.slice(i + 1)];
-}
 
 function outcomeOf(e: string, reason: string | null): ExecutionEnd['outcome'] | null {
   switch (e) {

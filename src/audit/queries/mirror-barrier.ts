@@ -1,17 +1,5 @@
 import type { RedisJobStore } from '../../redis/redis-job-store';
-
-/** Compares two stream entry ids `<ms>-<seq>` numerically. */
-export function compareStreamIds(a: string, b: string): number {
-  const [am, as] = a.split('-');
-  const [bm, bs] = b.split('-');
-  return Number(am) - Number(bm) || Number(as) - Number(bs);
-}
-
-/** The smallest stream entry id after `id` (`<ms>-<seq+1>`, exact for any 64-bit seq). */
-export function nextStreamId(id: string): string {
-  const [ms, sq] = id.split('-');
-  return `${ms}-${(BigInt(sq) + 1n).toString()}`;
-}
+import { compareIds } from '../stream-ids';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -46,7 +34,7 @@ export async function waitForMirror(store: RedisJobStore, queues: string[], maxW
   let pending = targets;
   while (pending.length) {
     const oldest = await Promise.all(pending.map((t) => redis.xrange(t.key, '-', '+', 'COUNT', 1)));
-    pending = pending.filter((t, i) => oldest[i].length > 0 && compareStreamIds(oldest[i][0][0], t.id) <= 0);
+    pending = pending.filter((t, i) => oldest[i].length > 0 && compareIds(oldest[i][0][0], t.id) <= 0);
     if (!pending.length) return true;
     if (Date.now() >= deadline) return false;
     await sleep(pollMs);

@@ -8,10 +8,10 @@
  *   row exists all the same it is written again in the idempotent form:
  *   nothing lost, nothing doubled.
  */
-import { AuditWriter, AUDIT_GROUP, compareIds } from '../../../src/audit/audit-writer';
+import { acknowledgeEntries, AuditWriter, AUDIT_GROUP } from '../../../src/audit/audit-writer';
 import { planBatch, UNIQUE_VIOLATION, writeBatch } from '../../../src/audit/batch-writer';
 import { project } from '../../../src/audit/projection';
-import { nextStreamId } from '../../../src/audit/queries/mirror-barrier';
+import { compareIds, nextStreamId } from '../../../src/audit/stream-ids';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { captureStreams } from '../../support/audit';
 import { openTestDb, TestDb } from '../../support/postgres';
@@ -42,10 +42,7 @@ const read = async (key: string, consumer: string, count: number): Promise<strin
   return r ? r[0][1].map(([id]) => id) : [];
 };
 
-const ack = (key: string, ids: string[]) => {
-  const last = ids.reduce((a, b) => (compareIds(a, b) >= 0 ? a : b));
-  return t.store.scripts.run<number>('ackEvents', [key], [AUDIT_GROUP, last, nextStreamId(last), ...ids]);
-};
+const ack = (key: string, ids: string[]) => acknowledgeEntries(t.store.scripts, key, ids);
 
 const left = async (key: string) => (await t.redis.xrange(key, '-', '+')).map(([id]) => id);
 
