@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pruneHistory } from '../../../src/audit/retention';
 import { openTestDb, TestDb } from '../../support/postgres';
 
@@ -26,4 +28,76 @@ describe('pruneHistory', () => {
     expect(left.map((r) => [r.status, Number(r.n)])).toEqual([['completed', 10], ['waiting', 5]]);
     expect(await pruneHistory(db.dataSource, 30, 1000)).toBe(0);
   });
+});
+
+describe('pruneHistory beside an audit writer', () => {
+  let db: TestDb;
+  beforeAll(async () => {
+    db = await openTestDb('prune-yield');
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  const insertOld = (ids: string[], status: string) =>
+    db.dataSource.query(
+      `INSERT INTO jobs (id, queue, type, status, max_attempts, backoff, timeout_ms, payload, created_at, run_at, finished_at, updated_at, last_event_ms, last_event_seq)
+       SELECT i, 'py', 't', $2, 1, 'exponential;2000;3600000;equal', 1000, '{}', now() - interval '40 days', now() - interval '40 days',
+              now() - interval '40 days', now() - interval '40 days', 0, 0
+       FROM unnest($1::uuid[]) AS i`,
+      [ids, status],
+    );
+
+  it('gives way instead of deadlocking when a writer holds a counter row and then touches a job being pruned', async () => {
+    const [a, b, fresh] = [randomUUID(), randomUUID(), randomUUID()];
+    await insertOld([a, b], 'cancelled');
+    // The writer's batch: an insert (its counter trigger locks job_counts (py, cancelled)) ...
+    const w = db.dataSource.createQueryRunner();
+    await w.connect();
+    try {
+      await w.startTransaction();
+      await w.query(
+        `INSERT INTO jobs (id, queue, type, status, max_attempts, backoff, timeout_ms, payload, created_at, run_at, finished_at, updated_at, last_event_ms, last_event_seq)
+         VALUES ($1, 'py', 't', 'cancelled', 1, 'exponential;2000;3600000;equal', 1000, '{}', now(), now(), now(), now(), 1, 0)`,
+        [fresh],
+      );
+      // ... while the prune locks both old rows and waits for that counter row ...
+      const t0 = Date.now();
+      const prune = pruneHistory(db.dataSource, 30, 1000);
+      await sleep(50);
+      // ... and then the same batch updates an old row the prune holds (a DLQ retry of an old cancelled job).
+      await w.query(`UPDATE jobs SET status = 'waiting', finished_at = NULL, last_event_ms = 2 WHERE id = $1`, [a]);
+      await w.commitTransaction();
+      // The prune gave up its batch within its lock timeout, before PostgreSQL's deadlock check (1 s) would abort one of them.
+      expect(await prune).toBe(0);
+      expect(Date.now() - t0).toBeLessThan(1000);
+    } finally {
+      if (w.isTransactionActive) await w.rollbackTransaction();
+      await w.release();
+    }
+    // The next pass prunes the old row that is still terminal, never the one moved back to waiting.
+    expect(await pruneHistory(db.dataSource, 30, 1000)).toBe(1);
+    const left: { id: string; status: string }[] = await db.dataSource.query(`SELECT id::text, status FROM jobs WHERE queue = 'py' ORDER BY status`);
+    expect(left).toEqual(expect.arrayContaining([{ id: a, status: 'waiting' }, { id: fresh, status: 'cancelled' }]));
+    expect(left).toHaveLength(2);
+    const counts: { status: string; n: number }[] = await db.dataSource.query(`SELECT status, n::int AS n FROM job_counts WHERE queue = 'py' AND n <> 0 ORDER BY status`);
+    expect(counts).toEqual([{ status: 'cancelled', n: 1 }, { status: 'waiting', n: 1 }]);
+  });
+
+  it('skips a job a writer holds and leaves it for a later pass', async () => {
+    const held = randomUUID();
+    await insertOld([held], 'completed');
+    const w = db.dataSource.createQueryRunner();
+    await w.connect();
+    try {
+      await w.startTransaction();
+      await w.query(`SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE`, [held]);
+      expect(await pruneHistory(db.dataSource, 30, 1000)).toBe(0);
+      await w.commitTransaction();
+    } finally {
+      if (w.isTransactionActive) await w.rollbackTransaction();
+      await w.release();
+    }
+    expect(await pruneHistory(db.dataSource, 30, 1000)).toBe(1);
+  }, 10_000);
 });
