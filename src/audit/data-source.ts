@@ -34,7 +34,10 @@ export function createDataSource(databaseUrl: string, poolSize = 10): DataSource
 
 /**
  * Creates the database named in `databaseUrl` when it does not exist, by
- * connecting to the server's `postgres` database.
+ * connecting to the server's `postgres` database. Safe when several
+ * processes start at once against a missing database: one creates it, the
+ * others find it made.
+ * @returns true when this call created it.
  * @throws Error when the server is unreachable or the role may not create it.
  */
 export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
@@ -50,8 +53,11 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
     try {
       await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
     } catch (e) {
-      // Another process created it at the same moment.
-      if ((e as { code?: string }).code !== '42P04') throw e;
+      // Another process created it at the same moment: 42P04 (duplicate_database) when its
+      // CREATE committed first, 23505 (the unique index of pg_database) when both ran at once.
+      const code = (e as { code?: string }).code;
+      if (code !== '42P04' && code !== '23505') throw e;
+      return false;
     }
     return true;
   } finally {
@@ -85,7 +91,8 @@ export async function dropDatabase(databaseUrl: string): Promise<void> {
  */
 export async function openAuditStore(databaseUrl: string, poolSize = 10): Promise<{ dataSource: DataSource; applied: string[] }> {
   await ensureDatabase(databaseUrl);
-  const dataSource = createDataSource(databaseUrl, poolSize);
+  // At least 2: the advisory lock holds one connection while the migrations run on another.
+  const dataSource = createDataSource(databaseUrl, Math.max(2, poolSize));
   await dataSource.initialize();
   const qr = dataSource.createQueryRunner();
   try {

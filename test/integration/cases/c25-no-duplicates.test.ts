@@ -108,7 +108,12 @@ test('C25 1,000 jobs on 10 worker processes run exactly once each, 5 rounds in a
   // LOG_LEVEL=warn hides the "started" lines: wait for readiness through the worker registry instead.
   await waitUntil(
     '10 registered workers',
-    async () => ((await t.redis.zcard(workersKey(t.prefix))) === WORKERS ? true : undefined),
+    async () => {
+      // A process that died at boot never registers: say why at once rather than time out.
+      const dead = procs.find((p) => p.proc.exitCode !== null || p.proc.signalCode !== null);
+      if (dead) throw new Error(`a worker process exited at boot: ${dead.output().slice(-1500)}`);
+      return (await t.redis.zcard(workersKey(t.prefix))) === WORKERS ? true : undefined;
+    },
     30_000,
     100,
   );
