@@ -4,7 +4,8 @@ import type { RedisJobStore } from '../redis/redis-job-store';
 import type { RedisScripts } from '../redis/scripts';
 import { newQueueChannel } from '../redis/keys';
 import type { Logger } from '../workers/worker-runtime';
-import { batchScript, planBatch, UNIQUE_VIOLATION } from './batch-writer';
+import { batchMessage, planBatch, UNIQUE_VIOLATION } from './batch-writer';
+import { BatchMessage, sendBatch } from './pg-batch';
 import { AuditBatch, entryFields, project, StreamEntry } from './projection';
 import { compareIds, nextStreamId } from './stream-ids';
 
@@ -50,12 +51,12 @@ const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 type XEntries = [string, string[]][];
 
-/** A batch read and made ready for PostgreSQL: its projection, and the one query string that writes it. */
+/** A batch read and made ready for PostgreSQL: its projection, and the one message that writes it. */
 interface Prepared {
   entries: StreamEntry[];
   batch: AuditBatch;
-  script: string;
-  /** Read with `>` (never delivered before): the script inserts without ON CONFLICT (planBatch's `fresh`). */
+  message: BatchMessage | null;
+  /** Read with `>` (never delivered before): the message inserts with COPY, without ON CONFLICT (planBatch's `fresh`). */
   fresh: boolean;
   /** Entries read but not in this batch (over the size budget, or all of them when preparing failed): they go first in the backlog. */
   rest: StreamEntry[];
@@ -86,9 +87,9 @@ function prepare(all: StreamEntry[], maxChars: number, fresh: boolean): Prepared
   const entries = all.slice(0, n);
   try {
     const batch = project(entries);
-    return { entries, batch, script: entries.length ? batchScript(planBatch(batch, fresh)) : '', fresh, rest: all.slice(n) };
+    return { entries, batch, message: entries.length ? batchMessage(planBatch(batch, fresh)) : null, fresh, rest: all.slice(n) };
   } catch (error) {
-    return { entries: [], batch: project([]), script: '', fresh: false, rest: all, error };
+    return { entries: [], batch: project([]), message: null, fresh: false, rest: all, error };
   }
 }
 
@@ -228,18 +229,18 @@ export class AuditWriter {
   }
 
   /** Writes one batch in one transaction; on failure keeps it (and anything read ahead) for the retry, in order. */
-  private async write({ entries, batch, script, fresh }: Prepared): Promise<void> {
+  private async write({ entries, batch, message, fresh }: Prepared): Promise<void> {
     try {
-      // One implicit transaction, one round trip (see batchScript).
+      // One implicit transaction, one round trip (see sendBatch).
       try {
-        await this.db.query(script);
+        if (message) await sendBatch(this.db, message);
       } catch (e) {
         // A fresh batch meeting a row that exists (Redis restarted from an
         // older snapshot and delivers mirrored entries again): nothing was
         // written; the idempotent form.
         if (!fresh || (e as { code?: string }).code !== UNIQUE_VIOLATION) throw e;
         this.stats.freshRetries++;
-        await this.db.query(batchScript(planBatch(batch)));
+        await sendBatch(this.db, batchMessage(planBatch(batch)));
       }
     } catch (e) {
       const f = this.prefetch ? await this.prefetch.catch(() => null) : null;

@@ -1,6 +1,8 @@
-import type { EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { copyNumber, copyRows, copyText, copyTime } from './copy-text';
 import { numArray, textArray } from './pg-array';
-import type { AuditBatch, JobPatch } from './projection';
+import { BatchMessage, sendBatch } from './pg-batch';
+import type { AuditBatch, EventRow, ExecutionEnd, ExecutionStart, JobInsert, JobPatch, LogRow } from './projection';
 
 /** Bits of JobPatch.mask: which columns a patch sets (others stay as they are). */
 const PATCH_COLUMNS = ['status', 'attempts', 'workerId', 'executionSeq', 'startedAt', 'finishedAt', 'runAt', 'lastError', 'result', 'progress', 'payload'] as const;
@@ -13,22 +15,34 @@ function dedupe<T>(rows: T[], key: (r: T) => string): T[] {
   return [...m.values()];
 }
 
-/** One statement of a batch, its parameters already encoded as array literals (src/audit/pg-array.ts). */
+/**
+ * One statement of a batch: its parameters already encoded as array
+ * literals (src/audit/pg-array.ts), or, for a `COPY … FROM STDIN`, no
+ * parameters and its rows in `copy` (text format, src/audit/copy-text.ts).
+ */
 export interface PlannedStatement {
   sql: string;
   params: string[];
+  copy?: string;
 }
 
 /**
- * Writes one projected batch with {@link batchScript} — the same single
- * query string the audit writer sends — through `m` (a DataSource: one
+ * Writes one projected batch with {@link batchMessage} — the same single
+ * message the audit writer sends — through `m` (a DataSource: one
  * implicit transaction; or an EntityManager inside the caller's transaction).
- * Idempotent: events and logs are keyed by their stream entry id; job rows
- * change only for events newer than the newest one they hold.
+ * Idempotent unless `fresh`: events and logs are keyed by their stream
+ * entry id; job rows change only for events newer than the newest one they hold.
  * @throws whatever PostgreSQL answers (nothing of the batch is written).
  */
-export async function writeBatch(m: Pick<EntityManager, 'query'>, b: AuditBatch, fresh = false): Promise<void> {
-  await m.query(batchScript(planBatch(b, fresh)));
+export async function writeBatch(m: DataSource | EntityManager, b: AuditBatch, fresh = false): Promise<void> {
+  await sendBatch(m, batchMessage(planBatch(b, fresh)));
+}
+
+/** A plan as the message src/audit/pg-batch.ts sends: {@link batchScript}, and the data of its COPY statements in order. */
+export function batchMessage(plan: PlannedStatement[]): BatchMessage {
+  const copies: Buffer[] = [];
+  for (const st of plan) if (st.copy !== undefined) copies.push(Buffer.from(st.copy, 'utf8'));
+  return { text: batchScript(plan), copies };
 }
 
 /** PostgreSQL's SQLSTATE for a duplicate key (manual, appendix A). */
@@ -48,11 +62,12 @@ const JOIN_SETTINGS = 'SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejo
  * `$sluice$…$sluice$` (PostgreSQL manual 4.1.2.4: no escaping inside). The
  * parameters are array literals from src/audit/pg-array.ts, which escapes
  * every `$` in text as `\$`, so none can hold the tag (checked anyway).
- * Sent with the simple query protocol, a
- * multi-statement string runs as one implicit transaction — all of it
- * commits or none (manual 55.2.2.1) — in one round trip, so PostgreSQL never
- * waits for Node between statements while Node is busy preparing the next
- * batch. Must be sent without parameters.
+ * A COPY statement goes in as it is; its rows travel after the query
+ * (batchMessage, src/audit/pg-batch.ts). Sent with the simple query
+ * protocol, a multi-statement string runs as one implicit transaction — all
+ * of it commits or none (manual 55.2.2.1) — in one round trip, so
+ * PostgreSQL never waits for Node between statements while Node is busy
+ * preparing the next batch. Must be sent without parameters.
  */
 export function batchScript(plan: PlannedStatement[]): string {
   // One join over every piece: a single allocation of the final string,
@@ -93,6 +108,54 @@ function template(sql: string): Template {
   return t;
 }
 
+/** Columns of a fresh batch's COPY statements, with the field of each (src/audit/copy-text.ts). */
+const EVENT_COPY = {
+  sql: 'COPY job_events (queue, stream_ms, stream_seq, job_id, at, event, from_status, to_status, attempt, execution_seq, worker_id, reason, error, data) FROM STDIN',
+  columns: [
+    (r) => copyText(r.queue), (r) => r.streamMs, (r) => r.streamSeq, (r) => copyText(r.jobId), (r) => copyTime(r.at), (r) => copyText(r.event),
+    (r) => copyText(r.from), (r) => copyText(r.to), (r) => copyNumber(r.attempt), (r) => copyNumber(r.executionSeq), (r) => copyText(r.workerId),
+    (r) => copyText(r.reason), (r) => copyText(r.error), (r) => copyText(r.data),
+  ] as ((r: EventRow) => string)[],
+};
+const LOG_COPY = {
+  sql: 'COPY job_logs (queue, stream_ms, stream_seq, job_id, at, attempt, level, message) FROM STDIN',
+  columns: [
+    (r) => copyText(r.queue), (r) => r.streamMs, (r) => r.streamSeq, (r) => copyText(r.jobId), (r) => copyTime(r.at), (r) => copyNumber(r.attempt),
+    (r) => copyText(r.level), (r) => copyText(r.message),
+  ] as ((r: LogRow) => string)[],
+};
+const JOB_COPY = {
+  sql: `COPY jobs (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload, execution_seq,
+                   created_at, run_at, updated_at, last_event_ms, last_event_seq, worker_id, started_at, finished_at, last_error, result, progress) FROM STDIN`,
+  columns: [
+    (r) => copyText(r.id), (r) => copyText(r.queue), (r) => copyText(r.type), (r) => copyText(r.status), (r) => copyNumber(r.priority),
+    (r) => copyNumber(r.attempts), (r) => copyNumber(r.maxAttempts), (r) => copyText(r.backoff), (r) => copyNumber(r.timeoutMs),
+    (r) => copyText(r.idempotencyKey), (r) => copyText(r.payload), (r) => copyNumber(r.executionSeq), (r) => copyTime(r.createdAt),
+    (r) => copyTime(r.runAt), (r) => copyTime(r.updatedAt), (r) => r.streamMs, (r) => r.streamSeq, (r) => copyText(r.workerId),
+    (r) => copyTime(r.startedAt), (r) => copyTime(r.finishedAt), (r) => copyText(r.lastError), (r) => copyText(r.result), (r) => copyText(r.progress),
+  ] as ((r: JobInsert) => string)[],
+};
+const START_COPY = {
+  sql: `COPY job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome) FROM STDIN`,
+  columns: [
+    (r) => copyText(r.jobId), (r) => copyNumber(r.executionSeq), (r) => copyText(r.queue), (r) => copyNumber(r.attempt), (r) => copyText(r.workerId),
+    (r) => copyTime(r.startedAt), () => 'running',
+  ] as ((r: ExecutionStart) => string)[],
+};
+const EXECUTION_COPY = {
+  sql: `COPY job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms) FROM STDIN`,
+  columns: [
+    (r) => copyText(r.jobId), (r) => copyNumber(r.executionSeq), (r) => copyText(r.queue), (r) => copyNumber(r.attempt), (r) => copyText(r.workerId),
+    (r) => copyTime(r.startedAt), (r) => copyTime(r.finishedAt), (r) => copyText(r.outcome), (r) => copyText(r.error), (r) => copyNumber(r.durationMs),
+  ] as ((r: ExecutionEnd) => string)[],
+};
+
+const copyOf = <T>(spec: { sql: string; columns: ((r: T) => string)[] }, rows: T[]): PlannedStatement => ({
+  sql: spec.sql,
+  params: [],
+  copy: copyRows(rows, spec.columns),
+});
+
 /**
  * The statements that write a projected batch, in order, with their
  * parameters encoded. Pure: the audit writer runs it for the next batch
@@ -101,21 +164,23 @@ function template(sql: string): Template {
  * `fresh`: the batch's entries were never delivered before (read with
  * XREADGROUP `>`), so none of their event or log rows can exist, nor the
  * job row of an `enqueued` event (job ids are UUIDv7s made by the server),
- * unless Redis came back from an older snapshot and delivers mirrored
- * entries again: the inserts into job_events, job_logs and jobs then go
- * without ON CONFLICT, whose speculative insertion (an index probe, then the
- * insert, then its confirmation) cost a third of those statements in
- * auto_explain runs. Should a row exist all the same, the statement fails
- * with {@link UNIQUE_VIOLATION}, nothing of the batch is written, and the
- * caller writes it again with `fresh = false` (the idempotent form).
+ * nor the execution row of a `claimed` event, unless Redis came back from
+ * an older snapshot and delivers mirrored entries again: those rows then
+ * go in with plain `COPY` (src/audit/copy-text.ts), without the executor
+ * work of an INSERT from unnest nor ON CONFLICT's speculative insertion (an
+ * index probe, then the insert, then its confirmation). An execution that
+ * ended in the batch but started in an earlier one keeps its upsert. Should
+ * a row exist all the same, the statement fails with
+ * {@link UNIQUE_VIOLATION}, nothing of the batch is written, and the caller
+ * writes it again with `fresh = false` (the idempotent form).
  */
 export function planBatch(b: AuditBatch, fresh = false): PlannedStatement[] {
   const out: PlannedStatement[] = [];
-  // The idempotent forms; dropped for a fresh batch (see above).
-  const onEntry = fresh ? '' : 'ON CONFLICT (queue, stream_ms, stream_seq) DO NOTHING';
+  const onEntry = 'ON CONFLICT (queue, stream_ms, stream_seq) DO NOTHING';
   const txt = <T>(rows: T[], f: (r: T) => string | null | undefined) => textArray(rows.map(f));
   const num = <T>(rows: T[], f: (r: T) => number | string | null | undefined) => numArray(rows.map(f));
-  if (b.events.length) {
+  if (b.events.length && fresh) out.push(copyOf(EVENT_COPY, b.events));
+  else if (b.events.length) {
     const e = b.events;
     out.push({
       sql: `INSERT INTO job_events (queue, stream_ms, stream_seq, job_id, at, event, from_status, to_status, attempt, execution_seq, worker_id, reason, error, data)
@@ -130,7 +195,8 @@ export function planBatch(b: AuditBatch, fresh = false): PlannedStatement[] {
       ],
     });
   }
-  if (b.logs.length) {
+  if (b.logs.length && fresh) out.push(copyOf(LOG_COPY, b.logs));
+  else if (b.logs.length) {
     const l = b.logs;
     out.push({
       sql: `INSERT INTO job_logs (queue, stream_ms, stream_seq, job_id, at, attempt, level, message)
@@ -145,54 +211,66 @@ export function planBatch(b: AuditBatch, fresh = false): PlannedStatement[] {
   }
   if (b.inserts.length) {
     const i = dedupe(b.inserts, (r) => r.id);
-    // A row that already exists is brought forward like a patch would be (the
-    // insert may carry later events of the batch, folded in by the projection).
-    out.push({
-      sql: `INSERT INTO jobs AS j (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload,
-                         execution_seq, created_at, run_at, updated_at, last_event_ms, last_event_seq,
-                         worker_id, started_at, finished_at, last_error, result, progress)
-       SELECT id, q, ty, s, pr, a, ma, bo, tm, ik, p, x, ${ts('ca')}, ${ts('ra')}, ${ts('ua')}, sm, ss,
-              w, ${ts('sa')}, ${ts('fa')}, er, r, pg
-       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::int[], $9::text[], $10::text[],
-                   $11::float8[], $12::float8[], $13::bigint[], $14::bigint[], $15::int[], $16::int[], $17::float8[], $18::text[],
-                   $19::float8[], $20::float8[], $21::text[], $22::text[], $23::text[])
-         AS u(id, q, ty, s, pr, ma, bo, tm, ik, p, ca, ra, sm, ss, a, x, ua, w, sa, fa, er, r, pg)
-       ${fresh ? '' : JOB_UPSERT}`,
-      params: [
-        txt(i, (r) => r.id), txt(i, (r) => r.queue), txt(i, (r) => r.type), txt(i, (r) => r.status), num(i, (r) => r.priority), num(i, (r) => r.maxAttempts),
-        txt(i, (r) => r.backoff), num(i, (r) => r.timeoutMs), txt(i, (r) => r.idempotencyKey), txt(i, (r) => r.payload), num(i, (r) => r.createdAt),
-        num(i, (r) => r.runAt), num(i, (r) => r.streamMs), num(i, (r) => r.streamSeq), num(i, (r) => r.attempts), num(i, (r) => r.executionSeq),
-        num(i, (r) => r.updatedAt), txt(i, (r) => r.workerId), num(i, (r) => r.startedAt), num(i, (r) => r.finishedAt), txt(i, (r) => r.lastError),
-        txt(i, (r) => r.result), txt(i, (r) => r.progress),
-      ],
-    });
+    if (fresh) out.push(copyOf(JOB_COPY, i));
+    else {
+      // A row that already exists is brought forward like a patch would be (the
+      // insert may carry later events of the batch, folded in by the projection).
+      out.push({
+        sql: `INSERT INTO jobs AS j (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload,
+                           execution_seq, created_at, run_at, updated_at, last_event_ms, last_event_seq,
+                           worker_id, started_at, finished_at, last_error, result, progress)
+         SELECT id, q, ty, s, pr, a, ma, bo, tm, ik, p, x, ${ts('ca')}, ${ts('ra')}, ${ts('ua')}, sm, ss,
+                w, ${ts('sa')}, ${ts('fa')}, er, r, pg
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::int[], $9::text[], $10::text[],
+                     $11::float8[], $12::float8[], $13::bigint[], $14::bigint[], $15::int[], $16::int[], $17::float8[], $18::text[],
+                     $19::float8[], $20::float8[], $21::text[], $22::text[], $23::text[])
+           AS u(id, q, ty, s, pr, ma, bo, tm, ik, p, ca, ra, sm, ss, a, x, ua, w, sa, fa, er, r, pg)
+         ${JOB_UPSERT}`,
+        params: [
+          txt(i, (r) => r.id), txt(i, (r) => r.queue), txt(i, (r) => r.type), txt(i, (r) => r.status), num(i, (r) => r.priority), num(i, (r) => r.maxAttempts),
+          txt(i, (r) => r.backoff), num(i, (r) => r.timeoutMs), txt(i, (r) => r.idempotencyKey), txt(i, (r) => r.payload), num(i, (r) => r.createdAt),
+          num(i, (r) => r.runAt), num(i, (r) => r.streamMs), num(i, (r) => r.streamSeq), num(i, (r) => r.attempts), num(i, (r) => r.executionSeq),
+          num(i, (r) => r.updatedAt), txt(i, (r) => r.workerId), num(i, (r) => r.startedAt), num(i, (r) => r.finishedAt), txt(i, (r) => r.lastError),
+          txt(i, (r) => r.result), txt(i, (r) => r.progress),
+        ],
+      });
+    }
   }
   if (b.patches.length) out.push(planPatches(b.patches));
   if (b.starts.length) {
     const s = dedupe(b.starts, (r) => `${r.jobId}/${r.executionSeq}`);
-    out.push({
-      sql: `INSERT INTO job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome)
-       SELECT j, x, q, a, w, ${ts('sa')}, 'running'
-       FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::float8[]) AS u(j, x, q, a, w, sa)
-       ON CONFLICT (job_id, execution_seq) DO NOTHING`,
-      params: [txt(s, (r) => r.jobId), num(s, (r) => r.executionSeq), txt(s, (r) => r.queue), num(s, (r) => r.attempt), txt(s, (r) => r.workerId), num(s, (r) => r.startedAt)],
-    });
+    if (fresh) out.push(copyOf(START_COPY, s));
+    else {
+      out.push({
+        sql: `INSERT INTO job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome)
+         SELECT j, x, q, a, w, ${ts('sa')}, 'running'
+         FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::float8[]) AS u(j, x, q, a, w, sa)
+         ON CONFLICT (job_id, execution_seq) DO NOTHING`,
+        params: [txt(s, (r) => r.jobId), num(s, (r) => r.executionSeq), txt(s, (r) => r.queue), num(s, (r) => r.attempt), txt(s, (r) => r.workerId), num(s, (r) => r.startedAt)],
+      });
+    }
   }
   if (b.ends.length) {
-    const e = dedupe(b.ends, (r) => `${r.jobId}/${r.executionSeq}`);
-    out.push({
-      sql: `INSERT INTO job_executions AS je (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms)
-       SELECT j, x, q, a, w, ${ts('sa')}, ${ts('fa')}, o, er, d
-       FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::float8[], $7::float8[], $8::text[], $9::text[], $10::int[])
-         AS u(j, x, q, a, w, sa, fa, o, er, d)
-       ON CONFLICT (job_id, execution_seq) DO UPDATE SET
-         finished_at = EXCLUDED.finished_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error,
-         duration_ms = COALESCE(EXCLUDED.duration_ms, round(extract(epoch FROM EXCLUDED.finished_at - je.started_at) * 1000)::int)`,
-      params: [
-        txt(e, (r) => r.jobId), num(e, (r) => r.executionSeq), txt(e, (r) => r.queue), num(e, (r) => r.attempt), txt(e, (r) => r.workerId),
-        num(e, (r) => r.startedAt), num(e, (r) => r.finishedAt), txt(e, (r) => r.outcome), txt(e, (r) => r.error), num(e, (r) => r.durationMs),
-      ],
-    });
+    const all = dedupe(b.ends, (r) => `${r.jobId}/${r.executionSeq}`);
+    // Started in this fresh batch: its row cannot exist yet, the end row is the whole execution.
+    const whole = fresh ? all.filter((r) => r.startInBatch) : [];
+    const e = whole.length ? all.filter((r) => !r.startInBatch) : all;
+    if (whole.length) out.push(copyOf(EXECUTION_COPY, whole));
+    if (e.length) {
+      out.push({
+        sql: `INSERT INTO job_executions AS je (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms)
+         SELECT j, x, q, a, w, ${ts('sa')}, ${ts('fa')}, o, er, d
+         FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::float8[], $7::float8[], $8::text[], $9::text[], $10::int[])
+           AS u(j, x, q, a, w, sa, fa, o, er, d)
+         ON CONFLICT (job_id, execution_seq) DO UPDATE SET
+           finished_at = EXCLUDED.finished_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error,
+           duration_ms = COALESCE(EXCLUDED.duration_ms, round(extract(epoch FROM EXCLUDED.finished_at - je.started_at) * 1000)::int)`,
+        params: [
+          txt(e, (r) => r.jobId), num(e, (r) => r.executionSeq), txt(e, (r) => r.queue), num(e, (r) => r.attempt), txt(e, (r) => r.workerId),
+          num(e, (r) => r.startedAt), num(e, (r) => r.finishedAt), txt(e, (r) => r.outcome), txt(e, (r) => r.error), num(e, (r) => r.durationMs),
+        ],
+      });
+    }
   }
   if (b.dlq.length) {
     // The DLQ follows the projection (already patched above, and only ever

@@ -137,6 +137,8 @@ export interface ExecutionEnd extends ExecutionStart {
   outcome: 'completed' | 'failed' | 'timeout' | 'stalled' | 'released' | 'cancelled';
   error: string | null;
   durationMs: number | null;
+  /** The execution's `claimed` event is in the same batch (folded in by foldStarts): this row is the whole execution. */
+  startInBatch?: boolean;
 }
 
 export interface DlqChange {
@@ -350,6 +352,7 @@ function foldStarts(starts: ExecutionStart[], ends: ExecutionEnd[]): ExecutionEn
     e.startedAt = s.startedAt;
     if (e.durationMs === null) e.durationMs = Math.max(0, e.finishedAt - s.startedAt);
     if (e.workerId === null) e.workerId = s.workerId;
+    e.startInBatch = true;
     folded.add(key(e));
   }
   if (folded.size) {

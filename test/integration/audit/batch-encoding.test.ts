@@ -5,8 +5,11 @@
  * cannot stall the writer, and a batch script is all-or-nothing.
  */
 import { AuditWriter } from '../../../src/audit/audit-writer';
-import { batchScript, planBatch } from '../../../src/audit/batch-writer';
+import { batchMessage, batchScript, planBatch } from '../../../src/audit/batch-writer';
+import { copyNumber, copyRows, copyText, copyTime } from '../../../src/audit/copy-text';
+import { createDataSource } from '../../../src/audit/data-source';
 import { numArray, textArray } from '../../../src/audit/pg-array';
+import { sendBatch } from '../../../src/audit/pg-batch';
 import { project } from '../../../src/audit/projection';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { captureStreams } from '../../support/audit';
@@ -77,6 +80,71 @@ describe('array literals', () => {
     expect(numArray([])).toBe('{}');
     expect(numArray([1, 2.5, '7'])).toBe('{1,2.5,7}');
     expect(numArray([1, NaN, '7'])).toBe('{1,NULL,7}');
+  });
+});
+
+describe('COPY rows (fresh batches)', () => {
+  /** Sends `rows` through a real COPY into a temp table of one text, one float8 and one timestamptz column; returns what PostgreSQL stored. */
+  async function copyRoundTrip(rows: { t: string | null; n: number | string | null; at: number | null }[]) {
+    return db.dataSource.transaction(async (m) => {
+      await m.query(`CREATE TEMP TABLE ct (i int, t text, n float8, at timestamptz) ON COMMIT DROP`);
+      const data = copyRows(rows.map((r, i) => ({ ...r, i })), [(r) => String(r.i), (r) => copyText(r.t), (r) => copyNumber(r.n), (r) => copyTime(r.at)]);
+      await sendBatch(m, batchMessage([{ sql: 'COPY ct (i, t, n, at) FROM STDIN', params: [], copy: data }]));
+      return (await m.query(`SELECT t, n, round(extract(epoch FROM at) * 1000)::float8 AS at FROM ct ORDER BY i`)) as { t: string | null; n: number | null; at: number | null }[];
+    });
+  }
+
+  test('text: every string comes back as it was (tabs, newlines, backslashes, \\N and \\. included), null as NULL, NUL as U+FFFD', async () => {
+    const values = [...NASTY, '\\N', '\\.', 'a\tb', '\\', 'trailing\\', null];
+    const got = await copyRoundTrip(values.map((t) => ({ t, n: 1, at: 0 })));
+    expect(got.map((r) => r.t)).toEqual(values);
+    expect((await copyRoundTrip([{ t: 'a\u0000b', n: 1, at: 0 }]))[0].t).toBe('a\uFFFDb');
+  });
+
+  test('numbers and times: finite values exact, anything else NULL (as in the array literals)', async () => {
+    const at = Date.parse('2026-12-01T10:00:00.123Z');
+    const got = await copyRoundTrip([
+      { t: 'a', n: 2 ** 40, at },
+      { t: 'b', n: '1796010048706', at: at + 1 },
+      { t: 'c', n: NaN, at: NaN },
+      { t: 'd', n: '12abc', at: 9e15 },
+      { t: 'e', n: -2.5, at: null },
+    ]);
+    expect(got).toEqual([
+      { t: 'a', n: 2 ** 40, at },
+      { t: 'b', n: 1796010048706, at: at + 1 },
+      { t: 'c', n: null, at: null },
+      { t: 'd', n: null, at: null },
+      { t: 'e', n: -2.5, at: null },
+    ]);
+  });
+
+  test('a batch failing before, inside or after its COPY statements writes nothing and leaves the connection usable', async () => {
+    const q = 'enc-copy';
+    const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
+    const plan = planBatch(project(await captureStreams(t.redis, t.store, [q])), true);
+    expect(plan.filter((s) => s.copy !== undefined).map((s) => s.sql.split(' (')[0])).toEqual(['COPY job_events', 'COPY jobs']);
+    const bad = { sql: 'SELECT 1 / 0', params: [] };
+    // One connection, so a later statement runs behind the stray COPY data of a failed one.
+    const one = await openTestDb('encoding-one');
+    const pool = createDataSource(one.url, 1);
+    try {
+      await pool.initialize();
+      await pool.query(`SELECT 1`);
+      for (const broken of [[bad, ...plan], [plan[0], bad, plan[1]], [...plan, bad]]) {
+        await expect(sendBatch(pool, batchMessage(broken))).rejects.toThrow(/division by zero/);
+        expect((await pool.query(`SELECT count(*)::int AS n FROM job_events WHERE job_id = $1`, [r.id]))[0].n).toBe(0);
+        expect((await pool.query(`SELECT count(*)::int AS n FROM jobs WHERE id = $1`, [r.id]))[0].n).toBe(0);
+      }
+      await sendBatch(pool, batchMessage(plan));
+      expect((await pool.query(`SELECT count(*)::int AS n FROM job_events WHERE job_id = $1`, [r.id]))[0].n).toBe(1);
+      // Written again fresh: the duplicate key refuses the whole batch (the writer then falls back to the idempotent form).
+      await expect(sendBatch(pool, batchMessage(plan))).rejects.toMatchObject({ code: '23505' });
+      expect((await pool.query(`SELECT status FROM jobs WHERE id = $1`, [r.id]))[0].status).toBe('waiting');
+    } finally {
+      await pool.destroy();
+      await one.close();
+    }
   });
 });
 
