@@ -7,6 +7,7 @@ import { HistoryQueries1796000300000 } from './migrations/1796000300000-HistoryQ
 import { Schedules1796000600000 } from './migrations/1796000600000-Schedules';
 import { DropUnusedEventIndex1796000700000 } from './migrations/1796000700000-DropUnusedEventIndex';
 import { StreamEntryKeys1796000800000 } from './migrations/1796000800000-StreamEntryKeys';
+import { LeanJobIndexes1796000900000 } from './migrations/1796000900000-LeanJobIndexes';
 
 /** Every migration, in order. Append only. */
 export const MIGRATIONS = [
@@ -16,6 +17,7 @@ export const MIGRATIONS = [
   Schedules1796000600000,
   DropUnusedEventIndex1796000700000,
   StreamEntryKeys1796000800000,
+  LeanJobIndexes1796000900000,
 ];
 
 /** Builds the TypeORM data source (never `synchronize`: migrations only). */

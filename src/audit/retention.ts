@@ -14,13 +14,24 @@ const DEADLOCK_DETECTED = '40P01';
  */
 export const PRUNE_LOCK_TIMEOUT_MS = 200;
 
-const PRUNE_SQL = `WITH old AS MATERIALIZED (
-   SELECT id FROM jobs
-   WHERE finished_at < now() - make_interval(days => $1) AND status IN ('completed', 'cancelled', 'failed')
+/**
+ * The smallest UUIDv7 of the cutoff's millisecond: every job finished before
+ * the cutoff was created before it, so its id is below this bound (ids are
+ * made at enqueue, their first 48 bits the creation time in ms). The prune
+ * walks the primary key up to it; no index on finished_at is kept for it
+ * (migration 1796000900000-LeanJobIndexes).
+ */
+const CUTOFF_ID = `(lpad(to_hex((extract(epoch FROM now() - make_interval(days => $1)) * 1000)::bigint), 12, '0') || '00000000000000000000')::uuid`;
+
+/** The jobs one prune batch deletes (and locks): $1 = retention days, $2 = batch size. */
+export const PRUNE_CANDIDATES_SQL = `SELECT id FROM jobs
+   WHERE id < ${CUTOFF_ID}
+     AND finished_at < now() - make_interval(days => $1) AND status IN ('completed', 'cancelled', 'failed')
      AND NOT EXISTS (SELECT 1 FROM dead_letter_jobs d WHERE d.job_id = jobs.id)
    LIMIT $2
-   FOR UPDATE OF jobs SKIP LOCKED
- ), ev AS (DELETE FROM job_events WHERE job_id IN (SELECT id FROM old)),
+   FOR UPDATE OF jobs SKIP LOCKED`;
+
+const PRUNE_SQL = `WITH old AS MATERIALIZED (${PRUNE_CANDIDATES_SQL}), ev AS (DELETE FROM job_events WHERE job_id IN (SELECT id FROM old)),
     ex AS (DELETE FROM job_executions WHERE job_id IN (SELECT id FROM old)),
     lg AS (DELETE FROM job_logs WHERE job_id IN (SELECT id FROM old))
  DELETE FROM jobs WHERE id IN (SELECT id FROM old) RETURNING id`;
@@ -61,4 +72,17 @@ export async function pruneHistory(db: DataSource, retentionDays: number, batch 
     if (count < batch) break;
   }
   return total;
+}
+
+/** How long per-second finish counters are kept (ms): they serve the dashboard's last minute. */
+export const FINISHES_KEEP_MS = 3_600_000;
+
+/**
+ * Drops `job_finishes` buckets older than {@link FINISHES_KEEP_MS} (a few
+ * rows per queue and second; one short statement).
+ * @returns buckets deleted.
+ */
+export async function pruneFinishes(db: DataSource): Promise<number> {
+  const out: [unknown[], number] | unknown[] = await db.query(`DELETE FROM job_finishes WHERE bucket < now() - make_interval(secs => $1)`, [FINISHES_KEEP_MS / 1000]);
+  return Array.isArray(out[0]) && typeof out[1] === 'number' ? out[1] : out.length;
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Opti
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { DataSource } from 'typeorm';
 import { AUDIT_DB } from '../audit/audit-db.module';
-import { pruneHistory } from '../audit/retention';
+import { pruneFinishes, pruneHistory } from '../audit/retention';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
@@ -69,6 +69,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
       if (!got) return null;
       try {
         const n = await pruneHistory(this.db, this.config.retentionDays);
+        await pruneFinishes(this.db);
         if (n) this.log.info({ pruned: n, retentionDays: this.config.retentionDays }, 'history pruned');
         return n;
       } finally {

@@ -32,3 +32,18 @@ export async function openTestDb(name: string): Promise<TestDb> {
 }
 
 export { dropDatabase };
+
+/** A UUIDv7 whose timestamp is `ms` (random low bits), like one the server makes at that time. */
+export function v7At(ms: number): string {
+  const r = randomBytes(10).toString('hex');
+  const h = ms.toString(16).padStart(12, '0') + '7' + r.slice(0, 3) + ((parseInt(r[3], 16) & 3) | 8).toString(16) + r.slice(4, 19);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/**
+ * SQL for a UUIDv7-like id created at the timestamptz `at` (random low
+ * bits): job ids start with their creation time, which retention relies on
+ * (src/audit/retention.ts), so rows made up in SQL must too.
+ */
+export const v7AtSql = (at: string): string =>
+  `(lpad(to_hex((extract(epoch FROM ${at}) * 1000)::bigint), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid`;

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Job } from '../../core/job';
+import { JOB_STATUSES } from '../../core/job-status';
 import { checkLimit, checkStatus, decodeIdCursor, encodeIdCursor, JOB_SELECT, JobRow, rowToJob } from './common';
 
 export interface ListJobsFilter {
@@ -22,27 +23,49 @@ export interface Page<T> {
 }
 
 /**
- * Builds the SQL of one page. Each filter is an equality on an index prefix
- * and the cursor a `j.id < $n` bound on the index's last column, so every
- * filter combination is one ordered index range scan stopped by LIMIT:
- * no OFFSET, no sort (see docs/query-plans.md). Fetches `limit + 1` rows to
- * know whether a next page exists.
+ * Builds the SQL of one page: every filter combination is read in id order
+ * from an index and stopped by LIMIT — no OFFSET, no sort of the matches
+ * (plans in docs/query-plans.md). `jobs` keeps three secondary indexes
+ * (migration 1796000900000-LeanJobIndexes: each one is paid for by every
+ * row the audit writer writes), so:
+ * - no filter: the primary key, backwards (UUIDv7 ids sort by creation time);
+ * - a status with a queue and/or a type: `jobs_queue_status_id` or
+ *   `jobs_type_status_id` directly;
+ * - a queue and/or a type without a status: one LIMITed branch per status
+ *   (each an ordered range of those indexes), merged by id (Merge Append);
+ * - a status alone: one LIMITed range of `jobs_queue_status_id` per queue
+ *   that has (had) jobs of that status — the rows of `job_counts`, which the
+ *   counter trigger keeps for every (queue, status) in `jobs` — then a top-N
+ *   sort of at most queues × (limit + 1) rows.
+ * Fetches `limit + 1` rows to know whether a next page exists.
  * @param afterId the decoded cursor (the last id of the previous page).
  */
 export function listJobsSql(f: { queue?: string; status?: string; type?: string }, afterId: string | null, limit: number): { sql: string; params: unknown[] } {
-  const where: string[] = [];
   const params: unknown[] = [];
-  const add = (cond: (p: string) => string, v: unknown) => {
+  const param = (v: unknown) => {
     params.push(v);
-    where.push(cond(`$${params.length}`));
+    return `$${params.length}`;
   };
-  if (f.queue !== undefined) add((p) => `j.queue = ${p}`, f.queue);
-  if (f.status !== undefined) add((p) => `j.status = ${p}`, f.status);
-  if (f.type !== undefined) add((p) => `j.type = ${p}`, f.type);
-  if (afterId !== null) add((p) => `j.id < ${p}::uuid`, afterId);
-  params.push(limit + 1);
-  const sql = `SELECT ${JOB_SELECT} FROM jobs j${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY j.id DESC LIMIT $${params.length}`;
-  return { sql, params };
+  const where: string[] = [];
+  if (f.queue !== undefined) where.push(`queue = ${param(f.queue)}`);
+  if (f.type !== undefined) where.push(`type = ${param(f.type)}`);
+  if (afterId !== null) where.push(`id < ${param(afterId)}::uuid`);
+  const n = param(limit + 1);
+  const cond = (extra: string[]) => (extra.length ? ` WHERE ${extra.join(' AND ')}` : '');
+  let from: string;
+  if (f.status === undefined && f.queue === undefined && f.type === undefined) from = `(SELECT * FROM jobs${cond(where)} ORDER BY id DESC LIMIT ${n}) j`;
+  else if (f.status === undefined) {
+    // The statuses are the core's fixed names (checked by checkStatus), inlined so each branch is planned for its own status.
+    const branches = JOB_STATUSES.map((s) => `(SELECT * FROM jobs${cond([...where, `status = '${s}'`])} ORDER BY id DESC LIMIT ${n})`);
+    from = `(${branches.join(' UNION ALL ')}) j`;
+  } else if (f.queue !== undefined || f.type !== undefined) {
+    from = `(SELECT * FROM jobs${cond([...where, `status = ${param(f.status)}`])} ORDER BY id DESC LIMIT ${n}) j`;
+  } else {
+    const s = param(f.status);
+    from = `job_counts c CROSS JOIN LATERAL (SELECT * FROM jobs${cond(['queue = c.queue', 'status = c.status', ...where])} ORDER BY id DESC LIMIT ${n}) j`;
+    from += ` WHERE c.status = ${s}`;
+  }
+  return { sql: `SELECT ${JOB_SELECT} FROM ${from} ORDER BY j.id DESC LIMIT ${n}`, params };
 }
 
 /**

@@ -8,18 +8,19 @@ export interface Throughput {
 }
 
 /**
- * Jobs completed / failed (into the DLQ) since $1 (epoch ms): a range scan of
- * the partial index `jobs_finished_at`, one heap visit per recent job.
+ * Jobs completed / failed (into the DLQ) since $1 (epoch ms): a range scan
+ * of `job_finishes`, the per-second, per-queue counters the jobs trigger
+ * keeps (migration 1796000900000-LeanJobIndexes), whole seconds: the bucket
+ * of $1's second is left out.
  */
-export const THROUGHPUT_SQL = `SELECT count(*) FILTER (WHERE status = 'completed')::float8 AS completed,
-  count(*) FILTER (WHERE status = 'failed')::float8 AS failed
-  FROM jobs WHERE finished_at > to_timestamp($1::float8 / 1000)`;
+export const THROUGHPUT_SQL = `SELECT coalesce(sum(completed), 0)::float8 AS completed, coalesce(sum(failed), 0)::float8 AS failed
+  FROM job_finishes WHERE bucket > to_timestamp($1::float8 / 1000)`;
 
 /**
- * Throughput over the last 60 s, from `jobs.finished_at` (Redis clock, so
- * "now" is read from Redis TIME too). A job retried out of the DLQ since
- * no longer counts as failed; finishes not mirrored yet (audit lag) are not
- * counted.
+ * Throughput over the last 60 s (to the whole second), by `jobs.finished_at`
+ * (Redis clock, so "now" is read from Redis TIME too). A job retried out of
+ * the DLQ since no longer counts as failed; finishes not mirrored yet
+ * (audit lag) are not counted.
  * @returns counts per minute (integers).
  * @throws when Redis or Postgres is unreachable.
  */

@@ -26,11 +26,12 @@ import { DataSource } from 'typeorm';
 import { AuditWriter } from '../../../src/audit/audit-writer';
 import { createDataSource, ensureDatabase, MIGRATIONS } from '../../../src/audit/data-source';
 import { HistoryQueries } from '../../../src/audit/queries';
+import { THROUGHPUT_SQL } from '../../../src/audit/queries/throughput';
 import { pruneHistory } from '../../../src/audit/retention';
 import { ValidationError } from '../../../src/core/errors';
 import type { Job } from '../../../src/core/job';
 import { EnqueueInput, normalizeEnqueue } from '../../../src/core/job-options';
-import { dropDatabase, freshDatabaseUrl, openTestDb, TestDb } from '../../support/postgres';
+import { dropDatabase, freshDatabaseUrl, openTestDb, TestDb, v7At } from '../../support/postgres';
 import { openStore, sleep, TestStore } from '../../support/redis';
 
 jest.setTimeout(180_000);
@@ -74,13 +75,6 @@ async function mirror(): Promise<number> {
   for (let n = await w.runOnce(); n > 0; n = await w.runOnce()) total += n;
   await w.stop();
   return total;
-}
-
-/** A UUIDv7 whose timestamp is `ms` (random low bits), like one made by a host at that time. */
-function v7At(ms: number): string {
-  const r = randomBytes(10).toString('hex');
-  const h = ms.toString(16).padStart(12, '0') + '7' + r.slice(0, 3) + ((parseInt(r[3], 16) & 3) | 8).toString(16) + r.slice(4, 19);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
 interface Row {
@@ -515,6 +509,48 @@ describe('counters', () => {
     expect((await exact(ds)).dlq).toEqual([[], []]);
   });
 
+  test('job_finishes equals the completed and failed jobs per second and queue, after inserts, status changes back and forth, rollbacks', async () => {
+    const ds = bulk.dataSource;
+    const finished = async () => {
+      const [a, b] = await Promise.all([
+        ds.query(`SELECT queue, bucket, completed, failed FROM job_finishes WHERE queue LIKE 'fin%' AND (completed <> 0 OR failed <> 0) ORDER BY 1, 2`),
+        ds.query(`SELECT queue, date_trunc('second', finished_at) AS bucket, count(*) FILTER (WHERE status = 'completed')::int AS completed,
+                         count(*) FILTER (WHERE status = 'failed')::int AS failed
+                  FROM jobs WHERE queue LIKE 'fin%' AND status IN ('completed', 'failed') GROUP BY 1, 2 ORDER BY 1, 2`),
+      ]);
+      return [a, b];
+    };
+    const now = Date.now();
+    // Inserted already finished (a job enqueued and ended within one batch), or live.
+    await insertJobs(ds, Array.from({ length: 300 }, (_, k) => ({ id: v7At(now - 50_000 + k * 100), queue: `fin${k % 3}`, type: 'ft', status: pick(STATUSES), ms: now - 50_000 + k * 100 })));
+    for (let round = 0; round < 20; round++) {
+      await ds.transaction(async (m) => {
+        // Ends, DLQ retries (failed → waiting), purges (failed stays failed), re-failures, at new finish times.
+        await m.query(
+          `UPDATE jobs SET status = (ARRAY['waiting','active','completed','failed','failed','cancelled'])[1 + floor(random() * 6)::int],
+                           finished_at = CASE WHEN random() < 0.5 THEN finished_at ELSE now() - random() * interval '50 seconds' END
+           WHERE queue LIKE 'fin%' AND random() < 0.2`,
+        );
+        await m.query(`UPDATE jobs SET finished_at = COALESCE(finished_at, now()) WHERE queue LIKE 'fin%' AND status IN ('completed', 'failed', 'cancelled')`);
+        if (round % 4 === 3) throw new Error('rolled back');
+      }).catch((e: Error) => {
+        if (e.message !== 'rolled back') throw e;
+      });
+      const [kept, want] = await finished();
+      expect(kept).toEqual(want);
+    }
+    // throughput() reads the buckets of the last minute (every queue of this database): the jobs finished in those whole seconds.
+    const since = now - 60_000;
+    const [tp] = await ds.query(THROUGHPUT_SQL, [since]);
+    const [want] = await ds.query(
+      `SELECT count(*) FILTER (WHERE status = 'completed')::float8 AS completed, count(*) FILTER (WHERE status = 'failed')::float8 AS failed
+       FROM jobs WHERE date_trunc('second', finished_at) > to_timestamp($1::float8 / 1000)`,
+      [since],
+    );
+    expect(tp).toEqual(want);
+    expect(tp.completed + tp.failed).toBeGreaterThan(50);
+  });
+
   test('the migration seeds them from the rows already there', async () => {
     const url = freshDatabaseUrl('seed');
     await ensureDatabase(url);
@@ -538,6 +574,11 @@ describe('counters', () => {
       expect(s.jobs[1].length).toBeGreaterThan(10);
       expect(s.dlq[0]).toEqual(s.dlq[1]);
       expect(s.dlq[1]).toHaveLength(3);
+      // job_finishes (1796000900000) is seeded with the last hour's finishes: these jobs finished just now.
+      const [seeded] = await full.query(`SELECT sum(completed)::int AS c, sum(failed)::int AS f FROM job_finishes`);
+      const [rows] = await full.query(`SELECT count(*) FILTER (WHERE status = 'completed')::int AS c, count(*) FILTER (WHERE status = 'failed')::int AS f FROM jobs`);
+      expect(seeded).toEqual(rows);
+      expect(rows.c).toBeGreaterThan(10);
     } finally {
       await full.destroy();
       await dropDatabase(url);

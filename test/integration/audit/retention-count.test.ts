@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pruneHistory } from '../../../src/audit/retention';
-import { openTestDb, TestDb } from '../../support/postgres';
+import { pruneFinishes, pruneHistory } from '../../../src/audit/retention';
+import { openTestDb, TestDb, v7At, v7AtSql } from '../../support/postgres';
 
 describe('pruneHistory', () => {
   let db: TestDb;
@@ -16,7 +15,7 @@ describe('pruneHistory', () => {
     // 2,500 old completed jobs, 10 recent completed ones, 5 old but still waiting.
     await db.dataSource.query(
       `INSERT INTO jobs (id, queue, type, status, max_attempts, backoff, timeout_ms, payload, created_at, run_at, finished_at, updated_at, last_event_ms, last_event_seq)
-       SELECT gen_random_uuid(), 'q', 't', s.status, 1, 'exponential;2000;3600000;equal', 1000, '{}', f.at, f.at, CASE WHEN s.status = 'completed' THEN f.at END, f.at, 0, 0
+       SELECT ${v7AtSql('f.at')}, 'q', 't', s.status, 1, 'exponential;2000;3600000;equal', 1000, '{}', f.at, f.at, CASE WHEN s.status = 'completed' THEN f.at END, f.at, 0, 0
        FROM (SELECT 'completed' AS status, now() - interval '40 days' AS at, generate_series(1, 2500) AS n
              UNION ALL SELECT 'completed', now() - interval '1 day', generate_series(1, 10)
              UNION ALL SELECT 'waiting', now() - interval '40 days', generate_series(1, 5)) f
@@ -49,7 +48,8 @@ describe('pruneHistory beside an audit writer', () => {
     );
 
   it('gives way instead of deadlocking when a writer holds a counter row and then touches a job being pruned', async () => {
-    const [a, b, fresh] = [randomUUID(), randomUUID(), randomUUID()];
+    const old = Date.now() - 40 * 86_400_000;
+    const [a, b, fresh] = [v7At(old), v7At(old + 1), v7At(Date.now())];
     await insertOld([a, b], 'cancelled');
     // The writer's batch: an insert (its counter trigger locks job_counts (py, cancelled)) ...
     const w = db.dataSource.createQueryRunner();
@@ -85,7 +85,7 @@ describe('pruneHistory beside an audit writer', () => {
   });
 
   it('skips a job a writer holds and leaves it for a later pass', async () => {
-    const held = randomUUID();
+    const held = v7At(Date.now() - 40 * 86_400_000);
     await insertOld([held], 'completed');
     const w = db.dataSource.createQueryRunner();
     await w.connect();
@@ -100,4 +100,24 @@ describe('pruneHistory beside an audit writer', () => {
     }
     expect(await pruneHistory(db.dataSource, 30, 1000)).toBe(1);
   }, 10_000);
+});
+
+describe('pruneFinishes', () => {
+  let db: TestDb;
+  beforeAll(async () => {
+    db = await openTestDb('prune-finishes');
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it('drops the per-second finish counters older than an hour and keeps the rest', async () => {
+    await db.dataSource.query(
+      `INSERT INTO job_finishes (bucket, queue, completed, failed)
+       SELECT date_trunc('second', now()) - make_interval(mins => m), 'q', 1, 0 FROM unnest(ARRAY[0, 1, 59, 61, 120, 600]) AS m`,
+    );
+    expect(await pruneFinishes(db.dataSource)).toBe(3);
+    const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM job_finishes`);
+    expect(n).toBe(3);
+  });
 });

@@ -1,7 +1,7 @@
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { SluiceConfig } from '../../../src/config/config';
 import { MaintenanceService } from '../../../src/maintenance/maintenance.service';
-import { openTestDb, TestDb } from '../../support/postgres';
+import { openTestDb, TestDb, v7AtSql } from '../../support/postgres';
 import { openStore, TestStore } from '../../support/redis';
 import { silentLog } from './support';
 
@@ -43,11 +43,11 @@ describe('retention pruning in the scheduler role', () => {
   it('three replicas pruning at once delete every old terminal job exactly once and keep the rest', async () => {
     await db.dataSource.query(
       `INSERT INTO jobs (id, queue, type, status, max_attempts, backoff, timeout_ms, payload, created_at, run_at, finished_at, updated_at, last_event_ms, last_event_seq)
-       SELECT gen_random_uuid(), 'q', 't', CASE WHEN g % 2 = 0 THEN 'completed' ELSE 'cancelled' END, 3, 'e', 1000, '{}',
+       SELECT ${v7AtSql("now() - interval '40 days'")}, 'q', 't', CASE WHEN g % 2 = 0 THEN 'completed' ELSE 'cancelled' END, 3, 'e', 1000, '{}',
               now() - interval '40 days', now() - interval '40 days', now() - interval '40 days', now() - interval '40 days', 0, 0
        FROM generate_series(1, 2500) g
        UNION ALL
-       SELECT gen_random_uuid(), 'q', 't', 'completed', 3, 'e', 1000, '{}', now(), now(), now(), now(), 0, 0 FROM generate_series(1, 10)`,
+       SELECT ${v7AtSql('now()')}, 'q', 't', 'completed', 3, 'e', 1000, '{}', now(), now(), now(), now(), 0, 0 FROM generate_series(1, 10)`,
     );
     const replicas = [service(['scheduler']), service(['scheduler']), service(['scheduler'])];
     // Three rounds of three replicas at once; a replica finding the lock held skips its round.
