@@ -155,12 +155,13 @@ for g = 1, groups do
         end
         -- The enqueued event carries the whole spec: PostgreSQL gets the job from it.
         local runAtS = runAt == now and nowS or int(runAt)
+        -- Header as in includes/emit.lua, with priority, runAt and the options
+        -- (o may hold a '|': it goes last) after the empty x and ms.
+        local tail = '|0|' .. nowS .. '|' .. id .. '|||' .. priority .. '|' .. runAtS .. '|' .. o
         if key == '' then
-          redis.call('XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. '|0|' .. nowS, 'j', id,
-            'ty', ty, 'p', payload, 'pr', priority, 'o', o, 'ra', runAtS)
+          redis.call('XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. tail, 'ty', ty, 'p', payload)
         else
-          redis.call('XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. '|0|' .. nowS, 'j', id,
-            'ty', ty, 'p', payload, 'pr', priority, 'o', o, 'ra', runAtS, 'ik', key)
+          redis.call('XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. tail, 'ty', ty, 'p', payload, 'ik', key)
         end
         res[r + 1] = id; res[r + 2] = state; res[r + 3] = 0
         res[r + 4] = now; res[r + 5] = runAt; res[r + 6] = o

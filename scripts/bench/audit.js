@@ -10,7 +10,8 @@
  *     the writer on the worker's event loop (AUDIT_THREAD=false), in a worker
  *     thread of the worker's process (ROLE=all's default) and in a process of
  *     its own (scripts/bench/audit-writer-child.js, as docker-compose runs ROLE=audit).
- *   node scripts/bench/audit.js [--n 50000] [--rounds 3] [--write docs/benchmarks.md]
+ *   node scripts/bench/audit.js [--n 50000] [--rounds 3] [--write docs/benchmarks.md] [--only drain|processing|lag]
+ * (--only runs one part, its own figures printed per round; nothing is written.)
  */
 const { performance } = require('node:perf_hooks');
 const os = require('node:os');
@@ -246,8 +247,32 @@ async function processingBull() {
   return r;
 }
 
+/** `--only <part>`: one part alone, `ROUNDS` times (lag: thread then event loop per round), figures per round and medians. */
+async function only(part) {
+  const rows = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    if (part === 'drain') rows.push(await throughput());
+    else if (part === 'lag') rows.push({ thread: await lag(true), loop: await lag(false) });
+    else if (part === 'processing') {
+      const order = [processingWithAuditThread, processingBull];
+      if (r % 2) order.reverse();
+      const got = new Map();
+      for (const f of order) got.set(f, await f());
+      rows.push({ thread: got.get(processingWithAuditThread), bull: got.get(processingBull), ratio: got.get(processingWithAuditThread) / got.get(processingBull) });
+    } else throw new Error(`--only: drain, processing or lag, not ${part}`);
+    console.log(`round ${r + 1}: ${JSON.stringify(rows[r])}`);
+  }
+  if (part === 'drain') console.log(`drain median ${fmt(median(rows.map((x) => x.rate)))} events/s`);
+  if (part === 'lag') console.log(`lag p99 medians: thread ${median(rows.map((x) => x.thread.p99))} ms, event loop ${median(rows.map((x) => x.loop.p99))} ms`);
+  if (part === 'processing') console.log(`thread / BullMQ, median of per-round ratios ${median(rows.map((x) => x.ratio)).toFixed(2)}x`);
+}
+
 async function main() {
   console.log(`machine: ${os.cpus().length}x ${os.cpus()[0].model}, node ${process.version}; N=${N}, rounds=${ROUNDS}`);
+  if (opt('only', null)) {
+    await only(opt('only', null));
+    process.exit(0);
+  }
   const tp = [], withAudit = [], withThread = [], withChild = [], bull = [];
   for (let r = 0; r < ROUNDS; r++) {
     const t = await throughput();

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { copyNumber, copyRows, copyText, copyTime } from './copy-text';
+import { copyNumber, copyText, copyTime } from './copy-text';
 import { numArray, textArray } from './pg-array';
 import { BatchMessage, sendBatch } from './pg-batch';
 import type { AuditBatch, EventRow, ExecutionEnd, ExecutionStart, JobInsert, JobPatch, LogRow } from './projection';
@@ -108,53 +108,77 @@ function template(sql: string): Template {
   return t;
 }
 
-/** Columns of a fresh batch's COPY statements, with the field of each (src/audit/copy-text.ts). */
-const EVENT_COPY = {
-  sql: 'COPY job_events (queue, stream_ms, stream_seq, job_id, at, event, from_status, to_status, attempt, execution_seq, worker_id, reason, error, data) FROM STDIN',
-  columns: [
-    (r) => copyText(r.queue), (r) => r.streamMs, (r) => r.streamSeq, (r) => copyText(r.jobId), (r) => copyTime(r.at), (r) => copyText(r.event),
-    (r) => copyText(r.from), (r) => copyText(r.to), (r) => copyNumber(r.attempt), (r) => copyNumber(r.executionSeq), (r) => copyText(r.workerId),
-    (r) => copyText(r.reason), (r) => copyText(r.error), (r) => copyText(r.data),
-  ] as ((r: EventRow) => string)[],
-};
-const LOG_COPY = {
-  sql: 'COPY job_logs (queue, stream_ms, stream_seq, job_id, at, attempt, level, message) FROM STDIN',
-  columns: [
-    (r) => copyText(r.queue), (r) => r.streamMs, (r) => r.streamSeq, (r) => copyText(r.jobId), (r) => copyTime(r.at), (r) => copyNumber(r.attempt),
-    (r) => copyText(r.level), (r) => copyText(r.message),
-  ] as ((r: LogRow) => string)[],
-};
-const JOB_COPY = {
-  sql: `COPY jobs (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload, execution_seq,
-                   created_at, run_at, updated_at, last_event_ms, last_event_seq, worker_id, started_at, finished_at, last_error, result, progress) FROM STDIN`,
-  columns: [
-    (r) => copyText(r.id), (r) => copyText(r.queue), (r) => copyText(r.type), (r) => copyText(r.status), (r) => copyNumber(r.priority),
-    (r) => copyNumber(r.attempts), (r) => copyNumber(r.maxAttempts), (r) => copyText(r.backoff), (r) => copyNumber(r.timeoutMs),
-    (r) => copyText(r.idempotencyKey), (r) => copyText(r.payload), (r) => copyNumber(r.executionSeq), (r) => copyTime(r.createdAt),
-    (r) => copyTime(r.runAt), (r) => copyTime(r.updatedAt), (r) => r.streamMs, (r) => r.streamSeq, (r) => copyText(r.workerId),
-    (r) => copyTime(r.startedAt), (r) => copyTime(r.finishedAt), (r) => copyText(r.lastError), (r) => copyText(r.result), (r) => copyText(r.progress),
-  ] as ((r: JobInsert) => string)[],
-};
-const START_COPY = {
-  sql: `COPY job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome) FROM STDIN`,
-  columns: [
-    (r) => copyText(r.jobId), (r) => copyNumber(r.executionSeq), (r) => copyText(r.queue), (r) => copyNumber(r.attempt), (r) => copyText(r.workerId),
-    (r) => copyTime(r.startedAt), () => 'running',
-  ] as ((r: ExecutionStart) => string)[],
-};
-const EXECUTION_COPY = {
-  sql: `COPY job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms) FROM STDIN`,
-  columns: [
-    (r) => copyText(r.jobId), (r) => copyNumber(r.executionSeq), (r) => copyText(r.queue), (r) => copyNumber(r.attempt), (r) => copyText(r.workerId),
-    (r) => copyTime(r.startedAt), (r) => copyTime(r.finishedAt), (r) => copyText(r.outcome), (r) => copyText(r.error), (r) => copyNumber(r.durationMs),
-  ] as ((r: ExecutionEnd) => string)[],
-};
+/*
+ * COPY data of a fresh batch's inserts, one function per table, each field
+ * encoded by src/audit/copy-text.ts, in the column order of its COPY
+ * statement. Written out per table rather than as a list of column getters:
+ * one `+` chain per row is about twice as fast as calling a getter per field
+ * and joining an array of the pieces (a micro-benchmark of 1,000 events:
+ * 1.0 vs 2.0 ms with the UTF-8 encoding included).
+ */
 
-const copyOf = <T>(spec: { sql: string; columns: ((r: T) => string)[] }, rows: T[]): PlannedStatement => ({
-  sql: spec.sql,
-  params: [],
-  copy: copyRows(rows, spec.columns),
-});
+const EVENT_COPY_SQL =
+  'COPY job_events (queue, stream_ms, stream_seq, job_id, at, event, from_status, to_status, attempt, execution_seq, worker_id, reason, error, data) FROM STDIN';
+
+function eventRows(rows: EventRow[]): string {
+  let s = '';
+  for (const r of rows) {
+    s += copyText(r.queue) + '\t' + r.streamMs + '\t' + r.streamSeq + '\t' + copyText(r.jobId) + '\t' + copyTime(r.at) + '\t' + copyText(r.event) + '\t' +
+      copyText(r.from) + '\t' + copyText(r.to) + '\t' + copyNumber(r.attempt) + '\t' + copyNumber(r.executionSeq) + '\t' + copyText(r.workerId) + '\t' +
+      copyText(r.reason) + '\t' + copyText(r.error) + '\t' + copyText(r.data) + '\n';
+  }
+  return s;
+}
+
+const LOG_COPY_SQL = 'COPY job_logs (queue, stream_ms, stream_seq, job_id, at, attempt, level, message) FROM STDIN';
+
+function logRows(rows: LogRow[]): string {
+  let s = '';
+  for (const r of rows) {
+    s += copyText(r.queue) + '\t' + r.streamMs + '\t' + r.streamSeq + '\t' + copyText(r.jobId) + '\t' + copyTime(r.at) + '\t' + copyNumber(r.attempt) + '\t' +
+      copyText(r.level) + '\t' + copyText(r.message) + '\n';
+  }
+  return s;
+}
+
+const JOB_COPY_SQL = `COPY jobs (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload, execution_seq,
+                   created_at, run_at, updated_at, last_event_ms, last_event_seq, worker_id, started_at, finished_at, last_error, result, progress) FROM STDIN`;
+
+function jobRows(rows: JobInsert[]): string {
+  let s = '';
+  for (const r of rows) {
+    s += copyText(r.id) + '\t' + copyText(r.queue) + '\t' + copyText(r.type) + '\t' + copyText(r.status) + '\t' + copyNumber(r.priority) + '\t' +
+      copyNumber(r.attempts) + '\t' + copyNumber(r.maxAttempts) + '\t' + copyText(r.backoff) + '\t' + copyNumber(r.timeoutMs) + '\t' +
+      copyText(r.idempotencyKey) + '\t' + copyText(r.payload) + '\t' + copyNumber(r.executionSeq) + '\t' + copyTime(r.createdAt) + '\t' +
+      copyTime(r.runAt) + '\t' + copyTime(r.updatedAt) + '\t' + r.streamMs + '\t' + r.streamSeq + '\t' + copyText(r.workerId) + '\t' +
+      copyTime(r.startedAt) + '\t' + copyTime(r.finishedAt) + '\t' + copyText(r.lastError) + '\t' + copyText(r.result) + '\t' + copyText(r.progress) + '\n';
+  }
+  return s;
+}
+
+const START_COPY_SQL = 'COPY job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome) FROM STDIN';
+
+function startRows(rows: ExecutionStart[]): string {
+  let s = '';
+  for (const r of rows) {
+    s += copyText(r.jobId) + '\t' + copyNumber(r.executionSeq) + '\t' + copyText(r.queue) + '\t' + copyNumber(r.attempt) + '\t' + copyText(r.workerId) + '\t' +
+      copyTime(r.startedAt) + '\trunning\n';
+  }
+  return s;
+}
+
+const EXECUTION_COPY_SQL = 'COPY job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms) FROM STDIN';
+
+function executionRows(rows: ExecutionEnd[]): string {
+  let s = '';
+  for (const r of rows) {
+    s += copyText(r.jobId) + '\t' + copyNumber(r.executionSeq) + '\t' + copyText(r.queue) + '\t' + copyNumber(r.attempt) + '\t' + copyText(r.workerId) + '\t' +
+      copyTime(r.startedAt) + '\t' + copyTime(r.finishedAt) + '\t' + copyText(r.outcome) + '\t' + copyText(r.error) + '\t' + copyNumber(r.durationMs) + '\n';
+  }
+  return s;
+}
+
+const copyOf = (sql: string, copy: string): PlannedStatement => ({ sql, params: [], copy });
 
 /**
  * The statements that write a projected batch, in order, with their
@@ -179,7 +203,7 @@ export function planBatch(b: AuditBatch, fresh = false): PlannedStatement[] {
   const onEntry = 'ON CONFLICT (queue, stream_ms, stream_seq) DO NOTHING';
   const txt = <T>(rows: T[], f: (r: T) => string | null | undefined) => textArray(rows.map(f));
   const num = <T>(rows: T[], f: (r: T) => number | string | null | undefined) => numArray(rows.map(f));
-  if (b.events.length && fresh) out.push(copyOf(EVENT_COPY, b.events));
+  if (b.events.length && fresh) out.push(copyOf(EVENT_COPY_SQL, eventRows(b.events)));
   else if (b.events.length) {
     const e = b.events;
     out.push({
@@ -195,7 +219,7 @@ export function planBatch(b: AuditBatch, fresh = false): PlannedStatement[] {
       ],
     });
   }
-  if (b.logs.length && fresh) out.push(copyOf(LOG_COPY, b.logs));
+  if (b.logs.length && fresh) out.push(copyOf(LOG_COPY_SQL, logRows(b.logs)));
   else if (b.logs.length) {
     const l = b.logs;
     out.push({
@@ -211,7 +235,7 @@ export function planBatch(b: AuditBatch, fresh = false): PlannedStatement[] {
   }
   if (b.inserts.length) {
     const i = dedupe(b.inserts, (r) => r.id);
-    if (fresh) out.push(copyOf(JOB_COPY, i));
+    if (fresh) out.push(copyOf(JOB_COPY_SQL, jobRows(i)));
     else {
       // A row that already exists is brought forward like a patch would be (the
       // insert may carry later events of the batch, folded in by the projection).
@@ -239,7 +263,7 @@ export function planBatch(b: AuditBatch, fresh = false): PlannedStatement[] {
   if (b.patches.length) out.push(planPatches(b.patches));
   if (b.starts.length) {
     const s = dedupe(b.starts, (r) => `${r.jobId}/${r.executionSeq}`);
-    if (fresh) out.push(copyOf(START_COPY, s));
+    if (fresh) out.push(copyOf(START_COPY_SQL, startRows(s)));
     else {
       out.push({
         sql: `INSERT INTO job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome)
@@ -255,7 +279,7 @@ export function planBatch(b: AuditBatch, fresh = false): PlannedStatement[] {
     // Started in this fresh batch: its row cannot exist yet, the end row is the whole execution.
     const whole = fresh ? all.filter((r) => r.startInBatch) : [];
     const e = whole.length ? all.filter((r) => !r.startInBatch) : all;
-    if (whole.length) out.push(copyOf(EXECUTION_COPY, whole));
+    if (whole.length) out.push(copyOf(EXECUTION_COPY_SQL, executionRows(whole)));
     if (e.length) {
       out.push({
         sql: `INSERT INTO job_executions AS je (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms)

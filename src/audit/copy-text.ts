@@ -66,21 +66,3 @@ export function copyTime(ms: number | null | undefined): string {
   }
   return lastIso;
 }
-
-/**
- * COPY data for `rows`: `columns` maps a row to its fields, each already
- * encoded by copyText / copyNumber / copyTime. One `join` over every field
- * and separator (no string per row), newline-terminated.
- */
-export function copyRows<T>(rows: readonly T[], columns: readonly ((r: T) => string)[]): string {
-  const parts = new Array<string>(rows.length * columns.length * 2);
-  let k = 0;
-  const last = columns.length - 1;
-  for (const r of rows) {
-    for (let c = 0; c <= last; c++) {
-      parts[k++] = columns[c](r);
-      parts[k++] = c === last ? '\n' : '\t';
-    }
-  }
-  return parts.join('');
-}

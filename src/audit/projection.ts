@@ -3,22 +3,28 @@
  * no I/O, so the mapping is unit-tested on its own.
  *
  * Stream entry fields (see lua/includes/emit.lua), as entryFields() returns
- * them: e event, j job id, f from, t to, a attempt, at time (ms) (e, f, t,
- * a and at travel packed in one header field `h`), x executionSeq, w worker, r reason,
- * er error, d data JSON (result / progress), ms duration, and on `enqueued`:
- * ty type, p payload, pr priority, o "maxAttempts;timeoutMs;backoff",
- * ra runAt, ik idempotency key. `log` entries carry lvl and m.
+ * them: e event, j job id, f from, t to, a attempt, at time (ms), x
+ * executionSeq, ms duration, ra runAt (these travel packed in one header
+ * field `h`), w worker, r reason, er error, d data JSON (result /
+ * progress), and on `enqueued`: ty type, p payload, pr priority and o
+ * "maxAttempts;timeoutMs;backoff" (also in the header), ik idempotency
+ * key. `log` entries carry lvl and m.
  */
 
 import { splitOptions } from '../redis/job-codec';
 import { splitStreamId } from './stream-ids';
 
+/** Keys of the header's parts after the first five, in order (lua/includes/emit.lua); `o` is the rest of the header. */
+const HEADER_TAIL = ['j', 'x', 'ms', 'pr', 'ra'] as const;
+
 /**
  * An entry's flat field list (as XRANGE/XREADGROUP return it) as an object.
- * The header `h` = "event|from|to|attempt|at" (lua/includes/emit.lua) is
- * unpacked into e, f, t, a and at; entries written without one (`log`
- * entries; events of a version before the header) have those fields
- * themselves.
+ * The header `h` = "event|from|to|attempt|at|jobId|x|ms|pr|ra|o"
+ * (lua/includes/emit.lua; parts from the sixth on may be missing, an empty
+ * part is an absent field, `o` is everything after the tenth '|') is
+ * unpacked into e, f, t, a, at, j, x, ms, pr, ra and o. Entries of earlier
+ * versions have a five-part header and the rest as fields of their own, as
+ * `log` entries still do; both read the same.
  */
 export function entryFields(flat: string[]): Record<string, string> {
   const o: Record<string, string> = {};
@@ -33,11 +39,21 @@ export function entryFields(flat: string[]): Record<string, string> {
     const p2 = v.indexOf('|', p1 + 1);
     const p3 = v.indexOf('|', p2 + 1);
     const p4 = v.indexOf('|', p3 + 1);
+    let p5 = v.indexOf('|', p4 + 1);
     o.e = v.slice(0, p1);
     o.f = v.slice(p1 + 1, p2);
     o.t = v.slice(p2 + 1, p3);
     o.a = v.slice(p3 + 1, p4);
-    o.at = v.slice(p4 + 1);
+    o.at = p5 < 0 ? v.slice(p4 + 1) : v.slice(p4 + 1, p5);
+    for (let n = 0; p5 >= 0; n++) {
+      if (n === HEADER_TAIL.length) {
+        if (p5 + 1 < v.length) o.o = v.slice(p5 + 1);
+        break;
+      }
+      const next = v.indexOf('|', p5 + 1);
+      if (next !== p5 + 1 && p5 + 1 < v.length) o[HEADER_TAIL[n]] = next < 0 ? v.slice(p5 + 1) : v.slice(p5 + 1, next);
+      p5 = next;
+    }
   }
   return o;
 }

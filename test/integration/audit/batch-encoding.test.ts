@@ -6,7 +6,7 @@
  */
 import { AuditWriter } from '../../../src/audit/audit-writer';
 import { batchMessage, batchScript, planBatch } from '../../../src/audit/batch-writer';
-import { copyNumber, copyRows, copyText, copyTime } from '../../../src/audit/copy-text';
+import { copyNumber, copyText, copyTime } from '../../../src/audit/copy-text';
 import { createDataSource } from '../../../src/audit/data-source';
 import { numArray, textArray } from '../../../src/audit/pg-array';
 import { sendBatch } from '../../../src/audit/pg-batch';
@@ -88,7 +88,7 @@ describe('COPY rows (fresh batches)', () => {
   async function copyRoundTrip(rows: { t: string | null; n: number | string | null; at: number | null }[]) {
     return db.dataSource.transaction(async (m) => {
       await m.query(`CREATE TEMP TABLE ct (i int, t text, n float8, at timestamptz) ON COMMIT DROP`);
-      const data = copyRows(rows.map((r, i) => ({ ...r, i })), [(r) => String(r.i), (r) => copyText(r.t), (r) => copyNumber(r.n), (r) => copyTime(r.at)]);
+      const data = rows.map((r, i) => `${i}\t${copyText(r.t)}\t${copyNumber(r.n)}\t${copyTime(r.at)}\n`).join('');
       await sendBatch(m, batchMessage([{ sql: 'COPY ct (i, t, n, at) FROM STDIN', params: [], copy: data }]));
       return (await m.query(`SELECT t, n, round(extract(epoch FROM at) * 1000)::float8 AS at FROM ct ORDER BY i`)) as { t: string | null; n: number | null; at: number | null }[];
     });
