@@ -122,7 +122,7 @@ async function throughput() {
 /** Starts the audit writer in a worker thread (ROLE=all's default); same stop() as an AuditWriter. */
 function threadWriter(s, url) {
   const quiet = { debug() {}, info() {}, warn() {}, error: (o, m) => console.error(m, o) };
-  const config = { redisUrl: REDIS_URL, redisClusterNodes: null, redisPrefix: s.store.prefix, databaseUrl: url, logLevel: 'warn', maxRetries: 3, idempotencyTtlMs: 86400000, keepCompletedCount: -1, keepCompletedMs: -1 };
+  const config = { redisUrl: REDIS_URL, redisClusterNodes: null, redisPrefix: s.store.prefix, databaseUrl: url, logLevel: 'warn', maxRetries: 3, idempotencyTtlMs: 86400000, keepCompletedCount: -1, keepCompletedMs: -1, auditThreadNice: Number(process.env.AUDIT_THREAD_NICE ?? 10) };
   const th = new AuditWriterThread(path.join(dist, 'audit/writer-thread.js'), config, `thread-${seq++}`, quiet);
   th.start();
   return th;
@@ -184,12 +184,17 @@ async function processingWith(start) {
   await s.fill(N);
   const stop = await start(s, db, url);
   const r = await processAll(s);
+  const t = performance.now();
   await waitDrained(s);
+  caughtUp.push(performance.now() - t);
   await stop();
   await s.clean();
   await drop();
   return r;
 }
+
+/** For each processingWith run, ms from the last job done to the mirror drained (the history trails the jobs by this). */
+const caughtUp = [];
 
 /** The writer on the worker's event loop (AUDIT_THREAD=false). */
 const processingWithAudit = () =>
@@ -258,7 +263,12 @@ async function only(part) {
       if (r % 2) order.reverse();
       const got = new Map();
       for (const f of order) got.set(f, await f());
-      rows.push({ thread: got.get(processingWithAuditThread), bull: got.get(processingBull), ratio: got.get(processingWithAuditThread) / got.get(processingBull) });
+      rows.push({
+        thread: Math.round(got.get(processingWithAuditThread)),
+        bull: Math.round(got.get(processingBull)),
+        ratio: Number((got.get(processingWithAuditThread) / got.get(processingBull)).toFixed(2)),
+        mirroredAfterMs: Math.round(caughtUp[caughtUp.length - 1]),
+      });
     } else throw new Error(`--only: drain, processing or lag, not ${part}`);
     console.log(`round ${r + 1}: ${JSON.stringify(rows[r])}`);
   }

@@ -45,6 +45,8 @@ export interface AuditWriterOptions {
    * queue is tried again on the next ownership round.
    */
   onAcquire?: (queue: string) => Promise<void>;
+  /** Called after each batch written, with the age of its oldest entry (ms, by the entry ids' Redis time against this host's clock). */
+  onBatch?: (lagMs: number) => void;
 }
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -91,6 +93,17 @@ function prepare(all: StreamEntry[], maxChars: number, fresh: boolean): Prepared
   } catch (error) {
     return { entries: [], batch: project([]), message: null, fresh: false, rest: all, error };
   }
+}
+
+/** The ms part of the oldest entry id of a batch (entries come in stream order per queue, queue after queue). */
+function oldestMs(entries: StreamEntry[]): number {
+  let min = Infinity;
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0 && entries[i].queue === entries[i - 1].queue) continue;
+    const id = entries[i].id;
+    min = Math.min(min, Number(id.slice(0, id.indexOf('-'))));
+  }
+  return min;
 }
 
 /**
@@ -259,6 +272,7 @@ export class AuditWriter {
     this.stats.batches++;
     this.stats.events += entries.length;
     this.stats.lastBatchAt = Date.now();
+    if (this.opts.onBatch && entries.length) this.opts.onBatch(this.stats.lastBatchAt - oldestMs(entries));
   }
 
   /**

@@ -28,6 +28,7 @@ export function createRoleWriter(
   writerId: string,
   log: Logger,
   restorer: QueueRestorer = roleRestorer(db, store, log),
+  onBatch?: (lagMs: number) => void,
 ): AuditWriter {
   return new AuditWriter(
     redis,
@@ -37,6 +38,7 @@ export function createRoleWriter(
       writerId,
       keepCompletedCount: config.keepCompletedCount,
       keepCompletedMs: config.keepCompletedMs,
+      onBatch,
       onAcquire: async (queue) => {
         const r = await restorer.ensureQueue(queue, { lockToken: writerId });
         if (r.action === 'restored') log.info({ queue, action: r.action, counts: r.counts }, `restore check: ${formatRestoreReport(r)}`);

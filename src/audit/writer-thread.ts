@@ -6,11 +6,21 @@ import { RedisJobStore, storeDefaultsOf } from '../redis/redis-job-store';
 import { RedisScripts } from '../redis/scripts';
 import { createDataSource } from './data-source';
 import { createRoleWriter } from './role-writer';
+import { WriterPriority } from './writer-priority';
 
 /** What the thread needs of the configuration (structured-cloned into it). */
 export type WriterThreadConfig = Pick<
   SluiceConfig,
-  'redisUrl' | 'redisClusterNodes' | 'redisPrefix' | 'databaseUrl' | 'logLevel' | 'maxRetries' | 'idempotencyTtlMs' | 'keepCompletedCount' | 'keepCompletedMs'
+  | 'redisUrl'
+  | 'redisClusterNodes'
+  | 'redisPrefix'
+  | 'databaseUrl'
+  | 'logLevel'
+  | 'maxRetries'
+  | 'idempotencyTtlMs'
+  | 'keepCompletedCount'
+  | 'keepCompletedMs'
+  | 'auditThreadNice'
 >;
 
 interface ThreadData {
@@ -101,7 +111,8 @@ async function runThread(data: ThreadData): Promise<void> {
   // Migrations ran in the main thread before this one started.
   const db = createDataSource(config.databaseUrl, 4);
   await db.initialize();
-  const writer = createRoleWriter(redis, store, db, config, writerId, log);
+  const priority = new WriterPriority(config.auditThreadNice ?? 0);
+  const writer = createRoleWriter(redis, store, db, config, writerId, log, undefined, (lagMs) => priority.observe(lagMs));
   parentPort!.on('message', (m) => {
     if (m !== 'stop') return;
     void (async () => {

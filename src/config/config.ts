@@ -35,6 +35,8 @@ export interface SluiceConfig {
   keepCompletedMs: number;
   /** Run the audit writer in a worker thread when this process also runs other roles (AUDIT_THREAD, default true). */
   auditThread: boolean;
+  /** Nice value (0..19) of the audit writer thread while the mirror is more than 2 s behind (AUDIT_THREAD_NICE, default 10; 0 = never). */
+  auditThreadNice: number;
   /** History kept in PostgreSQL, days. */
   retentionDays: number;
   /** HTTP requests allowed per client IP per window (shared through Redis); 0 = no limit. */
@@ -139,6 +141,7 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     keepCompletedCount: int(env, 'KEEP_COMPLETED_COUNT', -1, -1),
     keepCompletedMs: int(env, 'KEEP_COMPLETED_MS', -1, -1),
     auditThread: bool(env, 'AUDIT_THREAD', true),
+    auditThreadNice: int(env, 'AUDIT_THREAD_NICE', 10, 0, 19),
     retentionDays: int(env, 'RETENTION_DAYS', 30, 1, 36500),
     apiRateLimitMax: int(env, 'API_RATE_LIMIT_MAX', 0, 0),
     apiRateLimitWindowMs: int(env, 'API_RATE_LIMIT_WINDOW_MS', 60_000, 1, MAX_TIMER_MS),
