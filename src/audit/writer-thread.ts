@@ -29,6 +29,18 @@ interface ThreadData {
   writerId: string;
 }
 
+/**
+ * The thread's young generation, MB: 32 MB semi-spaces (V8 sizes the young
+ * generation at three semi-spaces), twice V8's default. A batch's rows and
+ * strings live for about two batches (one is prepared while the previous is
+ * in PostgreSQL), long enough to be copied by two scavenges and promoted at
+ * the default size. Drain runs of the writer (on a main thread, with
+ * --max-semi-space-size=32) took 10–25 % less CPU per event in Node
+ * (docs/benchmarks.md); 64 MB semi-spaces were no better. The workers'
+ * thread keeps V8's default.
+ */
+const WRITER_YOUNG_GENERATION_MB = 96;
+
 /** Wait before a thread that died is started again, ms. */
 const RESTART_DELAY_MS = 1_000;
 
@@ -64,7 +76,7 @@ export class AuditWriterThread {
   start(): void {
     this.stopping = false;
     const data: ThreadData = { kind: 'sluice-audit-writer', config: this.config, writerId: this.writerId };
-    const w = new Worker(this.file, { workerData: data });
+    const w = new Worker(this.file, { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB } });
     this.worker = w;
     this.readyPromise = new Promise((resolve) => {
       w.on('message', (m) => m === 'started' && resolve());
