@@ -2,15 +2,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pruneFinishes, pruneHistory } from '../../../src/audit/retention';
 import { openTestDb, TestDb, v7At, v7AtSql } from '../../support/postgres';
 
-describe('pruneHistory', () => {
-  let db: TestDb;
-  beforeAll(async () => {
-    db = await openTestDb('prune-count');
-  });
-  afterAll(async () => {
-    await db?.close();
-  });
+// One database for the file: each test's rows are its own (queues, ages), and each pass asserts on what it left.
+let db: TestDb;
+beforeAll(async () => {
+  db = await openTestDb('prune');
+});
+afterAll(async () => {
+  await db?.close();
+});
 
+describe('pruneHistory', () => {
   it('goes on batch after batch and returns the jobs deleted, keeping recent and live ones', async () => {
     // 2,500 old completed jobs, 10 recent completed ones, 5 old but still waiting.
     await db.dataSource.query(
@@ -30,14 +31,6 @@ describe('pruneHistory', () => {
 });
 
 describe('pruneHistory beside an audit writer', () => {
-  let db: TestDb;
-  beforeAll(async () => {
-    db = await openTestDb('prune-yield');
-  });
-  afterAll(async () => {
-    await db?.close();
-  });
-
   const insertOld = (ids: string[], status: string) =>
     db.dataSource.query(
       `INSERT INTO jobs (id, queue, type, status, max_attempts, backoff, timeout_ms, payload, created_at, run_at, finished_at, updated_at, last_event_ms, last_event_seq)
@@ -103,15 +96,9 @@ describe('pruneHistory beside an audit writer', () => {
 });
 
 describe('pruneFinishes', () => {
-  let db: TestDb;
-  beforeAll(async () => {
-    db = await openTestDb('prune-finishes');
-  });
-  afterAll(async () => {
-    await db?.close();
-  });
-
   it('drops the per-second finish counters older than an hour and keeps the rest', async () => {
+    await pruneFinishes(db.dataSource); // what the tests above left (their jobs finished 40 days ago)
+    await db.dataSource.query(`DELETE FROM job_finishes`);
     await db.dataSource.query(
       `INSERT INTO job_finishes (bucket, queue, completed, failed)
        SELECT date_trunc('second', now()) - make_interval(mins => m), 'q', 1, 0 FROM unnest(ARRAY[0, 1, 59, 61, 120, 600]) AS m`,
