@@ -97,8 +97,7 @@ describe('pruneHistory beside an audit writer', () => {
 
 describe('pruneFinishes', () => {
   it('drops the per-second finish counters older than an hour and keeps the rest', async () => {
-    await pruneFinishes(db.dataSource); // what the tests above left (their jobs finished 40 days ago)
-    await db.dataSource.query(`DELETE FROM job_finishes`);
+    await db.dataSource.query(`DELETE FROM job_finishes`); // the buckets of the tests above (jobs finished 40 days ago)
     await db.dataSource.query(
       `INSERT INTO job_finishes (bucket, queue, completed, failed)
        SELECT date_trunc('second', now()) - make_interval(mins => m), 'q', 1, 0 FROM unnest(ARRAY[0, 1, 59, 61, 120, 600]) AS m`,
