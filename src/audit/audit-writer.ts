@@ -45,7 +45,7 @@ export interface AuditWriterOptions {
    * queue is tried again on the next ownership round.
    */
   onAcquire?: (queue: string) => Promise<void>;
-  /** Called after each batch written, with the age of its oldest entry (ms, by the entry ids' Redis time against this host's clock). */
+  /** Called after each batch written, with the age of its oldest entry (ms, in Redis time: entry ids carry it, and the host's clock offset is measured). */
   onBatch?: (lagMs: number) => void;
 }
 
@@ -248,10 +248,18 @@ export class AuditWriter {
       try {
         if (message) await sendBatch(this.db, message);
       } catch (e) {
-        // A fresh batch meeting a row that exists (Redis restarted from an
-        // older snapshot and delivers mirrored entries again): nothing was
-        // written; the idempotent form.
-        if (!fresh || (e as { code?: string }).code !== UNIQUE_VIOLATION) throw e;
+        // Nothing was written; the idempotent form, at once, when the fresh
+        // form met a row that exists (Redis restarted from an older snapshot
+        // and delivers mirrored entries again), or refused a value (SQLSTATE
+        // class 22, data exception): COPY's text input and the array
+        // literals are two encodings of the same rows, and one value the
+        // first cannot carry must not keep the writer off its fast path,
+        // backing off as if PostgreSQL were down.
+        const code = (e as { code?: string }).code ?? '';
+        if (!fresh || (code !== UNIQUE_VIOLATION && !code.startsWith('22'))) throw e;
+        if (code !== UNIQUE_VIOLATION && !this.stats.freshRetries) {
+          this.log.warn({ err: (e as Error).message, code }, 'audit writer: a fresh batch was refused, written in the idempotent form');
+        }
         this.stats.freshRetries++;
         await sendBatch(this.db, batchMessage(planBatch(batch)));
       }
@@ -272,7 +280,7 @@ export class AuditWriter {
     this.stats.batches++;
     this.stats.events += entries.length;
     this.stats.lastBatchAt = Date.now();
-    if (this.opts.onBatch && entries.length) this.opts.onBatch(this.stats.lastBatchAt - oldestMs(entries));
+    if (this.opts.onBatch && entries.length) this.opts.onBatch(this.stats.lastBatchAt + this.redisClockOffsetMs - oldestMs(entries));
   }
 
   /**
@@ -334,9 +342,16 @@ export class AuditWriter {
     );
   }
 
+  /** Redis's clock minus this host's (ms), measured at each ownership round: entry ids carry Redis time. */
+  private redisClockOffsetMs = 0;
+
   /** Creates missing consumer groups, takes free queues, renews held ones. */
   private async refreshOwnership(): Promise<void> {
     this.ownershipCheckedAt = Date.now();
+    if (this.opts.onBatch) {
+      const [sec, usec] = await this.redis.time();
+      this.redisClockOffsetMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - Date.now();
+    }
     const ttl = this.opts.lockTtlMs ?? 5000;
     for (const q of await this.store.listQueues()) {
       const k = this.store.keys(q);

@@ -45,24 +45,37 @@ export function copyNumber(v: number | string | null | undefined): string {
   return typeof v === 'string' && INTEGER.test(v) ? v : NULL;
 }
 
-/** The JavaScript Date range, ms (ECMA-262 21.4.1.22): beyond it there is no ISO string. */
+/** The JavaScript Date range ends, ms (ECMA-262 21.4.1.22): beyond it there is no ISO string. */
 const MAX_DATE_MS = 8.64e15;
+/** PostgreSQL's earliest timestamp, 4714-11-24 00:00 UTC BC, ms (manual 8.5): earlier is out of its range. */
+const MIN_PG_MS = -210_866_803_200_000;
 
 let lastMs = NaN;
 let lastIso = '';
 
 /**
  * One timestamptz field from epoch ms, as ISO 8601 UTC with ms
- * (`2026-12-01T10:00:00.123Z`, which timestamptz input reads exactly).
- * Null, non-finite and out-of-range times are null. Events of one batch
+ * (`2026-12-01T10:00:00.123Z`, which timestamptz input reads exactly), over
+ * the whole Date range: a runAt may lie past year 9999, where toISOString
+ * writes `+010000-…`, which PostgreSQL refuses (and years ≤ 0 as `0000-…`
+ * or `-000001-…`, which it reads only as `0001-… BC`, `0002-… BC`).
+ * Null, non-finite and out-of-range times (for JavaScript or PostgreSQL) are null. Events of one batch
  * share their times a lot (a script call stamps all its jobs with one
  * `TIME`), so the last conversion is remembered.
  */
 export function copyTime(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined || !(Math.abs(ms) <= MAX_DATE_MS)) return NULL;
+  if (ms === null || ms === undefined || !(ms <= MAX_DATE_MS && ms >= MIN_PG_MS)) return NULL;
   if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString();
+    const iso = new Date(ms).toISOString();
+    lastIso = iso.charCodeAt(0) === 43 || iso.charCodeAt(0) === 45 || iso.startsWith('0000') ? isoForPostgres(iso) : iso;
     lastMs = ms;
   }
   return lastIso;
+}
+
+/** An ISO string of a year outside 1..9999 as PostgreSQL reads it: the year unpadded, or as a BC year (ISO year 0 is 1 BC). */
+function isoForPostgres(iso: string): string {
+  const end = iso.indexOf('-', 1);
+  const year = Number(iso.slice(0, end));
+  return year > 0 ? String(year) + iso.slice(end) : String(1 - year).padStart(4, '0') + iso.slice(end) + ' BC';
 }

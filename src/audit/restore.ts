@@ -150,13 +150,17 @@ export class QueueRestorer {
     this.log = opts.log ?? silent;
   }
 
-  /** Every queue Redis's registry or PostgreSQL knows, sorted. */
+  /**
+   * Every queue Redis's registry or PostgreSQL knows, sorted: PostgreSQL's
+   * through the queue table, the live counts (job_counts, exact: no scan
+   * of jobs) and the dead-letter queue.
+   */
   async listQueues(): Promise<string[]> {
     const [registry, rows] = await Promise.all([
       this.store.listQueues(),
       this.db.query(
         `SELECT name FROM queues
-         UNION SELECT DISTINCT queue FROM jobs WHERE status IN ('waiting', 'delayed', 'active')
+         UNION SELECT queue FROM job_counts WHERE status IN ('waiting', 'delayed', 'active') AND n > 0
          UNION SELECT DISTINCT queue FROM dead_letter_jobs`,
       ) as Promise<{ name: string }[]>,
     ]);

@@ -19,7 +19,9 @@ export const PRUNE_LOCK_TIMEOUT_MS = 200;
  * the cutoff was created before it, so its id is below this bound (ids are
  * made at enqueue, their first 48 bits the creation time in ms). The prune
  * walks the primary key up to it; no index on finished_at is kept for it
- * (migration 1796000900000-LeanJobIndexes).
+ * (migration 1796000900000-LeanJobIndexes). Ids are made with the API
+ * host's clock: a job enqueued through a host whose clock ran X ahead is
+ * pruned up to X late, never early (finished_at, in Redis time, decides).
  */
 const CUTOFF_ID = `(lpad(to_hex((extract(epoch FROM now() - make_interval(days => $1)) * 1000)::bigint), 12, '0') || '00000000000000000000')::uuid`;
 
@@ -55,19 +57,8 @@ const PRUNE_SQL = `WITH old AS MATERIALIZED (${PRUNE_CANDIDATES_SQL}), ev AS (DE
 export async function pruneHistory(db: DataSource, retentionDays: number, batch = 1000, maxBatches = 100): Promise<number> {
   let total = 0;
   for (let i = 0; i < maxBatches; i++) {
-    let count: number;
-    try {
-      count = await db.transaction(async (m) => {
-        await m.query(`SET LOCAL lock_timeout = '${PRUNE_LOCK_TIMEOUT_MS}ms'`);
-        // TypeORM answers a DELETE with [rows, rowCount], not the rows alone.
-        const out: [unknown[], number] | unknown[] = await m.query(PRUNE_SQL, [retentionDays, batch]);
-        return Array.isArray(out[0]) && typeof out[1] === 'number' ? out[1] : out.length;
-      });
-    } catch (err) {
-      const code = (err as { driverError?: { code?: string }; code?: string }).driverError?.code ?? (err as { code?: string }).code;
-      if (code === LOCK_NOT_AVAILABLE || code === DEADLOCK_DETECTED) break;
-      throw err;
-    }
+    const count = await yielding(db, PRUNE_SQL, [retentionDays, batch]);
+    if (count === null) break;
     total += count;
     if (count < batch) break;
   }
@@ -79,10 +70,30 @@ export const FINISHES_KEEP_MS = 3_600_000;
 
 /**
  * Drops `job_finishes` buckets older than {@link FINISHES_KEEP_MS} (a few
- * rows per queue and second; one short statement).
- * @returns buckets deleted.
+ * rows per queue and second; one short statement). Yields to the writers
+ * as pruneHistory does (a DLQ retry of an old failure updates an old bucket).
+ * @returns buckets deleted (0 when it gave way).
+ * @throws any PostgreSQL error but a lock timeout or deadlock.
  */
 export async function pruneFinishes(db: DataSource): Promise<number> {
-  const out: [unknown[], number] | unknown[] = await db.query(`DELETE FROM job_finishes WHERE bucket < now() - make_interval(secs => $1)`, [FINISHES_KEEP_MS / 1000]);
-  return Array.isArray(out[0]) && typeof out[1] === 'number' ? out[1] : out.length;
+  return yielding(db, `DELETE FROM job_finishes WHERE bucket < now() - make_interval(secs => $1)`, [FINISHES_KEEP_MS / 1000]).then((n) => n ?? 0);
+}
+
+/**
+ * Runs one statement in a transaction of its own with {@link PRUNE_LOCK_TIMEOUT_MS}.
+ * @returns the rows it affected, or null when it waited too long for a lock or was a deadlock victim (rolled back).
+ */
+async function yielding(db: DataSource, sql: string, params: unknown[]): Promise<number | null> {
+  try {
+    return await db.transaction(async (m) => {
+      await m.query(`SET LOCAL lock_timeout = '${PRUNE_LOCK_TIMEOUT_MS}ms'`);
+      // TypeORM answers a DELETE with [rows, rowCount], not the rows alone.
+      const out: [unknown[], number] | unknown[] = await m.query(sql, params);
+      return Array.isArray(out[0]) && typeof out[1] === 'number' ? out[1] : out.length;
+    });
+  } catch (err) {
+    const code = (err as { driverError?: { code?: string }; code?: string }).driverError?.code ?? (err as { code?: string }).code;
+    if (code === LOCK_NOT_AVAILABLE || code === DEADLOCK_DETECTED) return null;
+    throw err;
+  }
 }

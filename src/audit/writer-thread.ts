@@ -124,6 +124,9 @@ async function runThread(data: ThreadData): Promise<void> {
   const db = createDataSource(config.databaseUrl, 4);
   await db.initialize();
   const priority = new WriterPriority(config.auditThreadNice ?? 0);
+  if ((config.auditThreadNice ?? 0) > 0 && !priority.enabled) {
+    log.info({}, 'audit writer thread keeps normal priority: this process may not raise a thread priority back (AUDIT_THREAD_NICE needs Linux and CAP_SYS_NICE or RLIMIT_NICE >= 20)');
+  }
   const writer = createRoleWriter(redis, store, db, config, writerId, log, undefined, (lagMs) => priority.observe(lagMs));
   parentPort!.on('message', (m) => {
     if (m !== 'stop') return;

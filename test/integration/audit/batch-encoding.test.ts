@@ -109,8 +109,21 @@ describe('COPY rows (fresh batches)', () => {
       { t: 'c', n: NaN, at: NaN },
       { t: 'd', n: '12abc', at: 9e15 },
       { t: 'e', n: -2.5, at: null },
+      // runAt may lie anywhere up to the end of the Date range, past year 9999; years before 1 (never made by the engine) as BC, down to PostgreSQL's first day.
+      { t: 'f', n: 0, at: 253_402_300_800_000 },
+      { t: 'g', n: 0, at: 8.64e15 },
+      { t: 'h', n: 0, at: -62_167_219_200_000 },
+      { t: 'i', n: 0, at: -210_866_803_200_000 },
+      { t: 'j', n: 0, at: -210_866_803_200_001 },
     ]);
-    expect(got).toEqual([
+    expect(got.slice(5)).toEqual([
+      { t: 'f', n: 0, at: 253_402_300_800_000 },
+      { t: 'g', n: 0, at: 8.64e15 },
+      { t: 'h', n: 0, at: -62_167_219_200_000 },
+      { t: 'i', n: 0, at: -210_866_803_200_000 },
+      { t: 'j', n: 0, at: null },
+    ]);
+    expect(got.slice(0, 5)).toEqual([
       { t: 'a', n: 2 ** 40, at },
       { t: 'b', n: 1796010048706, at: at + 1 },
       { t: 'c', n: null, at: null },
@@ -169,6 +182,19 @@ describe('through the writer', () => {
     expect(log.message).toBe(text);
     const [dlq] = await db.dataSource.query(`SELECT last_error FROM dead_letter_jobs WHERE job_id = $1`, [r.id]);
     expect(dlq.last_error).toBe(text);
+  });
+
+  test('a runAt past year 9999 goes in with the fresh batch (COPY), not after a refusal', async () => {
+    const q = 'enc-far';
+    const runAt = 3e14; // year 11,476
+    const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q, runAt }, 1e6)]);
+    const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: 'enc-far' });
+    await (w as any).refreshOwnership();
+    while ((await w.runOnce()) > 0);
+    await w.stop();
+    expect(w.stats.freshRetries).toBe(0);
+    const [job] = await db.dataSource.query(`SELECT status, round(extract(epoch FROM run_at) * 1000)::float8 AS ra FROM jobs WHERE id = $1`, [r.id]);
+    expect(job).toEqual({ status: 'delayed', ra: runAt });
   });
 
   test('an error message with a NUL character is mirrored (as U+FFFD) and the writer goes on', async () => {
