@@ -1,0 +1,109 @@
+#!/usr/bin/env node
+/*
+ * One drain of the audit writer with its CPU split, for A/B runs of two builds:
+ * N jobs enqueued and processed with no writer, then one AuditWriter (on this
+ * process's main thread) drains the streams. Prints one JSON line: events,
+ * events/s, and CPU per event in µs of this process (Node), of every
+ * `postgres` process (/proc, Linux) and of Redis (INFO cpu).
+ *
+ *   npm run build && node scripts/bench/audit-drain.js
+ *   DIST=/other/checkout/dist node scripts/bench/audit-drain.js   # the same drain on another build
+ * Env: N (jobs, default 20000; 3 events each), REDIS_URL, PG_URL (server for a throwaway database).
+ */
+const fs = require('node:fs');
+const path = require('node:path');
+const { performance } = require('node:perf_hooks');
+const dist = process.env.DIST || path.resolve(__dirname, '../../dist');
+const { createRedis } = require(`${dist}/redis/connection`);
+const { RedisScripts } = require(`${dist}/redis/scripts`);
+const { RedisJobStore } = require(`${dist}/redis/redis-job-store`);
+const { normalizeEnqueue } = require(`${dist}/core/job-options`);
+const { HandlerMap } = require(`${dist}/core/handler`);
+const { WorkerRuntime } = require(`${dist}/workers/worker-runtime`);
+const { WakeWaiter } = require(`${dist}/workers/wake-waiter`);
+const { AuditWriter } = require(`${dist}/audit/audit-writer`);
+const { openAuditStore } = require(`${dist}/audit/data-source`);
+const { readBacklog } = require(`${dist}/audit/audit-backlog`);
+const { deletePrefix, dropDatabase } = require('../lib/cleanup');
+
+const N = Number(process.env.N || 20000);
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+const PG_URL = process.env.PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const CLOCK_TICKS = 100; // USER_HZ: the unit of utime/stime in /proc/<pid>/stat
+
+/** CPU seconds used so far by every process named `postgres` (server, backends, WAL writer, …). */
+function postgresCpu() {
+  let t = 0;
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const s = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (s.slice(s.indexOf('(') + 1, s.lastIndexOf(')')) !== 'postgres') continue;
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      t += (Number(f[11]) + Number(f[12])) / CLOCK_TICKS;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return t;
+}
+
+async function redisCpu(redis) {
+  const info = await redis.info('cpu');
+  const get = (k) => Number(new RegExp(`${k}:([\\d.]+)`).exec(info)[1]);
+  return get('used_cpu_sys') + get('used_cpu_user');
+}
+
+async function main() {
+  const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
+  const store = new RedisJobStore(redis, new RedisScripts(redis), `bench-drain-${process.pid}`);
+  const url = new URL(PG_URL);
+  url.pathname = `/sluice_bench_drain_${process.pid}`;
+  const { dataSource: db } = await openAuditStore(url.toString(), 10);
+  for (let i = 0; i < N; i += 1000) {
+    await store.enqueue(Array.from({ length: Math.min(1000, N - i) }, (_, j) => normalizeEnqueue({ type: 'noop', queue: 'bench', payload: { i: i + j } }, 1e6)));
+  }
+  let done = 0;
+  const handlers = new HandlerMap();
+  handlers.register('noop', () => (done++, null));
+  const rt = new WorkerRuntime(store, handlers, new WakeWaiter(() => createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null }, { blocking: true }), false), {
+    workerId: 'bench', queues: ['bench'], concurrency: 50, leaseMs: 30000, heartbeatIntervalMs: 10000, shutdownGraceMs: 1000,
+  });
+  rt.start();
+  while (done < N) await sleep(10);
+  await rt.stop();
+  const events = (await readBacklog(redis, store)).pending;
+  const c0 = process.cpuUsage();
+  const r0 = await redisCpu(redis);
+  const p0 = postgresCpu();
+  const t0 = performance.now();
+  const w = new AuditWriter(redis, store, db, { writerId: 'bench-drain', idleMs: 2 });
+  w.start();
+  while ((await readBacklog(redis, store)).pending > 0) await sleep(5);
+  const secs = (performance.now() - t0) / 1000;
+  const c1 = process.cpuUsage(c0);
+  const perEvent = (s) => Number(((s / events) * 1e6).toFixed(1));
+  console.log(
+    JSON.stringify({
+      events,
+      rate: Math.round(events / secs),
+      nodeUs: perEvent((c1.user + c1.system) / 1e6),
+      pgUs: perEvent(postgresCpu() - p0),
+      redisUs: perEvent((await redisCpu(redis)) - r0),
+    }),
+  );
+  await w.stop();
+  await deletePrefix(redis, store.prefix);
+  await db.destroy();
+  await dropDatabase(url.toString());
+  redis.disconnect();
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);
