@@ -158,12 +158,15 @@ function jobRows(rows: JobInsert[]): string {
 
 const START_COPY_SQL = 'COPY job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome) FROM STDIN';
 
+/** The columns an execution's start and end rows share: job_id, execution_seq, queue, attempt, worker_id, started_at. */
+function executionHead(r: ExecutionStart): string {
+  return copyText(r.jobId) + '\t' + copyNumber(r.executionSeq) + '\t' + copyText(r.queue) + '\t' + copyNumber(r.attempt) + '\t' + copyText(r.workerId) + '\t' +
+    copyTime(r.startedAt);
+}
+
 function startRows(rows: ExecutionStart[]): string {
   let s = '';
-  for (const r of rows) {
-    s += copyText(r.jobId) + '\t' + copyNumber(r.executionSeq) + '\t' + copyText(r.queue) + '\t' + copyNumber(r.attempt) + '\t' + copyText(r.workerId) + '\t' +
-      copyTime(r.startedAt) + '\trunning\n';
-  }
+  for (const r of rows) s += executionHead(r) + '\trunning\n';
   return s;
 }
 
@@ -172,8 +175,7 @@ const EXECUTION_COPY_SQL = 'COPY job_executions (job_id, execution_seq, queue, a
 function executionRows(rows: ExecutionEnd[]): string {
   let s = '';
   for (const r of rows) {
-    s += copyText(r.jobId) + '\t' + copyNumber(r.executionSeq) + '\t' + copyText(r.queue) + '\t' + copyNumber(r.attempt) + '\t' + copyText(r.workerId) + '\t' +
-      copyTime(r.startedAt) + '\t' + copyTime(r.finishedAt) + '\t' + copyText(r.outcome) + '\t' + copyText(r.error) + '\t' + copyNumber(r.durationMs) + '\n';
+    s += executionHead(r) + '\t' + copyTime(r.finishedAt) + '\t' + copyText(r.outcome) + '\t' + copyText(r.error) + '\t' + copyNumber(r.durationMs) + '\n';
   }
   return s;
 }
