@@ -1,13 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { dropDatabase, openAuditStore } from '../../src/audit/data-source';
+import { TEST_RUN } from './run';
 
 export const PG_BASE_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
-/** URL of a fresh database name on the test server (created on first use by openAuditStore). */
+/**
+ * URL of a fresh database name on the test server (created on first use by
+ * openAuditStore): `sluice_test_<name>_<run>_<hex>` (run: test/support/run.ts);
+ * the global teardown drops any of the run's databases left behind and fails the run.
+ */
 export function freshDatabaseUrl(name: string, base = PG_BASE_URL): string {
   const u = new URL(base);
-  u.pathname = `/sluice_test_${name}_${randomBytes(3).toString('hex')}`;
+  u.pathname = `/sluice_test_${name}_${TEST_RUN}_${randomBytes(3).toString('hex')}`;
   return u.toString();
 }
 

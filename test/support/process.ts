@@ -3,13 +3,22 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { PG_BASE_URL } from './postgres';
 import { REDIS_URL } from './redis';
+import { REFUSED_DATABASES } from './no-default-database';
+import { TEST_RUN } from './run';
 
 const MAIN = resolve(__dirname, '../../dist/main.js');
-const SHARED_TEST_DB = (() => {
+/**
+ * The database of processes whose test passes none: one per jest run
+ * (`sluice_test_processes_<run>`, test/support/run.ts), created by the first
+ * process that needs it and dropped by the run's global teardown
+ * (test/support/global-teardown.js), so parallel runs never share it.
+ */
+export const PROCESS_TEST_DB = (() => {
   const u = new URL(PG_BASE_URL);
-  u.pathname = '/sluice_test_processes';
+  u.pathname = `/sluice_test_processes_${TEST_RUN}`;
   return u.toString();
 })();
+
 
 /** A Sluice process started from the build (dist/main.js) with real signals. */
 export interface SluiceProcess {
@@ -29,6 +38,11 @@ export interface SluiceProcess {
  * does it). Waits until the process logs that it started.
  */
 export async function startSluice(env: Record<string, string>, opts: { waitReady?: boolean } = {}): Promise<SluiceProcess> {
+  // The guard of no-default-database.ts does not reach a child process: check its URL here.
+  const dbName = env.DATABASE_URL && decodeURIComponent(new URL(env.DATABASE_URL).pathname.slice(1));
+  if (dbName && REFUSED_DATABASES.has(dbName)) {
+    throw new Error(`startSluice: DATABASE_URL names the user's database "${dbName}": pass a fresh one (test/support/postgres.ts)`);
+  }
   if (!existsSync(MAIN)) throw new Error(`${MAIN} missing: run npm run build first`);
   const proc = spawn(process.execPath, [MAIN], {
     env: {
@@ -36,7 +50,7 @@ export async function startSluice(env: Record<string, string>, opts: { waitReady
       REDIS_URL,
       // Roles that need PostgreSQL (scheduler, audit, api) get a test database
       // of their own unless the test passes one: never the user's `sluice`.
-      DATABASE_URL: SHARED_TEST_DB,
+      DATABASE_URL: PROCESS_TEST_DB,
       ROLE: 'worker',
       DIAGNOSTIC_HANDLERS: 'true',
       LOG_LEVEL: 'info',

@@ -4,12 +4,18 @@ import { entryFields } from '../../src/audit/projection';
 import { createRedis, RedisClient } from '../../src/redis/connection';
 import { RedisJobStore } from '../../src/redis/redis-job-store';
 import { RedisScripts } from '../../src/redis/scripts';
+import { TEST_RUN } from './run';
 
 export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
-/** A unique key prefix per test file, so tests never see each other's keys. */
+/**
+ * A unique key prefix per test file, so tests never see each other's keys:
+ * `t-<name>-<run>-<hex>` (run: test/support/run.ts). Every key a test makes
+ * must start with `<prefix>:` (deleteByPrefix scans that); the global
+ * teardown fails the run on any key of the run left under `t-*`.
+ */
 export function testPrefix(name: string): string {
-  return `t-${name}-${randomBytes(4).toString('hex')}`;
+  return `t-${name}-${TEST_RUN}-${randomBytes(2).toString('hex')}`;
 }
 
 export interface TestStore {

@@ -30,7 +30,7 @@ afterAll(async () => {
 
 /** A stream of `n` entries with the audit group on it. */
 async function stream(name: string, n: number): Promise<{ key: string; ids: string[] }> {
-  const key = `${t.store.prefix}test:${name}`;
+  const key = `${t.store.prefix}:test:${name}`;
   const ids: string[] = [];
   for (let i = 0; i < n; i++) ids.push((await t.redis.xadd(key, '*', 'e', 'x', 'i', String(i)))!);
   await t.redis.xgroup('CREATE', key, AUDIT_GROUP, '0');

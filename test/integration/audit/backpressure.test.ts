@@ -145,7 +145,7 @@ test('Nest wiring (ROLE=api): refreshed every second, 503 past the bound with a 
   const t = await store('backpressure-nest');
   const lines: { level: number; msg: string; pending?: number; max?: number }[] = [];
   const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
-  const config = loadConfig({ ROLE: 'api', REDIS_URL, REDIS_PREFIX: t.prefix, AUDIT_MAX_BACKLOG: '3' });
+  const config = loadConfig({ ROLE: 'api', REDIS_URL, DATABASE_URL: db.url, REDIS_PREFIX: t.prefix, AUDIT_MAX_BACKLOG: '3' });
   const app = await NestFactory.createApplicationContext(AppModule.forRoles(config, log), { logger: false });
   try {
     const appStore = app.get(RedisJobStore);
