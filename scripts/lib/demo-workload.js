@@ -4,7 +4,7 @@
  * payloads succeed or fail is decided by those handlers:
  *   send_email        `to` ending @bounce.test → transient error (retried, then DLQ);
  *                     a malformed `to` → unrecoverable (DLQ at once)
- *   SEND_PAYMENT_SMS  phone +999… → transient error (retried, then DLQ)
+ *   SEND_PAYMENT_SMS  phone +999… (no such country code) → unrecoverable (DLQ at once)
  *   image_processing  an unknown size → unrecoverable
  *   diag.fail         {times: n} fails its first n attempts, then succeeds
  */
@@ -31,8 +31,8 @@ function demoWorkload(scale, delayed) {
     add('newsletter (low priority)', { type: 'send_email', queue: 'default', priority: 'low', payload: { to: `reader${i}@example.com`, subject: 'Weekly digest' } });
   }
   for (let i = 0; i < n(300); i++) {
-    const dead = i % 30 === 3; // unreachable network: always fails
-    add(dead ? 'payment SMS (unreachable → DLQ)' : 'payment SMS', {
+    const dead = i % 30 === 3; // an invalid number: no retry can fix it
+    add(dead ? 'payment SMS (invalid number → DLQ)' : 'payment SMS', {
       type: 'SEND_PAYMENT_SMS', queue: 'critical', priority: 'high', maxAttempts: 2, backoff: fixed(300),
       payload: { phone: dead ? `+9990000${1000 + i}` : `+1555000${1000 + i}`, amount: 10 + (i % 90), currency: 'EUR' },
     });
