@@ -12,10 +12,13 @@
  * for against PostgreSQL, and a summary is printed.
  *
  *   node scripts/demo.js [--ci] [--keep]      (npm run demo does setup + build first)
+ *   node scripts/demo.js --clean              (npm run demo -- --clean)
  *
  * --ci: smaller, non-interactive (a plain progress line every 3 s), ends with
  * `SUMMARY {json}`; exit 1 if an accepted job was lost or the DLQ retry did
- * not complete. --keep: leave the server (and its data) running at the end.
+ * not complete. --keep: leave the server (and its data) running at the end;
+ * its Redis keys and database stay after Ctrl-C. --clean: remove what kept
+ * demos left (scripts/lib/demo-clean.js), printing each prefix and database.
  */
 const { pickPort, isolation, startServer, waitReady, cleanup } = require('./lib/server');
 const { client, sleep, pollUntil } = require('./lib/http');
@@ -25,6 +28,7 @@ const { startMonitor } = require('../monitor');
 
 const CI = process.argv.includes('--ci') || !process.stdout.isTTY;
 const KEEP = process.argv.includes('--keep');
+const CLEAN_COMMAND = 'npm run demo -- --clean';
 // --ci: ~600 jobs over ~8 s; the full demo: ~2,000 over ~25 s.
 const SCALE = CI ? 0.3 : 1;
 const SUBMIT_MS = CI ? 8000 : 25000;
@@ -161,6 +165,8 @@ async function main() {
     const probe = await waitReady(server);
     const api = client(server.url);
     note(`ready (GET ${probe} → 200) at ${server.url}`);
+    // While the server runs (it stops at the end unless --keep): where to look.
+    console.log(`while the demo runs: dashboard ${server.url}/dashboard   API docs ${server.url}/docs   live monitor: node monitor.js --url ${server.url}`);
     const pg = await openPg(iso.databaseUrl);
 
     // Queue settings through the API: cap thumbnails at 4 at once, and hold
@@ -185,7 +191,7 @@ async function main() {
       fallback: () => statsFromMirror(pg),
       header: () => (CI
         ? [`[${secs(t0)}s] submitted ${progress.submitted}/${list.length} |`]
-        : [`Sluice demo — ${server.url}   t+${secs(t0)} s   submitted ${progress.submitted}/${list.length} jobs`, '']),
+        : [`Sluice demo — ${server.url}   t+${secs(t0)} s   submitted ${progress.submitted}/${list.length} jobs`, `dashboard ${server.url}/dashboard   API docs ${server.url}/docs`, '']),
       footer: () => ['', ...events.slice(-6), ...logs.slice(-3).map((l) => `[sluice] ${l}`)],
     });
     const hooks = [{
@@ -241,20 +247,25 @@ async function main() {
     }
     console.log(`lost: ${summary.lost}${summary.lost ? `  e.g. ${JSON.stringify(acc.lostDetail.slice(0, 5))}` : ' (every accepted job is completed or in the DLQ, checked against PostgreSQL)'}`);
     console.log(`idempotent resubmission replayed: ${idem.replayed}; DLQ retry completed: ${retry.retried === 1}`);
-    console.log(`dashboard: ${summary.dashboardUrl}   API docs: ${summary.docsUrl}${docs.status === 200 ? '' : ` (→ ${docs.status} in this build)`}`);
-    console.log(`live monitor: node monitor.js --url ${server.url}`);
+    if (docs.status !== 200) console.log(`API docs: GET /docs → ${docs.status} in this build`);
     console.log(`SUMMARY ${JSON.stringify(summary)}`);
     await pg.end();
 
     const ok = summary.lost === 0 && retry.retried === 1 && settledRun.drained;
     if (KEEP) {
-      console.log(`server keeps running (--keep) at ${server.url}; Ctrl-C to stop (its data stays: prefix ${iso.prefix}, ${iso.databaseUrl})`);
+      console.log(`\nserver keeps running (--keep): dashboard ${summary.dashboardUrl}   API docs ${summary.docsUrl}   live monitor: node monitor.js --url ${server.url}`);
+      console.log(`Ctrl-C stops it; its data stays (prefix ${iso.prefix}, database ${new URL(iso.databaseUrl).pathname.slice(1)})${iso.ownDb ? `: remove it afterwards with \`${CLEAN_COMMAND}\`` : ''}`);
       process.removeAllListeners('SIGINT');
-      process.on('SIGINT', () => void server.stop(10000).then(() => process.exit(0)));
+      process.on('SIGINT', () =>
+        void server.stop(10000).then(() => {
+          if (iso.ownDb) console.log(`\nserver stopped; its data stays until \`${CLEAN_COMMAND}\``);
+          process.exit(0);
+        }),
+      );
       return;
     }
     const code = await server.stop();
-    console.log(`server stopped gracefully (exit code ${code})`);
+    console.log(`server stopped gracefully (exit code ${code}); its prefix and database are removed. \`npm run demo -- --keep\` keeps it running at the end (dashboard, API docs, monitor)`);
     await cleanup({ ...iso, dropDb: iso.ownDb });
     process.exit(ok && code === 0 ? 0 : 1);
   } catch (e) {
@@ -263,4 +274,12 @@ async function main() {
   }
 }
 
-void main();
+if (process.argv.includes('--clean')) {
+  require('./lib/demo-clean')
+    .cleanDemos()
+    .then(() => process.exit(0))
+    .catch((e) => {
+      console.error(`demo --clean failed: ${e.message}`);
+      process.exit(1);
+    });
+} else void main();
