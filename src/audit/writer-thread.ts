@@ -1,6 +1,6 @@
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import type { SluiceConfig } from '../config/config';
-import { createLogger, Logger } from '../logging/logger';
+import { createLogger, Logger, prettyLogs } from '../logging/logger';
 import { createRedis } from '../redis/connection';
 import { RedisJobStore, storeDefaultsOf } from '../redis/redis-job-store';
 import { RedisScripts } from '../redis/scripts';
@@ -27,6 +27,13 @@ interface ThreadData {
   kind: 'sluice-audit-writer';
   config: WriterThreadConfig;
   writerId: string;
+  /** The parent's log mode (prettyLogs()): the thread's stdout is never a TTY, so it cannot tell itself. */
+  prettyLogs: boolean;
+}
+
+/** The thread's logger: built like the main thread's (src/logging/logger.ts), in the parent's mode (pretty in a TTY, JSON otherwise). */
+export function threadLogger(data: Pick<ThreadData, 'config' | 'prettyLogs'>): Logger {
+  return createLogger(data.config.logLevel, undefined, data.prettyLogs).child({ thread: 'audit-writer' });
 }
 
 /**
@@ -75,7 +82,7 @@ export class AuditWriterThread {
 
   start(): void {
     this.stopping = false;
-    const data: ThreadData = { kind: 'sluice-audit-writer', config: this.config, writerId: this.writerId };
+    const data: ThreadData = { kind: 'sluice-audit-writer', config: this.config, writerId: this.writerId, prettyLogs: prettyLogs() };
     const w = new Worker(this.file, { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB } });
     this.worker = w;
     this.readyPromise = new Promise((resolve) => {
@@ -117,7 +124,7 @@ export class AuditWriterThread {
 /** The thread's side: builds its own clients and runs an AuditWriter until told to stop. */
 async function runThread(data: ThreadData): Promise<void> {
   const { config, writerId } = data;
-  const log = createLogger(config.logLevel).child({ thread: 'audit-writer' });
+  const log = threadLogger(data);
   const redis = createRedis(config, { name: `sluice-audit-${writerId}` });
   const store = new RedisJobStore(redis, new RedisScripts(redis), config.redisPrefix, storeDefaultsOf(config));
   // Migrations ran in the main thread before this one started.
