@@ -1,7 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { LookupFunction } from 'node:net';
 import { isIP } from 'node:net';
-import { checkAddress, type AddressVerdict } from '../../../core/address-policy';
+import type { AddressVerdict } from '../../../core/address-policy';
 import { UnrecoverableError } from '../../../core/handler';
 
 /** One address of a DNS answer. */
