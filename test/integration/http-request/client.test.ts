@@ -159,6 +159,13 @@ describe('http.request client (local servers)', () => {
       for (const code of [307, 308]) expect(await post(code)).toMatchObject({ method: 'POST', body: 'payload-body', contentType: 'text/x-test' });
     });
 
+    it("never reads a redirect's body: one that never ends does not hold the request", async () => {
+      const before = a.abandoned;
+      const r = await run({ method: 'GET', url: A(`/redirect?endless=1&to=${encodeURIComponent('/whoami')}`), timeoutMs: 2000 });
+      expect(r.body).toBe('A');
+      await waitFor(() => a.abandoned > before);
+    });
+
     it('refuses a redirect to a non-http scheme', async () => {
       const e = await failure(run({ method: 'GET', url: A(`/redirect?to=${encodeURIComponent('file:///etc/passwd')}`) }));
       expect(e).toBeInstanceOf(UnrecoverableError);

@@ -8,7 +8,7 @@ import type { AddressInfo, Socket } from 'node:net';
  *
  * Routes: `/echo` (method, path, credential headers, content-type and body as
  * JSON), `/status/<n>`, `/bytes/<n>` (n bytes of "a"), `/slow` (headers, then
- * nothing), `/redirect?to=<url>&code=<3xx>`, `/chain/<n>` (n redirects, then
+ * nothing), `/redirect?to=<url>&code=<3xx>&endless=1?` (a body that never ends), `/chain/<n>` (n redirects, then
  * /echo), `/whoami` (the server's name).
  */
 export interface TestServer {
@@ -91,7 +91,10 @@ export async function startTestServer(name: string, host = '127.0.0.1', port = 0
         res.write('partial');
       } else if (route === 'redirect') {
         res.writeHead(Number(u.searchParams.get('code') ?? 302), { location: u.searchParams.get('to') ?? '/' });
-        res.end();
+        if (u.searchParams.get('endless') !== '1') return void res.end();
+        // A redirect whose body never ends: the client must not wait for it.
+        const timer = setInterval(() => res.write(Buffer.alloc(64 * 1024, 'r')), 5);
+        res.on('close', () => clearInterval(timer));
       } else if (route === 'chain') {
         const n = Number(parts[1]);
         res.writeHead(302, { location: n > 1 ? `/chain/${n - 1}` : '/echo' });

@@ -179,8 +179,10 @@ export class HttpRequestClient {
       req.on('response', (res) => {
         const status = res.statusCode ?? 0;
         if (REDIRECTS.has(status) || method === 'HEAD') {
-          res.resume();
-          return finish(null, { status, headers: res.headers, body: Buffer.alloc(0), truncated: false });
+          // A redirect's body is never read: hang up rather than drain what could be endless.
+          finish(null, { status, headers: res.headers, body: Buffer.alloc(0), truncated: false });
+          req.destroy();
+          return;
         }
         const chunks: Buffer[] = [];
         let size = 0;
