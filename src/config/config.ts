@@ -4,6 +4,8 @@
  * naming the variable, and main.ts stops the process with that message.
  */
 
+import { normalizeAllowHost } from '../core/address-policy';
+
 export type Role = 'api' | 'worker' | 'scheduler' | 'audit';
 export const ALL_ROLES: readonly Role[] = ['api', 'worker', 'scheduler', 'audit'];
 
@@ -42,6 +44,8 @@ export interface SluiceConfig {
   /** HTTP requests allowed per client IP per window (shared through Redis); 0 = no limit. */
   apiRateLimitMax: number;
   apiRateLimitWindowMs: number;
+  /** Hosts the built-in `http.request` handler may reach whatever their address (HTTP_HANDLER_ALLOW_HOSTS), normalized (see normalizeAllowHost). */
+  httpHandlerAllowHosts: string[];
 }
 
 export class ConfigError extends Error {}
@@ -67,6 +71,16 @@ function bool(env: Env, name: string, def: boolean): boolean {
   if (['true', '1', 'yes'].includes(raw.toLowerCase())) return true;
   if (['false', '0', 'no'].includes(raw.toLowerCase())) return false;
   throw new ConfigError(`${name}=${JSON.stringify(raw)} is invalid: expected true or false`);
+}
+
+function hostList(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').filter((e) => e.trim() !== '').map((e) => {
+    const h = normalizeAllowHost(e);
+    if (h === null) throw new ConfigError(`${name} is invalid: ${JSON.stringify(e.trim())} is not a host name or IP address`);
+    return h;
+  });
 }
 
 /**
@@ -145,5 +159,6 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     retentionDays: int(env, 'RETENTION_DAYS', 30, 1, 36500),
     apiRateLimitMax: int(env, 'API_RATE_LIMIT_MAX', 0, 0),
     apiRateLimitWindowMs: int(env, 'API_RATE_LIMIT_WINDOW_MS', 60_000, 1, MAX_TIMER_MS),
+    httpHandlerAllowHosts: hostList(env, 'HTTP_HANDLER_ALLOW_HOSTS'),
   };
 }
