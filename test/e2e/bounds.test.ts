@@ -44,6 +44,55 @@ describe('bounds: absurd numbers never get in, and old ones do no harm (e2e)', (
     expect400(await api.http.put('/queues/bounds-r3').send({ rateLimit: { max: 1, durationMs: 1e20 } }), 'rateLimit.durationMs');
   });
 
+  /**
+   * Boundary pairs: [what, request at the bound (accepted), the same one past it (400), the field the 400 names].
+   * Accepted means any answer but 400 (a heartbeat with an unknown token is 404/409 after validation).
+   */
+  type Req = [method: 'post' | 'put' | 'get', path: string, body?: unknown];
+  const job = (extra: Record<string, unknown>) => ({ type: 'diag.echo', queue: 'bounds-edge', ...extra });
+  const boundaries: [string, Req, Req, string][] = [
+    ['delayMs', ['post', '/jobs', job({ delayMs: 31_536_000_000 })], ['post', '/jobs', job({ delayMs: 31_536_000_001 })], 'delayMs'],
+    ['backoff.delayMs', ['post', '/jobs', job({ backoff: { delayMs: 31_536_000_000, maxDelayMs: 31_536_000_000 } })], ['post', '/jobs', job({ backoff: { delayMs: 31_536_000_001 } })], 'backoff.delayMs'],
+    ['backoff.maxDelayMs', ['post', '/jobs', job({ backoff: { delayMs: 0, maxDelayMs: 31_536_000_000 } })], ['post', '/jobs', job({ backoff: { maxDelayMs: 31_536_000_001 } })], 'backoff.maxDelayMs'],
+    ['priority max', ['post', '/jobs', job({ priority: 100 })], ['post', '/jobs', job({ priority: 101 })], 'priority'],
+    ['priority min', ['post', '/jobs', job({ priority: -100 })], ['post', '/jobs', job({ priority: -101 })], 'priority'],
+    ['maxAttempts', ['post', '/jobs', job({ maxAttempts: 100 })], ['post', '/jobs', job({ maxAttempts: 101 })], 'maxAttempts'],
+    ['timeoutMs', ['post', '/jobs', job({ timeoutMs: 86_400_000 })], ['post', '/jobs', job({ timeoutMs: 86_400_001 })], 'timeoutMs'],
+    ['timeoutMs min', ['post', '/jobs', job({ timeoutMs: 1 })], ['post', '/jobs', job({ timeoutMs: 0 })], 'timeoutMs'],
+    ['runAt', ['post', '/jobs', job({ runAt: '9999-12-31T23:59:59.999Z' })], ['post', '/jobs', job({ runAt: '+010000-01-01T00:00:00.000Z' })], 'runAt'],
+    ['runAt before 1970', ['post', '/jobs', job({ runAt: '1970-01-01T00:00:00.000Z' })], ['post', '/jobs', job({ runAt: '1969-12-31T23:59:59.999Z' })], 'runAt'],
+    ['batch item', ['post', '/jobs/batch', { jobs: [job({ delayMs: 31_536_000_000 })] }], ['post', '/jobs/batch', { jobs: [job({}), job({ delayMs: 31_536_000_001 })] }], 'jobs.1.delayMs'],
+    ['batch size', ['post', '/jobs/batch', { jobs: Array.from({ length: 1000 }, () => job({})) }], ['post', '/jobs/batch', { jobs: Array.from({ length: 1001 }, () => job({})) }], 'jobs'],
+    ['maxConcurrency', ['put', '/queues/bounds-edge', { maxConcurrency: 100_000 }], ['put', '/queues/bounds-edge', { maxConcurrency: 100_001 }], 'maxConcurrency'],
+    ['rateLimit.max', ['put', '/queues/bounds-edge', { rateLimit: { max: 1_000_000, durationMs: 1000 } }], ['put', '/queues/bounds-edge', { rateLimit: { max: 1_000_001, durationMs: 1000 } }], 'rateLimit.max'],
+    ['rateLimit.durationMs', ['put', '/queues/bounds-edge', { rateLimit: { max: 1, durationMs: 86_400_000 } }], ['put', '/queues/bounds-edge', { rateLimit: { max: 1, durationMs: 86_400_001 } }], 'rateLimit.durationMs'],
+    ['defaults.timeoutMs', ['put', '/queues/bounds-edge', { defaults: { timeoutMs: 86_400_000 } }], ['put', '/queues/bounds-edge', { defaults: { timeoutMs: 86_400_001 } }], 'defaults.timeoutMs'],
+    ['defaults.maxAttempts', ['put', '/queues/bounds-edge', { defaults: { maxAttempts: 100 } }], ['put', '/queues/bounds-edge', { defaults: { maxAttempts: 101 } }], 'defaults.maxAttempts'],
+    ['defaults.backoff.maxDelayMs', ['put', '/queues/bounds-edge', { defaults: { backoff: { maxDelayMs: 31_536_000_000 } } }], ['put', '/queues/bounds-edge', { defaults: { backoff: { maxDelayMs: 31_536_000_001 } } }], 'defaults.backoff.maxDelayMs'],
+    ['claim max', ['post', '/queues/bounds-ext/claim', { workerId: 'w', max: 100 }], ['post', '/queues/bounds-ext/claim', { workerId: 'w', max: 101 }], 'max'],
+    ['claim waitMs', ['post', '/queues/bounds-ext/claim', { workerId: 'w', waitMs: 30_000 }], ['post', '/queues/bounds-ext/claim', { workerId: 'w', waitMs: 30_001 }], 'waitMs'],
+    ['claim leaseMs', ['post', '/queues/bounds-ext/claim', { workerId: 'w', leaseMs: 86_400_000 }], ['post', '/queues/bounds-ext/claim', { workerId: 'w', leaseMs: 86_400_001 }], 'leaseMs'],
+    ['heartbeat leaseMs', ['post', '/jobs/01900000-0000-7000-8000-000000000001/heartbeat', { lockToken: 't', leaseMs: 86_400_000 }], ['post', '/jobs/01900000-0000-7000-8000-000000000001/heartbeat', { lockToken: 't', leaseMs: 86_400_001 }], 'leaseMs'],
+    ['heartbeat progress', ['post', '/jobs/01900000-0000-7000-8000-000000000001/heartbeat', { lockToken: 't', progress: 100 }], ['post', '/jobs/01900000-0000-7000-8000-000000000001/heartbeat', { lockToken: 't', progress: 100.5 }], 'progress'],
+    ['heartbeat logs', ['post', '/jobs/01900000-0000-7000-8000-000000000001/heartbeat', { lockToken: 't', logs: Array(100).fill('x') }], ['post', '/jobs/01900000-0000-7000-8000-000000000001/heartbeat', { lockToken: 't', logs: Array(101).fill('x') }], 'logs'],
+    ['GET /jobs limit', ['get', '/jobs?limit=500'], ['get', '/jobs?limit=501'], 'limit'],
+    ['GET /jobs/dlq/all limit', ['get', '/jobs/dlq/all?limit=500'], ['get', '/jobs/dlq/all?limit=1e3'], 'limit'],
+    ['preview count', ['get', '/schedules/preview?cron=*%20*%20*%20*%20*&count=100'], ['get', '/schedules/preview?cron=*%20*%20*%20*%20*&count=101'], 'count'],
+    ['schedule backoff', ['post', '/schedules', { name: 'bounds-s', cron: '0 0 1 1 *', type: 'diag.echo', backoff: { delayMs: 31_536_000_000, maxDelayMs: 31_536_000_000 } }], ['post', '/schedules', { name: 'bounds-s2', cron: '0 0 1 1 *', type: 'diag.echo', backoff: { delayMs: 31_536_000_001 } }], 'backoff.delayMs'],
+  ];
+  const send = ([method, path, body]: Req) => (body === undefined ? api.http[method](path) : api.http[method](path).send(body as object));
+
+  it.each(boundaries)('%s: the bound is accepted, one past it is refused naming the field', async (_what, ok, bad, field) => {
+    await api.http.put('/queues/bounds-ext').send({ external: true });
+    // A ready job, so a claim at waitMs 30000 answers at once.
+    expect((await api.http.post('/jobs').send({ type: 'ext.any', queue: 'bounds-ext' })).status).toBe(201);
+    const accepted = await send(ok);
+    // The 400's details on failure, to see which rule refused it.
+    expect(accepted.status === 400 ? accepted.body.error : 'not 400').toBe('not 400');
+    expect(accepted.status).toBeLessThan(500);
+    expect400(await send(bad), field);
+  });
+
   it('a huge backoff stored by an old version: the retry lands within a year, the job stays readable, the mirror keeps up', async () => {
     const q = 'bounds-old-backoff';
     expect((await api.http.put(`/queues/${q}`).send({ maxConcurrency: 5 })).status).toBe(200);
