@@ -33,29 +33,56 @@
 
 local prefix = ARGV[1]
 local now = nowMs()
+-- Every number is read and bounded before the first write (see
+-- includes/clamp.lua): an error further down would leave jobs active that no
+-- caller ever gets, and a rate-limit counter without expiry.
+local n = clamp(ARGV[2], 1, 1000, 1)
+local lease = now + clamp(ARGV[3], 1, MAX_LEASE_MS, 30000)
+local meta = redis.call('HMGET', KEYS[4], 'paused', 'mc', 'rlMax', 'rlDur', 'ext')
+-- A limit that is not a number (a hand-edited hash) is no limit.
+local mc = clamp(meta[2], 1, 1e9, nil)
+local rlMax = clamp(meta[3], 1, 1e9, nil)
+local rlDur = clamp(meta[4], 1, MAX_WINDOW_MS, 1000)
+
+-- The window counter always expires within one window: a counter left
+-- without expiry (or with a longer one, by an older version or a longer
+-- window set before) would block the queue for good.
+local function boundWindow()
+  local ttl = redis.call('PTTL', KEYS[7])
+  if ttl == -1 or ttl > rlDur then
+    redis.call('PEXPIRE', KEYS[7], rlDur)
+    return rlDur
+  end
+  return ttl
+end
+
 promoteDue(prefix, KEYS[2], KEYS[1], KEYS[8], KEYS[5], now, 1000)
 
-local meta = redis.call('HMGET', KEYS[4], 'paused', 'mc', 'rlMax', 'rlDur', 'ext')
 if meta[5] == '1' and ARGV[6] ~= '1' then return {4, -1} end
 if meta[1] == '1' then
   redis.call('DEL', KEYS[6])
   return {1, -1}
 end
 
-local n = tonumber(ARGV[2])
-if meta[2] then
-  local free = tonumber(meta[2]) - redis.call('ZCARD', KEYS[3])
+if mc then
+  local free = mc - redis.call('ZCARD', KEYS[3])
   if free <= 0 then
     redis.call('DEL', KEYS[6])
     return {2, -1}
   end
   if free < n then n = free end
 end
-if meta[3] then
-  local left = tonumber(meta[3]) - tonumber(redis.call('GET', KEYS[7]) or '0')
+if rlMax then
+  local used = redis.call('GET', KEYS[7])
+  if used and not string.match(used, '^%d+$') or used and #used > 15 then
+    -- Not a counter INCRBY could add to (hand-edited): start a new window.
+    redis.call('DEL', KEYS[7])
+    used = nil
+  end
+  local left = rlMax - (tonumber(used) or 0)
   if left <= 0 then
-    local ttl = redis.call('PTTL', KEYS[7])
-    if ttl < 0 then ttl = tonumber(meta[4]) end
+    local ttl = boundWindow()
+    if ttl < 0 then ttl = rlDur end
     return {3, ttl}
   end
   if left < n then n = left end
@@ -63,7 +90,6 @@ end
 
 local out = {0, -1}
 local claimed = 0
-local lease = now + tonumber(ARGV[3])
 -- Integers as strings for redis.call (see int() in now.lua).
 local nowS, leaseS = int(now), int(lease)
 local popped = redis.call('ZPOPMIN', KEYS[1], n)
@@ -89,7 +115,7 @@ for i = 1, #popped, 2 do
     if ARGV[6] == '1' then
       -- An external claim records its lease length: a heartbeat that reaches
       -- another api replica renews the same length, not the default.
-      redis.call('HSET', jk, 's', 'active', 'a', aS, 'x', xS, 'lt', token, 'w', ARGV[4], 'sa', nowS, 'll', ARGV[3])
+      redis.call('HSET', jk, 's', 'active', 'a', aS, 'x', xS, 'lt', token, 'w', ARGV[4], 'sa', nowS, 'll', int(lease - now))
     else
       redis.call('HSET', jk, 's', 'active', 'a', aS, 'x', xS, 'lt', token, 'w', ARGV[4], 'sa', nowS)
     end
@@ -112,10 +138,9 @@ for i = 1, #popped, 2 do
   -- else: a stale entry (job gone or already moved on); dropping it is correct.
 end
 
-if claimed > 0 and meta[3] then
-  if redis.call('INCRBY', KEYS[7], claimed) == claimed then
-    redis.call('PEXPIRE', KEYS[7], meta[4])
-  end
+if claimed > 0 and rlMax then
+  redis.call('INCRBY', KEYS[7], claimed)
+  boundWindow()
 end
 local taken = #popped
 if stopAt then

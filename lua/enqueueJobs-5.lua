@@ -122,14 +122,20 @@ for g = 1, groups do
       else
         seq = seq + 1
         local ty, payload, priority, key = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 9]
+        -- The store sends an integer -100..100; anything else is brought into
+        -- range (includes/clamp.lua) rather than stored.
+        local pn = tonumber(priority)
+        if not pn or pn < -100 or pn > 100 or pn ~= math.floor(pn) then priority = int(clamp(priority, -100, 100, 0)) end
         local o = defaultOpts
         if ARGV[b + 6] ~= '' or ARGV[b + 7] ~= '' or ARGV[b + 8] ~= '' then
           o = packOpts(ARGV[b + 6] ~= '' and ARGV[b + 6] or dMa, ARGV[b + 8] ~= '' and ARGV[b + 8] or dTo, ARGV[b + 7] ~= '' and ARGV[b + 7] or dBo)
         end
         local runAt = now
         local mode = ARGV[b + 4]
-        if mode == 'd' then runAt = now + tonumber(ARGV[b + 5])
-        elseif mode == 'a' then runAt = math.max(now, tonumber(ARGV[b + 5])) end
+        -- Clamped (includes/clamp.lua): a delay to one year, an absolute
+        -- time to the Date range; past times run now.
+        if mode == 'd' then runAt = now + clamp(ARGV[b + 5], 0, MAX_DELAY_MS, 0)
+        elseif mode == 'a' then runAt = clamp(ARGV[b + 5], now, MAX_TIME_MS, now) end
         local state = 'waiting'
         if runAt > now then state = 'delayed' end
         -- attempts/executionSeq default to 0, runAt to createdAt, updatedAt to the latest timestamp.

@@ -13,7 +13,8 @@
 @include "job"
 
 local now = nowMs()
-local lease = now + tonumber(ARGV[2])
+-- Clamped (includes/clamp.lua): a lease never ends past a Node timer's reach.
+local lease = now + clamp(ARGV[2], 1, MAX_LEASE_MS, 30000)
 local out = {lease}
 for i = 3, #ARGV, 2 do
   local id, token = ARGV[i], ARGV[i + 1]

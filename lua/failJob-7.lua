@@ -5,7 +5,7 @@
   KEYS[5] events  KEYS[6] wake     KEYS[7] meta
   ARGV[1] key prefix  ARGV[2] job id  ARGV[3] lock token  ARGV[4] error message
   ARGV[5] '1' retryable | '0' unrecoverable   ARGV[6] backoff delay ms (computed by
-  the caller from src/core/backoff.ts)  ARGV[7] reason: error | timeout | cancelled | decode_error
+  the caller from src/core/backoff.ts; clamped to 0..1 year)  ARGV[7] reason: error | timeout | cancelled | decode_error
   ARGV[8] worker id
   Returns {code, status}: code 1 and the new status (delayed | waiting | failed |
   cancelled), or ERR_LEASE_LOST / ERR_NOT_FOUND.
@@ -27,7 +27,11 @@ if not f or not f[1] then return {ERR_NOT_FOUND, ''} end
 if f[1] ~= 'active' or f[2] ~= token then return {ERR_LEASE_LOST, f[1]} end
 
 local now = nowMs()
+local nowS = int(now)
 local a, ma = tonumber(f[3]) or 0, unpackOpts(f[4]) or 1
+-- Bounded before any write (includes/clamp.lua): a retry is at most a year
+-- ahead, whatever backoff an older version stored.
+local delay = clamp(ARGV[6], 0, MAX_DELAY_MS, 0)
 local reason, msg = ARGV[7], ARGV[4]
 local extra = {'x', f[8], 'w', ARGV[8], 'r', reason, 'er', msg}
 redis.call('ZREM', KEYS[1], id)
@@ -38,19 +42,19 @@ if f[7] == '1' or reason == 'cancelled' then
   redis.call('HSET', jk, 's', to, 'e', msg, 'fa', now, 'ua', now)
   emit(KEYS[5], now, 'cancelled', id, 'active', to, a, extra)
 elseif ARGV[5] == '1' and a < ma then
-  local delay = tonumber(ARGV[6])
+  local ra = int(now + delay)
   if delay > 0 then
     to = 'delayed'
-    redis.call('HSET', jk, 's', to, 'e', msg, 'ra', now + delay, 'ua', now)
-    redis.call('ZADD', KEYS[2], now + delay, id)
+    redis.call('HSET', jk, 's', to, 'e', msg, 'ra', ra, 'ua', nowS)
+    redis.call('ZADD', KEYS[2], ra, id)
     if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == id then wake(KEYS[6]) end
   else
     to = 'waiting'
-    redis.call('HSET', jk, 's', to, 'e', msg, 'ra', now, 'ua', now)
+    redis.call('HSET', jk, 's', to, 'e', msg, 'ra', nowS, 'ua', nowS)
     redis.call('ZADD', KEYS[3], waitingScore(f[5], f[6]), id)
     wake(KEYS[6])
   end
-  extra[#extra + 1] = 'ra'; extra[#extra + 1] = now + delay
+  extra[#extra + 1] = 'ra'; extra[#extra + 1] = ra
   emit(KEYS[5], now, 'retry_scheduled', id, 'active', to, a, extra)
 else
   to = 'failed'

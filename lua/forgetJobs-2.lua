@@ -14,7 +14,7 @@
 @include "job"
 
 local prefix = ARGV[1]
-local keepCount, keepMs = tonumber(ARGV[2]), tonumber(ARGV[3])
+local keepCount, keepMs = clamp(ARGV[2], -1, 1e15, -1), clamp(ARGV[3], -1, MAX_TIME_MS, -1)
 local now = nowMs()
 local deleted = 0
 local function forget(id)

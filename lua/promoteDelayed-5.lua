@@ -17,6 +17,6 @@
 @include "promote"
 
 local now = nowMs()
-local n = promoteDue(ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, tonumber(ARGV[2]))
+local n = promoteDue(ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, clamp(ARGV[2], 1, 100000, 1000))
 if n > 0 then wake(KEYS[5]) end
 return {n, nextDelayedIn(KEYS[1], now)}

@@ -18,7 +18,7 @@
 @include "job"
 
 local prefix = ARGV[1]
-local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1)
+local ids = redis.call('ZRANGE', KEYS[1], 0, clamp(ARGV[2], 1, 100000, 1000) - 1)
 local now = nowMs()
 local n = 0
 for _, id in ipairs(ids) do

@@ -24,7 +24,7 @@
 
 local prefix = ARGV[1]
 local now = nowMs()
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, clamp(ARGV[2], 1, 100000, 1000))
 local reaped = 0
 local woke = false
 for _, id in ipairs(ids) do

@@ -41,7 +41,7 @@
 local prefix, token = ARGV[1], ARGV[2]
 if redis.call('GET', KEYS[8]) ~= token then return {'lock_lost'} end
 if redis.call('EXISTS', KEYS[7]) == 1 then return {'already_restored'} end
-redis.call('PEXPIRE', KEYS[8], ARGV[3])
+redis.call('PEXPIRE', KEYS[8], clamp(ARGV[3], 1, MAX_LEASE_MS, 30000))
 
 -- The audit writers' consumer group (MKSTREAM creates the stream when missing).
 local g = redis.pcall('XGROUP', 'CREATE', KEYS[4], ARGV[6], '0', 'MKSTREAM')
@@ -82,6 +82,9 @@ for b = 7, #ARGV, FIELDS do
     local ty, payload, pr, o = ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
     local a, x = tonumber(ARGV[b + 6]) or 0, tonumber(ARGV[b + 7]) or 0
     local ca, ra = ARGV[b + 8], ARGV[b + 9]
+    -- A time PostgreSQL holds past the Date range (includes/clamp.lua) comes
+    -- back at its end: never a score or a field no reader can render.
+    ra = int(clamp(ra, 0, MAX_TIME_MS, now))
     local ik, err, w, sa, fa, ua = ARGV[b + 10], ARGV[b + 11], ARGV[b + 12], ARGV[b + 13], ARGV[b + 14], ARGV[b + 15]
     local args = {'HSET', jk, 'ty', ty, 'pr', pr, 'o', o, 'ca', ca}
     if ra ~= ca then args[#args + 1] = 'ra'; args[#args + 1] = ra end

@@ -31,7 +31,7 @@ if t ~= 'none' then
   return {0, type(s) == 'string' and s or 'unknown'}
 end
 local now = nowMs()
-local pr = tonumber(ARGV[5]) or 0
+local pr = clamp(ARGV[5], -100, 100, 0)
 local seq = redis.call('HINCRBY', KEYS[4], 'seq', 1)
 local args = {'HSET', jk, 's', 'waiting', 'ty', ARGV[3], 'pr', pr, 'o', ARGV[6], 'ca', ARGV[7], 'a', 0,
   'sq', seq, 'ra', now, 'ua', now}

@@ -1,3 +1,4 @@
+@include "clamp"
 -- Time is Redis's: every script reads TIME so skewed host clocks cannot
 -- reorder jobs or shorten leases. Returns epoch milliseconds (integer).
 local function nowMs()

@@ -52,12 +52,40 @@ export class ConfigError extends Error {}
 
 /** Node timers hold at most 2^31−1 ms; a longer value would silently fire after 1 ms. */
 const MAX_TIMER_MS = 2_147_483_647;
+/** One year, ms: the longest retention-like duration (as API.md bounds a job's delayMs). */
+const YEAR_MS = 31_536_000_000;
+
+/**
+ * The range of every integer variable (README "Limits"): a value outside
+ * stops the process at start naming the variable. Exported for the tests.
+ */
+export const ENV_BOUNDS = Object.freeze({
+  PORT: [0, 65_535],
+  WORKER_CONCURRENCY: [1, 10_000],
+  LOCK_TTL_MS: [100, MAX_TIMER_MS],
+  LOCK_TTL_SECONDS: [1, Math.floor(MAX_TIMER_MS / 1000)],
+  HEARTBEAT_INTERVAL_MS: [10, MAX_TIMER_MS],
+  REAPER_INTERVAL_MS: [10, MAX_TIMER_MS],
+  SHUTDOWN_GRACE_MS: [0, MAX_TIMER_MS],
+  MAX_RETRIES: [1, 100],
+  /** 64 MiB: a payload is one Redis value and one PostgreSQL row. */
+  MAX_PAYLOAD_BYTES: [2, 67_108_864],
+  IDEMPOTENCY_TTL_MS: [1000, YEAR_MS],
+  AUDIT_MAX_BACKLOG: [1, 100_000_000],
+  KEEP_COMPLETED_COUNT: [-1, 10_000_000],
+  KEEP_COMPLETED_MS: [-1, YEAR_MS],
+  AUDIT_THREAD_NICE: [0, 19],
+  RETENTION_DAYS: [1, 36_500],
+  API_RATE_LIMIT_MAX: [0, 1_000_000],
+  API_RATE_LIMIT_WINDOW_MS: [1, MAX_TIMER_MS],
+} as const satisfies Record<string, readonly [number, number]>);
 
 type Env = Record<string, string | undefined>;
 
-function int(env: Env, name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+function int(env: Env, name: keyof typeof ENV_BOUNDS, def: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return def;
+  const [min, max] = ENV_BOUNDS[name];
   const v = Number(raw);
   if (!Number.isInteger(v) || v < min || v > max) {
     throw new ConfigError(`${name}=${JSON.stringify(raw)} is invalid: expected an integer ${min}..${max}`);
@@ -102,7 +130,9 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     redisClusterNodes = env.REDIS_CLUSTER_NODES.split(',').map((hp) => {
       const m = /^\s*([^:\s]+):(\d+)\s*$/.exec(hp);
       if (!m) throw new ConfigError(`REDIS_CLUSTER_NODES is invalid: "${hp}" is not host:port`);
-      return { host: m[1], port: Number(m[2]) };
+      const port = Number(m[2]);
+      if (port < 1 || port > 65_535) throw new ConfigError(`REDIS_CLUSTER_NODES is invalid: port ${m[2]} is not 1..65535`);
+      return { host: m[1], port };
     });
   }
   const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
@@ -122,9 +152,9 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     if (q !== '*' && !/^[a-z0-9][a-z0-9_-]{0,63}$/.test(q)) throw new ConfigError(`QUEUES is invalid: "${q}" is not a queue name`);
   }
 
-  let lockTtlMs = int(env, 'LOCK_TTL_MS', -1, 100, MAX_TIMER_MS);
-  if (lockTtlMs === -1) lockTtlMs = env.LOCK_TTL_SECONDS ? int(env, 'LOCK_TTL_SECONDS', 30, 1, Math.floor(MAX_TIMER_MS / 1000)) * 1000 : 30_000;
-  const heartbeatIntervalMs = int(env, 'HEARTBEAT_INTERVAL_MS', Math.min(10_000, Math.floor(lockTtlMs / 3)), 10, MAX_TIMER_MS);
+  let lockTtlMs = int(env, 'LOCK_TTL_MS', -1);
+  if (lockTtlMs === -1) lockTtlMs = env.LOCK_TTL_SECONDS ? int(env, 'LOCK_TTL_SECONDS', 30) * 1000 : 30_000;
+  const heartbeatIntervalMs = int(env, 'HEARTBEAT_INTERVAL_MS', Math.min(10_000, Math.floor(lockTtlMs / 3)));
   if (heartbeatIntervalMs >= lockTtlMs) {
     throw new ConfigError(`HEARTBEAT_INTERVAL_MS=${heartbeatIntervalMs} is invalid: must be less than the lease (LOCK_TTL_MS=${lockTtlMs})`);
   }
@@ -133,7 +163,7 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     throw new ConfigError(`LOG_LEVEL=${JSON.stringify(logLevel)} is invalid`);
   }
   return {
-    port: int(env, 'PORT', 3000, 0, 65535),
+    port: int(env, 'PORT', 3000),
     host: env.HOST || '127.0.0.1',
     redisUrl,
     redisClusterNodes,
@@ -141,24 +171,24 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     databaseUrl,
     roles,
     queues,
-    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 10_000),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10),
     lockTtlMs,
     heartbeatIntervalMs,
-    reaperIntervalMs: int(env, 'REAPER_INTERVAL_MS', 5000, 10, MAX_TIMER_MS),
-    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, MAX_TIMER_MS),
-    maxRetries: int(env, 'MAX_RETRIES', 3, 1, 100),
-    maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 524_288, 2),
-    idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS', 86_400_000, 1000),
+    reaperIntervalMs: int(env, 'REAPER_INTERVAL_MS', 5000),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 30_000),
+    maxRetries: int(env, 'MAX_RETRIES', 3),
+    maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 524_288),
+    idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS', 86_400_000),
     diagnosticHandlers: bool(env, 'DIAGNOSTIC_HANDLERS', false),
     logLevel,
-    auditMaxBacklog: int(env, 'AUDIT_MAX_BACKLOG', 1_000_000, 1),
-    keepCompletedCount: int(env, 'KEEP_COMPLETED_COUNT', -1, -1),
-    keepCompletedMs: int(env, 'KEEP_COMPLETED_MS', -1, -1),
+    auditMaxBacklog: int(env, 'AUDIT_MAX_BACKLOG', 1_000_000),
+    keepCompletedCount: int(env, 'KEEP_COMPLETED_COUNT', -1),
+    keepCompletedMs: int(env, 'KEEP_COMPLETED_MS', -1),
     auditThread: bool(env, 'AUDIT_THREAD', true),
-    auditThreadNice: int(env, 'AUDIT_THREAD_NICE', 10, 0, 19),
-    retentionDays: int(env, 'RETENTION_DAYS', 30, 1, 36500),
-    apiRateLimitMax: int(env, 'API_RATE_LIMIT_MAX', 0, 0),
-    apiRateLimitWindowMs: int(env, 'API_RATE_LIMIT_WINDOW_MS', 60_000, 1, MAX_TIMER_MS),
+    auditThreadNice: int(env, 'AUDIT_THREAD_NICE', 10),
+    retentionDays: int(env, 'RETENTION_DAYS', 30),
+    apiRateLimitMax: int(env, 'API_RATE_LIMIT_MAX', 0),
+    apiRateLimitWindowMs: int(env, 'API_RATE_LIMIT_WINDOW_MS', 60_000),
     httpHandlerAllowHosts: hostList(env, 'HTTP_HANDLER_ALLOW_HOSTS'),
   };
 }

@@ -3,6 +3,7 @@ import {
   BackoffType,
   DEFAULT_BACKOFF,
   JitterType,
+  MAX_BACKOFF_DELAY_MS,
   backoffProblem,
   computeBackoffDelay,
   decodeBackoff,
@@ -207,5 +208,30 @@ describe('backoffProblem', () => {
     expect(backoffProblem({ ...DEFAULT_BACKOFF, maxDelayMs: Infinity })).toMatch(/maxDelayMs/);
     expect(backoffProblem({ ...DEFAULT_BACKOFF, jitter: 'half' as JitterType })).toMatch(/jitter/);
     expect(backoffProblem({})).toMatch(/type/);
+  });
+});
+
+describe('bounds (README "Limits")', () => {
+  it('accepts delays up to one year, refuses one ms more, naming the field', () => {
+    expect(MAX_BACKOFF_DELAY_MS).toBe(31_536_000_000);
+    expect(backoffProblem(spec('fixed', MAX_BACKOFF_DELAY_MS, MAX_BACKOFF_DELAY_MS))).toBeNull();
+    expect(backoffProblem(spec('fixed', MAX_BACKOFF_DELAY_MS + 1, MAX_BACKOFF_DELAY_MS + 1))).toMatch(/^delayMs/);
+    expect(backoffProblem(spec('fixed', 0, MAX_BACKOFF_DELAY_MS + 1))).toMatch(/^maxDelayMs/);
+    expect(backoffProblem(spec('fixed', 1e19, 1e19))).toMatch(/^delayMs/);
+  });
+
+  it('decodes a stored backoff past the bound (an older version) as the bound, so the job stays runnable', () => {
+    expect(decodeBackoff('fixed|10000000000000000000|1e+19|none')).toEqual(spec('fixed', MAX_BACKOFF_DELAY_MS, MAX_BACKOFF_DELAY_MS, 'none'));
+    expect(decodeBackoff('exponential|2000|9000000000000000|equal')).toEqual(spec('exponential', 2000, MAX_BACKOFF_DELAY_MS, 'equal'));
+  });
+
+  it('never computes a delay past the bound, even from a spec that skipped validation', () => {
+    for (const jitter of ['none', 'full', 'equal'] as const) {
+      for (const type of ['fixed', 'linear', 'exponential'] as const) {
+        const d = computeBackoffDelay(spec(type, 1e19, 1e20, jitter), 50, () => 0.999);
+        expect(d).toBeGreaterThanOrEqual(0);
+        expect(d).toBeLessThanOrEqual(MAX_BACKOFF_DELAY_MS);
+      }
+    }
   });
 });

@@ -10,6 +10,13 @@
  */
 
 export type BackoffType = 'fixed' | 'linear' | 'exponential';
+
+/**
+ * Largest backoff delayMs / maxDelayMs, ms: one year, as API.md bounds a job's
+ * `delayMs`. A retry's runAt is then at most a year ahead (the Lua scripts
+ * clamp it there too: lua/includes/clamp.lua MAX_DELAY_MS).
+ */
+export const MAX_BACKOFF_DELAY_MS = 31_536_000_000;
 export type JitterType = 'none' | 'full' | 'equal';
 
 export interface BackoffSpec {
@@ -55,7 +62,9 @@ export function computeBackoffDelay(
       x = spec.delayMs === 0 ? 0 : spec.delayMs * Math.pow(2, n - 1);
       break;
   }
-  x = Math.min(x, spec.maxDelayMs);
+  // The bound holds even for a spec that skipped validation.
+  x = Math.min(x, spec.maxDelayMs, MAX_BACKOFF_DELAY_MS);
+  if (!(x >= 0)) x = 0;
   switch (spec.jitter) {
     case 'none':
       return Math.round(x);
@@ -72,12 +81,14 @@ export function encodeBackoff(spec: BackoffSpec): string {
 }
 
 /**
- * Inverse of {@link encodeBackoff}.
+ * Inverse of {@link encodeBackoff}. Delays above {@link MAX_BACKOFF_DELAY_MS}
+ * (stored by versions that did not bound them) read as that bound, so such
+ * a job stays readable and runnable.
  * @throws Error when the string is not a valid encoded backoff.
  */
 export function decodeBackoff(s: string): BackoffSpec {
   const [type, d, m, jitter] = s.split('|');
-  const spec = { type, delayMs: Number(d), maxDelayMs: Number(m), jitter } as BackoffSpec;
+  const spec = { type, delayMs: Math.min(Number(d), MAX_BACKOFF_DELAY_MS), maxDelayMs: Math.min(Number(m), MAX_BACKOFF_DELAY_MS), jitter } as BackoffSpec;
   const problem = backoffProblem(spec);
   if (problem) throw new Error(`bad backoff "${s}": ${problem}`);
   return spec;
@@ -88,11 +99,11 @@ export function backoffProblem(spec: Partial<BackoffSpec>): string | null {
   if (!['fixed', 'linear', 'exponential'].includes(spec.type as string)) {
     return 'type must be fixed, linear or exponential';
   }
-  if (!Number.isInteger(spec.delayMs) || (spec.delayMs as number) < 0) {
-    return 'delayMs must be an integer ≥ 0';
+  if (!Number.isInteger(spec.delayMs) || (spec.delayMs as number) < 0 || (spec.delayMs as number) > MAX_BACKOFF_DELAY_MS) {
+    return `delayMs must be an integer 0..${MAX_BACKOFF_DELAY_MS}`;
   }
-  if (!Number.isInteger(spec.maxDelayMs) || (spec.maxDelayMs as number) < (spec.delayMs as number)) {
-    return 'maxDelayMs must be an integer ≥ delayMs';
+  if (!Number.isInteger(spec.maxDelayMs) || (spec.maxDelayMs as number) < (spec.delayMs as number) || (spec.maxDelayMs as number) > MAX_BACKOFF_DELAY_MS) {
+    return `maxDelayMs must be an integer delayMs..${MAX_BACKOFF_DELAY_MS}`;
   }
   if (!['none', 'full', 'equal'].includes(spec.jitter as string)) {
     return 'jitter must be none, full or equal';

@@ -1,16 +1,28 @@
-import { BackoffSpec, DEFAULT_BACKOFF, backoffProblem } from './backoff';
+import { BackoffSpec, DEFAULT_BACKOFF, MAX_BACKOFF_DELAY_MS, backoffProblem } from './backoff';
 import { ValidationError } from './errors';
 import type { Json } from './job';
 
-/** Limits and patterns of API.md `POST /jobs`. */
+/**
+ * Limits and patterns of API.md `POST /jobs` and `PUT /queues/:name`; where
+ * API.md gives no maximum, ours (README "Limits"). The Lua scripts clamp the
+ * times they compute to the same bounds (lua/includes/clamp.lua).
+ */
 export const LIMITS = Object.freeze({
   typePattern: /^[A-Za-z0-9_.:-]{1,128}$/,
   queuePattern: /^[a-z0-9][a-z0-9_-]{0,63}$/,
   minPriority: -100,
   maxPriority: 100,
   maxDelayMs: 31_536_000_000,
-  /** The latest instant a JavaScript Date can hold (what an ISO `runAt` can reach); the Lua scripts format times as C longs. */
+  /** Backoff delayMs and maxDelayMs, ms (one year, like delayMs). */
+  maxBackoffDelayMs: MAX_BACKOFF_DELAY_MS,
+  /** The latest instant a JavaScript Date can hold (an ISO `runAt` of the API reaches year 9999 at most); the Lua scripts format times as C longs. */
   maxRunAtMs: 8_640_000_000_000_000,
+  /** A queue's `maxConcurrency`: active jobs across all workers. */
+  maxConcurrency: 100_000,
+  /** A queue's `rateLimit.max`: job starts per window. */
+  maxRateLimitMax: 1_000_000,
+  /** A queue's `rateLimit.durationMs`, ms (one day; CASES.md C29 lets a window > 2^31 ms be refused). */
+  maxRateLimitDurationMs: 86_400_000,
   minAttempts: 1,
   maxAttempts: 100,
   maxTimeoutMs: 86_400_000,
@@ -18,6 +30,15 @@ export const LIMITS = Object.freeze({
   defaultTimeoutMs: 600_000,
   defaultQueue: 'default',
 });
+
+/**
+ * An epoch-ms time brought into the JavaScript Date range (±8.64e15 ms), so
+ * rendering it never throws: a runAt stored out of range by an older version
+ * reads as the last instant a Date holds. NaN stays NaN (a decode error).
+ */
+export function clampTime(ms: number): number {
+  return ms > LIMITS.maxRunAtMs ? LIMITS.maxRunAtMs : ms < -LIMITS.maxRunAtMs ? -LIMITS.maxRunAtMs : ms;
+}
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -92,7 +113,9 @@ export function normalizeEnqueue(input: EnqueueInput, maxPayloadBytes: number, p
   if (input.backoff !== undefined) {
     backoff = { ...DEFAULT_BACKOFF, ...input.backoff };
     const problem = typeof input.backoff === 'object' && input.backoff !== null ? backoffProblem(backoff) : 'must be an object';
-    if (problem) bad('backoff', problem);
+    // "delayMs must be ..." names its field: the 400 says backoff.delayMs.
+    const field = problem && /^(type|delayMs|maxDelayMs|jitter) /.exec(problem)?.[1];
+    if (problem) bad(field ? `backoff.${field}` : 'backoff', problem);
   }
   if (input.timeoutMs !== undefined && !(isInt(input.timeoutMs) && input.timeoutMs >= 1 && input.timeoutMs <= LIMITS.maxTimeoutMs)) {
     bad('timeoutMs', 'must be an integer 1..86400000');

@@ -1,8 +1,12 @@
 import type { ClaimedJob, Job } from '../core/job';
+import { clampTime } from '../core/job-options';
 
-/** ISO-8601 UTC string of an epoch-ms time; null stays null. */
+/**
+ * ISO-8601 UTC string of an epoch-ms time; null (and NaN) stays null. A time
+ * beyond the Date range (±8.64e15 ms) renders as its end rather than throw.
+ */
 export function iso(ms: number | null | undefined): string | null {
-  return ms === null || ms === undefined || !Number.isFinite(ms) ? null : new Date(ms).toISOString();
+  return ms === null || ms === undefined || Number.isNaN(ms) ? null : new Date(clampTime(ms)).toISOString();
 }
 
 /** `T` with the epoch-ms fields `K` rendered as ISO-8601 strings (null stays null): the API shape of an engine/history type. */

@@ -1,5 +1,6 @@
 import { BackoffSpec, DEFAULT_BACKOFF, decodeBackoff } from '../core/backoff';
 import type { ClaimedJob, Job, Json, WorkerJob } from '../core/job';
+import { clampTime } from '../core/job-options';
 import { JOB_STATUSES, JobStatus } from '../core/job-status';
 
 /**
@@ -41,6 +42,12 @@ function num(h: Record<string, string>, k: string, required = true): number | nu
   return n;
 }
 
+/** {@link num} for a time: brought into the Date range (a runAt stored out of it by an older version stays readable). */
+function time(h: Record<string, string>, k: string, required = true): number | null {
+  const n = num(h, k, required);
+  return n === null ? null : clampTime(n);
+}
+
 function json(h: Record<string, string>, k: string): Json | null {
   const v = h[k];
   if (v === undefined || v === '') return null;
@@ -75,9 +82,9 @@ export function decodeJob(id: string, queue: string, h: Record<string, string>):
   const backoff = cachedBackoff(opts.backoff);
   const { maxAttempts, timeoutMs } = opts;
   if (!Number.isInteger(maxAttempts) || !Number.isInteger(timeoutMs)) throw new JobDecodeError('field o (options) malformed');
-  const createdAt = num(h, 'ca') as number;
-  const startedAt = num(h, 'sa', false);
-  const finishedAt = num(h, 'fa', false);
+  const createdAt = time(h, 'ca') as number;
+  const startedAt = time(h, 'sa', false);
+  const finishedAt = time(h, 'fa', false);
   return {
     id,
     queue,
@@ -95,10 +102,10 @@ export function decodeJob(id: string, queue: string, h: Record<string, string>):
     lastError: h.e || null,
     workerId: h.w || null,
     createdAt,
-    runAt: num(h, 'ra', false) ?? createdAt,
+    runAt: time(h, 'ra', false) ?? createdAt,
     startedAt,
     finishedAt,
-    updatedAt: Math.max(createdAt, num(h, 'ua', false) ?? 0, startedAt ?? 0, finishedAt ?? 0),
+    updatedAt: Math.max(createdAt, time(h, 'ua', false) ?? 0, startedAt ?? 0, finishedAt ?? 0),
     executionSeq: num(h, 'x', false) ?? 0,
     cancelRequested: h.cr === '1',
   };
@@ -110,7 +117,7 @@ export type ClaimEntry = [string, string, number, string, string, number, string
 /** Decodes a full claimJobs entry (11 elements) into a ClaimedJob. */
 export function decodeClaimed(queue: string, entry: ClaimEntry): ClaimedJob {
   const [id, lockToken, lease, , , , , , , , flat] = entry;
-  return { ...decodeJob(id, queue, pairsToObject(flat ?? [])), lockToken, leaseExpiresAt: Number(lease) };
+  return { ...decodeJob(id, queue, pairsToObject(flat ?? [])), lockToken, leaseExpiresAt: clampTime(Number(lease)) };
 }
 
 const backoffCache = new Map<string, BackoffSpec>();
@@ -165,7 +172,7 @@ export function decodeWorkerJob(entry: ClaimEntry): WorkerJob {
  * `failed` (where claim puts such jobs). Never throws.
  */
 export function decodeJobLeniently(id: string, queue: string, h: Record<string, string>): Job {
-  const n = (k: string): number | null => (h[k] !== undefined && Number.isFinite(Number(h[k])) ? Number(h[k]) : null);
+  const n = (k: string): number | null => (h[k] !== undefined && Number.isFinite(Number(h[k])) ? clampTime(Number(h[k])) : null);
   const parse = (k: string): Json | null => {
     try {
       return h[k] ? (JSON.parse(h[k]) as Json) : null;

@@ -43,16 +43,18 @@ export class BackoffDto {
   @IsIn(['fixed', 'linear', 'exponential'])
   type?: 'fixed' | 'linear' | 'exponential';
 
-  @ApiPropertyOptional({ minimum: 0, description: 'ms' })
+  @ApiPropertyOptional({ minimum: 0, maximum: LIMITS.maxBackoffDelayMs, description: 'ms' })
   @IsOptional()
   @IsInt()
   @Min(0)
+  @Max(LIMITS.maxBackoffDelayMs)
   delayMs?: number;
 
-  @ApiPropertyOptional({ minimum: 0, description: 'ms, ≥ delayMs' })
+  @ApiPropertyOptional({ minimum: 0, maximum: LIMITS.maxBackoffDelayMs, description: 'ms, ≥ delayMs' })
   @IsOptional()
   @IsInt()
   @Min(0)
+  @Max(LIMITS.maxBackoffDelayMs)
   maxDelayMs?: number;
 
   @ApiPropertyOptional({ enum: ['none', 'full', 'equal'] })

@@ -1,18 +1,21 @@
 import { ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsBoolean, IsInt, IsObject, IsOptional, Min, ValidateIf, ValidateNested } from 'class-validator';
+import { IsBoolean, IsInt, IsObject, IsOptional, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
+import { LIMITS } from '../../core/job-options';
 import { EnqueueJobDto } from '../../jobs/dto/enqueue-job.dto';
 
 /** `rateLimit` of a queue: at most `max` job starts per `durationMs` window, across all workers. */
 export class RateLimitDto {
-  @ApiPropertyOptional({ minimum: 1 })
+  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxRateLimitMax })
   @IsInt()
   @Min(1)
+  @Max(LIMITS.maxRateLimitMax)
   max!: number;
 
-  @ApiPropertyOptional({ minimum: 1, description: 'window length, ms' })
+  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxRateLimitDurationMs, description: 'window length, ms' })
   @IsInt()
   @Min(1)
+  @Max(LIMITS.maxRateLimitDurationMs)
   durationMs!: number;
 }
 
@@ -24,10 +27,11 @@ export class QueueDefaultsDto extends PickType(EnqueueJobDto, ['maxAttempts', 'b
  * change (`null` removes a limit). Unknown fields are rejected.
  */
 export class ConfigureQueueDto {
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, nullable: true, description: 'cap on active jobs across all workers; null = none' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: LIMITS.maxConcurrency, nullable: true, description: 'cap on active jobs across all workers; null = none' })
   @IsOptional()
   @IsInt()
   @Min(1)
+  @Max(LIMITS.maxConcurrency)
   maxConcurrency?: number | null;
 
   @ApiPropertyOptional({ type: RateLimitDto, nullable: true, description: 'cap on job starts per window across all workers; null = none' })

@@ -1,0 +1,62 @@
+import { ConfigError, ENV_BOUNDS, loadConfig } from './config';
+
+/** The value each variable sets in the loaded config (README "Limits"). */
+const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
+  PORT: 'port',
+  WORKER_CONCURRENCY: 'workerConcurrency',
+  LOCK_TTL_MS: 'lockTtlMs',
+  LOCK_TTL_SECONDS: 'lockTtlMs',
+  HEARTBEAT_INTERVAL_MS: 'heartbeatIntervalMs',
+  REAPER_INTERVAL_MS: 'reaperIntervalMs',
+  SHUTDOWN_GRACE_MS: 'shutdownGraceMs',
+  MAX_RETRIES: 'maxRetries',
+  MAX_PAYLOAD_BYTES: 'maxPayloadBytes',
+  IDEMPOTENCY_TTL_MS: 'idempotencyTtlMs',
+  AUDIT_MAX_BACKLOG: 'auditMaxBacklog',
+  KEEP_COMPLETED_COUNT: 'keepCompletedCount',
+  KEEP_COMPLETED_MS: 'keepCompletedMs',
+  AUDIT_THREAD_NICE: 'auditThreadNice',
+  RETENTION_DAYS: 'retentionDays',
+  API_RATE_LIMIT_MAX: 'apiRateLimitMax',
+  API_RATE_LIMIT_WINDOW_MS: 'apiRateLimitWindowMs',
+};
+
+/** What else a variable needs to be accepted at its bound (the heartbeat must stay below the lease). */
+const WITH: Partial<Record<keyof typeof ENV_BOUNDS, (v: number) => Record<string, string>>> = {
+  HEARTBEAT_INTERVAL_MS: (v) => ({ LOCK_TTL_MS: String(Math.min(Math.max(v + 1, 100), 2_147_483_647)) }),
+};
+
+const names = Object.keys(ENV_BOUNDS) as (keyof typeof ENV_BOUNDS)[];
+const load = (name: keyof typeof ENV_BOUNDS, v: number | string) => loadConfig({ [name]: String(v), ...(typeof v === 'number' ? WITH[name]?.(v) : {}) });
+const scaled = (name: string, v: number) => (name === 'LOCK_TTL_SECONDS' ? v * 1000 : v);
+
+describe('env bounds: every integer variable has a documented range', () => {
+  it('covers every integer of the config', () => {
+    expect(new Set(Object.values(FIELD)).size).toBe(names.length - 1); // LOCK_TTL_SECONDS sets lockTtlMs too
+    for (const n of names) expect(Number.isSafeInteger(ENV_BOUNDS[n][1])).toBe(true);
+  });
+
+  it.each(names)('%s: min and max accepted, one past either (or not an integer) refused naming it', (name) => {
+    const [min, max] = ENV_BOUNDS[name];
+    // The heartbeat must be below the lease, whose largest value is the timer limit.
+    const top = name === 'HEARTBEAT_INTERVAL_MS' ? max - 1 : max;
+    expect((load(name, min) as unknown as Record<string, number>)[FIELD[name]]).toBe(scaled(name, min));
+    expect((load(name, top) as unknown as Record<string, number>)[FIELD[name]]).toBe(scaled(name, top));
+    for (const bad of [max + 1, min - 1, '1e400', '12abc', '1.5']) {
+      expect(() => load(name, bad)).toThrow(ConfigError);
+      expect(() => load(name, bad)).toThrow(new RegExp(`^${name}=`));
+    }
+  });
+
+  it('durations that feed a Node timer stay within 2^31-1 ms', () => {
+    for (const n of ['LOCK_TTL_MS', 'HEARTBEAT_INTERVAL_MS', 'REAPER_INTERVAL_MS', 'SHUTDOWN_GRACE_MS', 'API_RATE_LIMIT_WINDOW_MS'] as const) {
+      expect(ENV_BOUNDS[n][1]).toBe(2_147_483_647);
+    }
+  });
+
+  it('REDIS_CLUSTER_NODES ports must be 1..65535', () => {
+    expect(loadConfig({ REDIS_CLUSTER_NODES: 'a:1,b:65535' }).redisClusterNodes).toEqual([{ host: 'a', port: 1 }, { host: 'b', port: 65535 }]);
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:65536' })).toThrow(/^REDIS_CLUSTER_NODES is invalid/);
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:0' })).toThrow(/^REDIS_CLUSTER_NODES is invalid/);
+  });
+});
