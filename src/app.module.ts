@@ -2,6 +2,8 @@ import { DynamicModule, Module } from '@nestjs/common';
 import type { SluiceConfig } from './config/config';
 import { AuditDbModule } from './audit/audit-db.module';
 import { AuditModule } from './audit/audit.module';
+import { AuthModule } from './auth/auth.module';
+import { KeysApiModule } from './auth/keys-api.module';
 import { BacklogModule } from './audit/backlog.module';
 import { ConfigModule } from './config/config.module';
 import { DashboardModule } from './dashboard/dashboard.module';
@@ -29,8 +31,10 @@ export class AppModule {
       // Every role: load shedding guards whichever enqueue the process makes.
       BacklogModule,
       HandlersModule.forRoot({ diagnostics: config.diagnosticHandlers }),
+      // Every HTTP route of every role goes through its one guard.
+      AuthModule,
     ];
-    if (config.roles.has('api')) imports.push(HealthModule, JobsModule, MetricsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule);
+    if (config.roles.has('api')) imports.push(HealthModule, JobsModule, MetricsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule, KeysApiModule);
     if (config.roles.has('worker')) imports.push(WorkersModule);
     if (config.roles.has('scheduler')) imports.push(AuditDbModule, MaintenanceModule, SchedulerRunnerModule);
     if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);

@@ -46,6 +46,16 @@ export interface SluiceConfig {
   apiRateLimitWindowMs: number;
   /** Hosts the built-in `http.request` handler may reach whatever their address (HTTP_HANDLER_ALLOW_HOSTS), normalized (see normalizeAllowHost). */
   httpHandlerAllowHosts: string[];
+  /** Credentials required (AUTH): default on unless HOST is a loopback address. */
+  auth: boolean;
+  /** SLUICE_BOOTSTRAP_ADMIN_KEY: a root key created at start if absent; null = none. */
+  bootstrapAdminKey: string | null;
+  /** METRICS_TOKEN: bearer token `GET /metrics` requires; null = none required. */
+  metricsToken: string | null;
+  /** CORS_ORIGINS: origins (scheme://host[:port], lower case) allowed to make state-changing requests besides the server's own. */
+  corsOrigins: Set<string>;
+  /** ALLOWED_HOSTS: Host header names (lower case, no port) accepted with AUTH=off besides loopback names and HOST. */
+  allowedHosts: Set<string>;
 }
 
 export class ConfigError extends Error {}
@@ -111,6 +121,32 @@ function hostList(env: Env, name: string): string[] {
   });
 }
 
+/** True for a loopback HOST: 127.0.0.0/8, ::1 (also IPv4-mapped), `localhost`. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  return h === 'localhost' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === '::1' || /^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+function list(env: Env, name: string, check: (s: string) => boolean, what: string): Set<string> {
+  const out = new Set<string>();
+  for (const raw of (env[name] ?? '').split(',')) {
+    const v = raw.trim().toLowerCase();
+    if (!v) continue;
+    if (!check(v)) throw new ConfigError(`${name} is invalid: "${raw.trim()}" is not ${what}`);
+    out.add(v);
+  }
+  return out;
+}
+
+function origin(s: string): boolean {
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === s;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Parses and validates the environment.
  * @throws ConfigError naming the first bad variable.
@@ -162,9 +198,23 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL=${JSON.stringify(logLevel)} is invalid`);
   }
+  const host = env.HOST || '127.0.0.1';
+  let auth: boolean;
+  if (env.AUTH === undefined || env.AUTH === '') auth = !isLoopbackHost(host);
+  else if (env.AUTH === 'on' || env.AUTH === 'off') auth = env.AUTH === 'on';
+  else throw new ConfigError(`AUTH=${JSON.stringify(env.AUTH)} is invalid: expected on or off`);
+  const bootstrapAdminKey = env.SLUICE_BOOTSTRAP_ADMIN_KEY || null;
+  if (bootstrapAdminKey !== null && !/^sk_[A-Za-z0-9_-]{32,200}$/.test(bootstrapAdminKey)) {
+    // The value itself is never printed: it is a secret.
+    throw new ConfigError('SLUICE_BOOTSTRAP_ADMIN_KEY is invalid: expected sk_ followed by 32..200 URL-safe characters (A-Z a-z 0-9 _ -)');
+  }
+  const metricsToken = env.METRICS_TOKEN || null;
+  if (metricsToken !== null && !/^[\x21-\x7e]{16,512}$/.test(metricsToken)) {
+    throw new ConfigError('METRICS_TOKEN is invalid: expected 16..512 printable ASCII characters without spaces');
+  }
   return {
     port: int(env, 'PORT', 3000),
-    host: env.HOST || '127.0.0.1',
+    host,
     redisUrl,
     redisClusterNodes,
     redisPrefix,
@@ -190,5 +240,10 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     apiRateLimitMax: int(env, 'API_RATE_LIMIT_MAX', 0),
     apiRateLimitWindowMs: int(env, 'API_RATE_LIMIT_WINDOW_MS', 60_000),
     httpHandlerAllowHosts: hostList(env, 'HTTP_HANDLER_ALLOW_HOSTS'),
+    auth,
+    bootstrapAdminKey,
+    metricsToken,
+    corsOrigins: list(env, 'CORS_ORIGINS', origin, 'an origin like https://console.example.com'),
+    allowedHosts: list(env, 'ALLOWED_HOSTS', (h) => /^[a-z0-9.-]{1,253}$|^\[[0-9a-f:.]+\]$/.test(h), 'a host name'),
   };
 }

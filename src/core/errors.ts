@@ -80,6 +80,21 @@ export class UnavailableError extends SluiceError {
   }
 }
 
+/** No valid credentials (HTTP 401 `unauthorized`, with `WWW-Authenticate: Bearer`). */
+export class UnauthorizedError extends SluiceError {
+  readonly headers = { 'www-authenticate': 'Bearer realm="sluice"' };
+  constructor(message = 'credentials required: send Authorization: Bearer <API key>') {
+    super('unauthorized', message);
+  }
+}
+
+/** Valid credentials whose role may not do this (HTTP 403 `forbidden`); also cross-site refusals. */
+export class ForbiddenError extends SluiceError {
+  constructor(message: string) {
+    super('forbidden', message);
+  }
+}
+
 /**
  * Maps a negative script return code to a typed error.
  * @throws never; returns the error for the caller to throw.

@@ -1,4 +1,5 @@
 import { Controller, Get, Header } from '@nestjs/common';
+import { Access } from '../auth/access.decorator';
 import { ApiExcludeEndpoint, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiJob, toApiJob } from '../http/api-job';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard-page';
@@ -11,6 +12,7 @@ export class DashboardController {
   constructor(private readonly dashboard: DashboardService) {}
 
   @Get()
+  @Access('public')
   @ApiExcludeEndpoint()
   @Header('content-type', 'text/html; charset=utf-8')
   @Header('cache-control', 'no-store')
@@ -21,6 +23,7 @@ export class DashboardController {
   }
 
   @Get('dashboard')
+  @Access('public')
   @ApiOperation({ summary: 'The web dashboard (HTML)' })
   @Header('content-type', 'text/html; charset=utf-8')
   @Header('cache-control', 'no-store')
@@ -31,12 +34,14 @@ export class DashboardController {
   }
 
   @Get('dashboard/stats')
+  @Access('viewer')
   @ApiOperation({ summary: 'Counts per queue and in total, live workers, throughput, audit lag' })
   stats(): Promise<DashboardStats> {
     return this.dashboard.stats();
   }
 
   @Get('dashboard/recent')
+  @Access('viewer')
   @ApiOperation({ summary: 'The last 20 jobs by updatedAt, newest first' })
   async recent(): Promise<ApiJob[]> {
     return (await this.dashboard.recent()).map(toApiJob);

@@ -1,4 +1,5 @@
 import { Controller, Get, Inject } from '@nestjs/common';
+import { Access } from '../auth/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { DataSource } from 'typeorm';
 import { AUDIT_DB } from '../audit/audit-db.module';
@@ -25,6 +26,7 @@ export class HealthController {
 
   /** 200 while the process runs; touches no backing service. */
   @Get('healthz')
+  @Access('public')
   @ApiOperation({ summary: 'Liveness' })
   healthz(): { status: 'ok' } {
     return { status: 'ok' };
@@ -37,6 +39,7 @@ export class HealthController {
    *   answers within ~1.5 s even when a service hangs.
    */
   @Get('readyz')
+  @Access('public')
   @ApiOperation({ summary: 'Readiness: Redis, PostgreSQL and migrations' })
   async readyz(): Promise<{ status: 'ok'; checks: Readiness['checks'] }> {
     const r = await probeReadiness(this.redis, this.db);

@@ -82,7 +82,7 @@ export function mapError(e: unknown): MappedError {
     const status = STATUS_BY_CODE[e.code];
     if (status) {
       const details = (e as { details?: ErrorDetail[] }).details ?? [];
-      const headers: Record<string, string> = {};
+      const headers: Record<string, string> = { ...((e as { headers?: Record<string, string> }).headers ?? {}) };
       const retryAfterMs = (e as { retryAfterMs?: number }).retryAfterMs;
       if (status === 429 || retryAfterMs !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil((retryAfterMs ?? 1000) / 1000)));
       return { ...base, status, code: e.code, message: e.message, details, headers };

@@ -16,6 +16,10 @@ import { registerRequestLog } from './request-log';
 import { UnavailableError } from '../core/errors';
 import { installLeanAsyncBind } from './lean-async-bind';
 import { cacheValidationMetadata } from './validation-metadata-cache';
+import { assertEveryRouteDeclared } from '../auth/route-table';
+import { registerCrossSite } from '../auth/cross-site';
+import { AuthGuard } from '../auth/auth.guard';
+import { ROLES } from '../core/access';
 
 /** Hard cap: bodies above it are refused before they are read (the client may see a reset). */
 const READ_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -39,6 +43,8 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
 
 /** Paths served even while Redis is down (they report on it, or need nothing). */
 const OPS_PATHS = /^\/(healthz|readyz|metrics|docs)(\/|-json|\?|$)/;
+/** The OpenAPI document and Swagger UI (served outside Nest's router, so outside the guard). */
+const DOCS_PATHS = /^\/docs(\/|-json|\?|$)/;
 
 /**
  * Creates the HTTP application (not yet listening) on the Fastify adapter:
@@ -78,13 +84,38 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
     jsonParser(req, body as string, done);
   });
 
+  // Every route the router holds, for the route-table tests (test/e2e/auth-matrix.test.ts).
+  const liveRoutes: { method: string; url: string }[] = [];
+  fastify.addHook('onRoute', (r) => {
+    for (const m of ([] as string[]).concat(r.method)) liveRoutes.push({ method: m, url: r.url });
+  });
+  fastify.decorate('sluiceRoutes', liveRoutes);
+  // JSON only: Fastify's built-in text/plain parser would let a cross-site `no-cors`
+  // form post (text/plain) reach a route; any other content type is 415.
+  fastify.removeContentTypeParser('text/plain');
+
   const app = await NestFactory.create<NestFastifyApplication>(module, adapter, { logger: false, abortOnError: false, bodyParser: false });
+  // Routes are data: one without an @Access declaration stops the boot.
+  assertEveryRouteDeclared(app);
   const redis = app.get<RedisClient>(REDIS);
+  const guard = app.get(AuthGuard, { strict: false });
+  const refuse = (req: FastifyRequest, reply: FastifyReply, e: unknown) => {
+    const m = mapError(e);
+    void reply.status(m.status).headers(m.headers).send(errorBody(m, String(req.id)));
+  };
   fastify.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     void reply.header('x-request-id', req.id);
     // Swagger UI's assets are relative: served from `/docs/` they would be looked for under /docs/docs/.
     if (req.url === '/docs/') {
       void reply.redirect('/docs', 301);
+      return;
+    }
+    if (config.auth && DOCS_PATHS.test(req.url)) {
+      // Swagger UI is served by Fastify directly, outside the guard: any valid key may read it.
+      guard.principalFor(req, ROLES).then(
+        () => done(),
+        (e: unknown) => refuse(req, reply, e),
+      );
       return;
     }
     if (redis.status !== 'ready' && !OPS_PATHS.test(req.url)) {
@@ -94,6 +125,8 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
     }
     done();
   });
+  // After the request-id hook, so a refusal carries X-Request-Id too.
+  registerCrossSite(fastify, config, refuse);
   if (config.apiRateLimitMax > 0) {
     await app.register(rateLimit as never, {
       max: config.apiRateLimitMax,

@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Access } from '../auth/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Json } from '../core/job';
 import { ApiJob, toApiJob } from '../http/api-job';
@@ -14,6 +15,7 @@ export class DlqController {
 
   /** 200 `{items, nextCursor}`: failed jobs with `lastError`, newest failure first. */
   @Get('dlq/all')
+  @Access('viewer', 'producer')
   @ApiOperation({ summary: 'List the dead-letter queue (keyset pagination)' })
   async list(@Query() q: ListDlqQueryDto): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
     const page = await this.dlq.list({ queue: q.queue, type: q.type, cursor: q.cursor, limit: q.limit });
@@ -22,6 +24,7 @@ export class DlqController {
 
   /** 200 `{retried: n}`: every dead-letter job of the queue/type (all when the body is empty). */
   @Post('dlq/retry')
+  @Access('operator')
   @HttpCode(200)
   @ApiOperation({ summary: 'Retry every dead-letter job matching queue/type' })
   async retryAll(@Body() body: RetryDlqDto): Promise<{ retried: number }> {
@@ -30,6 +33,7 @@ export class DlqController {
 
   /** 200 `{purged: n}`; the jobs' audit rows and history stay. */
   @Delete('dlq')
+  @Access('operator')
   @ApiOperation({ summary: 'Purge the dead-letter queue of one queue (every queue without ?queue=)' })
   async purge(@Query() q: PurgeDlqQueryDto): Promise<{ purged: number }> {
     return { purged: await this.dlq.purge(q.queue) };
@@ -37,6 +41,7 @@ export class DlqController {
 
   /** 200 with the job back in waiting, attempts 0; 409 unless failed/cancelled; 404 unknown. */
   @Post(':id/retry')
+  @Access('operator')
   @HttpCode(200)
   @ApiOperation({ summary: 'Retry a failed (or cancelled) job, optionally with a new payload' })
   async retry(@Param('id') id: string, @Body() body: RetryJobDto): Promise<ApiJob> {

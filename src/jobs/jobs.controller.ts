@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Access } from '../auth/access.decorator';
 import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ApiJob, toApiJob } from '../http/api-job';
@@ -23,6 +24,7 @@ export class JobsController {
    * `Idempotent-Replayed: true` when its idempotency key matched.
    */
   @Post()
+  @Access('producer')
   @ApiOperation({ summary: 'Enqueue a job' })
   @ApiBody({ type: EnqueueJobDto })
   async create(@Body(EnqueueJobPipe) body: EnqueueJobBody, @Res({ passthrough: true }) reply: FastifyReply): Promise<ApiJob> {
@@ -34,6 +36,7 @@ export class JobsController {
 
   /** 201 `{jobs: [job...]}` in input order; all validated before any is enqueued. */
   @Post('batch')
+  @Access('producer')
   @HttpCode(201)
   @ApiOperation({ summary: 'Enqueue 1..1000 jobs (atomic per queue)' })
   @ApiBody({ type: EnqueueBatchDto })
@@ -44,6 +47,7 @@ export class JobsController {
 
   /** 200 `{items, nextCursor}`: newest first, keyset pagination; 400 names a bad status/limit/cursor. */
   @Get()
+  @Access('viewer', 'producer')
   @ApiOperation({ summary: 'List jobs from PostgreSQL, newest first (keyset pagination)' })
   async list(@Query() q: ListJobsQueryDto): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
     const page = await this.jobs.list({ queue: q.queue, status: q.status, type: q.type, cursor: q.cursor, limit: q.limit });
@@ -51,24 +55,28 @@ export class JobsController {
   }
 
   @Get(':id')
+  @Access('viewer', 'producer')
   @ApiOperation({ summary: 'A job by id (Redis while live, PostgreSQL after)' })
   async get(@Param('id') id: string): Promise<ApiJob> {
     return toApiJob(await this.jobs.get(id));
   }
 
   @Get(':id/events')
+  @Access('viewer', 'producer')
   @ApiOperation({ summary: "A job's audit trail, oldest first" })
   async events(@Param('id') id: string): Promise<{ items: ApiJobEvent[] }> {
     return { items: (await this.jobs.events(id)).map(toApiEvent) };
   }
 
   @Get(':id/executions')
+  @Access('viewer', 'producer')
   @ApiOperation({ summary: 'One row per execution started' })
   async executions(@Param('id') id: string): Promise<{ items: ApiJobExecution[] }> {
     return { items: (await this.jobs.executions(id)).map(toApiExecution) };
   }
 
   @Get(':id/logs')
+  @Access('viewer', 'producer')
   @ApiOperation({ summary: 'Lines the handler logged, oldest first' })
   async logs(@Param('id') id: string): Promise<{ items: ApiJobLogLine[] }> {
     return { items: (await this.jobs.logs(id)).map(toApiLog) };
@@ -80,6 +88,7 @@ export class JobsController {
    * ends cancelled); 409 when terminal; 404 when unknown.
    */
   @Delete(':id')
+  @Access('operator')
   @ApiOperation({ summary: 'Cancel a job (202 while an active one is being aborted)' })
   async cancel(@Param('id') id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<ApiJob> {
     const r = await this.jobs.cancel(id);

@@ -1,4 +1,5 @@
 import { Controller, Get, Res } from '@nestjs/common';
+import { Access } from '../auth/access.decorator';
 import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { SluiceMetrics } from './sluice-metrics';
@@ -10,6 +11,7 @@ export class MetricsController {
   constructor(private readonly metrics: SluiceMetrics) {}
 
   @Get('metrics')
+  @Access('metrics')
   @ApiOperation({ summary: 'Prometheus metrics' })
   @ApiProduces('text/plain')
   async scrape(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {

@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { Access } from '../auth/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ConfigureQueueDto } from './dto/configure-queue.dto';
 import { ApiQueue, QueuesService } from './queues.service';
@@ -10,24 +11,28 @@ export class QueuesController {
   constructor(private readonly queues: QueuesService) {}
 
   @Get()
+  @Access('viewer')
   @ApiOperation({ summary: 'Every queue with its settings and exact counts' })
   list(): Promise<ApiQueue[]> {
     return this.queues.list();
   }
 
   @Get(':name')
+  @Access('viewer')
   @ApiOperation({ summary: 'One queue; 404 unless configured, paused or given a job' })
   get(@Param('name') name: string): Promise<ApiQueue> {
     return this.queues.get(name);
   }
 
   @Put(':name')
+  @Access('operator')
   @ApiOperation({ summary: 'Configure a queue (creates it if new); only the fields sent change' })
   configure(@Param('name') name: string, @Body() body: ConfigureQueueDto): Promise<ApiQueue> {
     return this.queues.configure(name, body ?? {});
   }
 
   @Post(':name/pause')
+  @Access('operator')
   @HttpCode(200)
   @ApiOperation({ summary: 'Pause: no job of the queue starts (active ones finish); creates the queue if new' })
   pause(@Param('name') name: string): Promise<ApiQueue> {
@@ -35,6 +40,7 @@ export class QueuesController {
   }
 
   @Post(':name/resume')
+  @Access('operator')
   @HttpCode(200)
   @ApiOperation({ summary: 'Resume a paused queue' })
   resume(@Param('name') name: string): Promise<ApiQueue> {

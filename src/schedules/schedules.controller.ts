@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { Access } from '../auth/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Json } from '../core/job';
 import { ApiSchedule, toApiSchedule } from './api-schedule';
@@ -13,6 +14,7 @@ export class SchedulesController {
   constructor(private readonly schedules: SchedulesService) {}
 
   @Post()
+  @Access('operator')
   @HttpCode(201)
   @ApiOperation({ summary: 'Create a cron schedule' })
   async create(@Body() body: CreateScheduleDto): Promise<ApiSchedule> {
@@ -20,6 +22,7 @@ export class SchedulesController {
   }
 
   @Get()
+  @Access('viewer')
   @ApiOperation({ summary: 'All schedules, oldest first' })
   async list(): Promise<ApiSchedule[]> {
     return (await this.schedules.list()).map(toApiSchedule);
@@ -27,6 +30,7 @@ export class SchedulesController {
 
   /** Declared before `:id`, so "preview" is not taken for an id. */
   @Get('preview')
+  @Access('viewer')
   @ApiOperation({ summary: 'The next runs of a cron expression in a time zone' })
   preview(@Query() q: PreviewQueryDto): { runs: string[] } {
     const from = q.from === undefined ? undefined : Date.parse(q.from);
@@ -34,18 +38,21 @@ export class SchedulesController {
   }
 
   @Get(':id')
+  @Access('viewer')
   @ApiOperation({ summary: 'A schedule by id' })
   async get(@Param('id') id: string): Promise<ApiSchedule> {
     return toApiSchedule(await this.schedules.get(id));
   }
 
   @Patch(':id')
+  @Access('operator')
   @ApiOperation({ summary: 'Change a schedule (omitted fields are kept)' })
   async update(@Param('id') id: string, @Body() body: UpdateScheduleDto): Promise<ApiSchedule> {
     return toApiSchedule(await this.schedules.update(id, toInput(body)));
   }
 
   @Delete(':id')
+  @Access('operator')
   @ApiOperation({ summary: 'Delete a schedule; answers the deleted schedule' })
   async remove(@Param('id') id: string): Promise<ApiSchedule> {
     return toApiSchedule(await this.schedules.remove(id));

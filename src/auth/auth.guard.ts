@@ -1,0 +1,91 @@
+import { createHash } from 'node:crypto';
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { roleSatisfies, type Requirement } from '../core/access';
+import { bearerToken, SECRET_PATTERN, sameHash } from '../core/api-key';
+import { ForbiddenError, SluiceError, UnauthorizedError } from '../core/errors';
+import type { SluiceConfig } from '../config/config';
+import { SLUICE_CONFIG } from '../config/config.module';
+import { ACCESS_METADATA } from './access.decorator';
+import { KeyStore } from './key-store';
+import { ANONYMOUS_ADMIN, DEFAULT_PROJECT, PRINCIPAL, type Principal } from './principal';
+
+const PUBLIC: Principal = Object.freeze({ kind: 'public', project: DEFAULT_PROJECT, role: null, root: false, keyId: null, label: 'public' }) as Principal;
+
+/** Header a root key names its project with (API.md v1.1). */
+export const PROJECT_HEADER = 'x-sluice-project';
+
+/**
+ * The one guard (global): applies each route's `@Access` declaration.
+ * - `public` routes: no credentials looked at;
+ * - `metrics`: `Bearer <METRICS_TOKEN>` when that is set, else public;
+ * - AUTH=off: every request acts as `admin` of `default` (root routes stay refused);
+ * - AUTH=on: `Authorization: Bearer <key>` → 401 `unauthorized` when absent,
+ *   unknown, revoked or expired; 403 `forbidden` when the key's role may not.
+ * A route without a declaration is refused (fail closed; boot refuses it too).
+ * Leaves the {@link Principal} on the request for the controllers.
+ */
+@Injectable()
+export class AuthGuard implements CanActivate {
+  private readonly metricsTokenHash: string | null;
+
+  constructor(
+    private readonly reflector: Reflector,
+    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    private readonly keys: KeyStore,
+  ) {
+    this.metricsTokenHash = config.metricsToken ? sha256(config.metricsToken) : null;
+  }
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    const required = this.reflector.getAllAndOverride<Requirement[] | undefined>(ACCESS_METADATA, [ctx.getHandler(), ctx.getClass()]);
+    if (!required) throw new SluiceError('forbidden', 'this route declares no access rule');
+    const req = ctx.switchToHttp().getRequest<FastifyRequest>();
+    (req as unknown as Record<symbol, Principal>)[PRINCIPAL] = await this.principalFor(req, required);
+    return true;
+  }
+
+  /**
+   * Decides who `req` acts as for a route that requires `required`.
+   * @throws UnauthorizedError, ForbiddenError, ProjectNotFoundError (404) for an unknown project.
+   */
+  async principalFor(req: FastifyRequest, required: readonly Requirement[]): Promise<Principal> {
+    if (required.includes('public')) return PUBLIC;
+    if (required.includes('metrics')) {
+      if (!this.metricsTokenHash) return PUBLIC;
+      const token = bearerToken(req.headers.authorization);
+      if (!token || !sameHash(sha256(token), this.metricsTokenHash)) throw new UnauthorizedError('metrics need Authorization: Bearer <METRICS_TOKEN>');
+      return PUBLIC;
+    }
+    if (!this.config.auth) {
+      if (!roleSatisfies('admin', false, required)) throw new ForbiddenError('this route needs a root key (AUTH is off: requests act as admin of the default project)');
+      return ANONYMOUS_ADMIN;
+    }
+    const token = bearerToken(req.headers.authorization);
+    if (!token) throw new UnauthorizedError();
+    const rec = SECRET_PATTERN.test(token) ? await this.keys.authenticate(token) : null;
+    if (!rec) throw new UnauthorizedError('invalid, revoked or expired API key');
+    let project = rec.project;
+    if (rec.root) {
+      const h = req.headers[PROJECT_HEADER];
+      if (typeof h === 'string' && h !== '') project = h;
+    }
+    // Projects other than `default` are not served yet (their isolation lands with them).
+    if (project !== DEFAULT_PROJECT) throw new ProjectNotFoundError(project);
+    if (!roleSatisfies(rec.role, rec.root, required)) throw new ForbiddenError(`role ${rec.role} may not ${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]}`);
+    return { kind: 'key', project, role: rec.role, root: rec.root, keyId: rec.id, label: `key:${rec.id}` };
+  }
+}
+
+/** An unknown project (HTTP 404 `not_found`, as for any other project's resource). */
+export class ProjectNotFoundError extends SluiceError {
+  constructor(project: string) {
+    super('not_found', `project ${JSON.stringify(project.slice(0, 64))} not found`);
+  }
+}
+
+function sha256(s: string): string {
+  return createHash('sha256').update(s, 'utf8').digest('hex');
+}
+

@@ -1,0 +1,78 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { IsIn, IsISO8601, IsOptional, IsString, Length, Matches } from 'class-validator';
+import type { FastifyRequest } from 'fastify';
+import { ROLES, type Role } from '../core/access';
+import { SluiceError, ValidationError } from '../core/errors';
+import { Access } from './access.decorator';
+import { KeyStore, type KeyRecord, type KeyView } from './key-store';
+import { principalOf } from './principal';
+
+/** Longest a key may live, ms (10 years). */
+export const MAX_KEY_LIFETIME_MS = 10 * 365 * 86_400_000;
+
+/** `POST /keys` body. */
+export class CreateKeyDto {
+  @ApiProperty({ minLength: 1, maxLength: 128, example: 'billing-service' })
+  @IsString()
+  @Length(1, 128)
+  @Matches(/^[^\p{Cc}\p{Cs}]+$/u, { message: 'must not contain control characters' })
+  name!: string;
+
+  @ApiProperty({ enum: ROLES })
+  @IsIn(ROLES as unknown as string[])
+  role!: Role;
+
+  @ApiPropertyOptional({ example: '2027-12-01T00:00:00.000Z', description: 'ISO time, in the future, at most 10 years ahead; absent = never expires' })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  expiresAt?: string;
+}
+
+class KeyIdParam {
+  static check(id: string): string {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) throw new SluiceError('not_found', 'key not found');
+    return id;
+  }
+}
+
+/** API.md v1.1 keys: create (secret shown once), list (no secrets), revoke; `admin` of the project. */
+@ApiTags('keys')
+@ApiBearerAuth()
+@Controller('keys')
+export class KeysController {
+  constructor(private readonly keys: KeyStore) {}
+
+  @Post()
+  @Access('admin')
+  @ApiOperation({ summary: 'Create an API key in your project; the secret is in this answer only' })
+  async create(@Body() body: CreateKeyDto, @Req() req: FastifyRequest): Promise<KeyRecord & { secret: string }> {
+    const p = principalOf(req);
+    let expiresAt: string | null = null;
+    if (body.expiresAt !== undefined) {
+      const ms = Date.parse(body.expiresAt);
+      if (!Number.isFinite(ms) || ms <= Date.now() || ms > Date.now() + MAX_KEY_LIFETIME_MS) {
+        throw new ValidationError('invalid request: expiresAt', [{ path: 'expiresAt', message: 'must be a time in the future, at most 10 years ahead' }]);
+      }
+      expiresAt = new Date(ms).toISOString();
+    }
+    return this.keys.create({ name: body.name, role: body.role, project: p.project, expiresAt });
+  }
+
+  @Get()
+  @Access('admin')
+  @ApiOperation({ summary: "Your project's keys, without secrets" })
+  list(@Req() req: FastifyRequest): Promise<KeyView[]> {
+    return this.keys.list(principalOf(req).project);
+  }
+
+  @Delete(':id')
+  @HttpCode(200)
+  @Access('admin')
+  @ApiOperation({ summary: 'Revoke a key: refused from then on (within 1 s on every api replica)' })
+  async revoke(@Param('id') id: string, @Req() req: FastifyRequest): Promise<KeyRecord & { revoked: true }> {
+    const rec = await this.keys.revoke(KeyIdParam.check(id), principalOf(req).project);
+    if (!rec) throw new SluiceError('not_found', `key ${id} not found`);
+    return { ...rec, revoked: true };
+  }
+}

@@ -1,0 +1,37 @@
+import type { Role } from '../core/access';
+
+/**
+ * Who a request acts as, decided once by the guard from its credentials and
+ * handed to services as a parameter (never read from the request body).
+ * - `key`: an API key (`keyId` set);
+ * - `anonymous`: AUTH=off, every request acts as `admin` of `default`;
+ * - `public`: a route that needs no credentials.
+ */
+export interface Principal {
+  kind: 'key' | 'anonymous' | 'public';
+  /** The project the request acts in. */
+  project: string;
+  role: Role | null;
+  root: boolean;
+  keyId: string | null;
+  /** For logs and the operator audit log: `key:<id>` or `anonymous`; never a secret. */
+  label: string;
+}
+
+export const DEFAULT_PROJECT = 'default';
+
+/** The principal of every request while AUTH=off. */
+export const ANONYMOUS_ADMIN: Principal = Object.freeze({ kind: 'anonymous', project: DEFAULT_PROJECT, role: 'admin', root: false, keyId: null, label: 'anonymous' }) as Principal;
+
+/** Where the guard leaves the principal on the Fastify request. */
+export const PRINCIPAL = Symbol('sluice.principal');
+
+/**
+ * The principal the guard attached to this request.
+ * @throws Error when none is attached: a route reached without the guard is a bug, and fails closed.
+ */
+export function principalOf(req: object): Principal {
+  const p = (req as { [PRINCIPAL]?: Principal })[PRINCIPAL];
+  if (!p) throw new Error('no principal on the request: the auth guard did not run');
+  return p;
+}

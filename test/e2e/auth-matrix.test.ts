@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto';
+import { roleSatisfies, ROLES, type Requirement, type Role } from '../../src/core/access';
+import { routeTable, type RouteAccess } from '../../src/auth/route-table';
+import { startTestApi, type TestApi } from '../support/http';
+
+/**
+ * Routes as data (issue: security): the generated 401/403 matrix. Every
+ * route the live Fastify router holds must be in the @Access table; every
+ * non-public route answers 401 without credentials and 403 for each role
+ * that may not call it, and never 401/403 for a role that may.
+ */
+const BOOTSTRAP = 'sk_' + randomBytes(32).toString('base64url');
+let api: TestApi;
+let table: RouteAccess[];
+const keyOf = new Map<Role, string>();
+
+beforeAll(async () => {
+  api = await startTestApi('authmatrix', { AUTH: 'on', SLUICE_BOOTSTRAP_ADMIN_KEY: BOOTSTRAP });
+  table = routeTable(api.app);
+  for (const role of ROLES) {
+    const r = await api.http.post('/keys').set('authorization', `Bearer ${BOOTSTRAP}`).send({ name: `matrix-${role}`, role });
+    expect(r.status).toBe(201);
+    keyOf.set(role, r.body.secret);
+  }
+});
+afterAll(() => api?.close());
+
+/** A concrete URL for a route pattern: ids that exist nowhere, a valid queue name. */
+function concrete(path: string): string {
+  return path.replace(/:id\b/g, '0190f5a0-0000-7000-8000-000000000001').replace(/:name\b/g, 'matrix-q');
+}
+
+function call(method: string, path: string, key?: string) {
+  const m = method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+  let r = api.http[m](concrete(path));
+  if (key) r = r.set('authorization', `Bearer ${key}`);
+  if (m !== 'get' && m !== 'delete') r = r.set('content-type', 'application/json').send('{}');
+  return r;
+}
+
+test('every route of the live router has an @Access declaration, and the table has no route the router lacks', () => {
+  const live = (api.app.getHttpAdapter().getInstance() as unknown as { sluiceRoutes: { method: string; url: string }[] }).sluiceRoutes
+    .filter((r) => r.method !== 'HEAD' && !/^\/docs/.test(r.url));
+  const key = (m: string, u: string) => `${m} ${u}`;
+  const declared = new Map(table.map((r) => [key(r.method, r.path), r]));
+  const undeclared = live.filter((r) => !declared.get(key(r.method, r.url))?.required);
+  expect(undeclared).toEqual([]);
+  const liveSet = new Set(live.map((r) => key(r.method, r.url)));
+  expect(table.filter((r) => !liveSet.has(key(r.method, r.path)))).toEqual([]);
+  expect(table.length).toBeGreaterThan(35);
+});
+
+test('no credentials → 401 on every route that is not public', async () => {
+  const wrong: string[] = [];
+  for (const r of table) {
+    if (r.required!.includes('public') || r.required!.includes('metrics')) continue;
+    const res = await call(r.method, r.path);
+    if (res.status !== 401 || res.body?.error?.code !== 'unauthorized') wrong.push(`${r.method} ${r.path} → ${res.status}`);
+  }
+  expect(wrong).toEqual([]);
+});
+
+test('an unknown, malformed or foreign-format key → 401', async () => {
+  for (const bad of ['sk_' + randomBytes(32).toString('base64url'), 'nope', BOOTSTRAP + 'x']) {
+    const r = await api.http.get('/queues').set('authorization', `Bearer ${bad}`);
+    expect(r.status).toBe(401);
+  }
+  expect((await api.http.get('/queues').set('authorization', `Basic ${BOOTSTRAP}`)).status).toBe(401);
+});
+
+test('each role: 403 exactly where its role may not, never 401/403 where it may', async () => {
+  const wrong: string[] = [];
+  for (const role of ROLES) {
+    for (const r of table) {
+      const req = r.required as Requirement[];
+      if (req.includes('public') || req.includes('metrics')) continue;
+      const res = await call(r.method, r.path, keyOf.get(role));
+      const may = roleSatisfies(role, false, req);
+      if (may && (res.status === 401 || res.status === 403)) wrong.push(`${role} may ${r.method} ${r.path} but got ${res.status}`);
+      if (!may && res.status !== 403) wrong.push(`${role} may not ${r.method} ${r.path} but got ${res.status}`);
+    }
+  }
+  expect(wrong).toEqual([]);
+});
+
+test('public routes need nothing', async () => {
+  for (const r of table.filter((x) => x.required!.includes('public'))) {
+    const res = await call(r.method, r.path);
+    expect([200, 301, 302, 503]).toContain(res.status);
+  }
+});
