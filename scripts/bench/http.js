@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 /*
  * HTTP benchmark: POST /jobs (enqueue only) vs GET /healthz (the no-op
- * endpoint) on a real Sluice process, alternating rounds, medians.
+ * endpoint) on a real Sluice process, alternating rounds, medians; and
+ * POST /jobs with an API key on every request (a second process with
+ * AUTH=on, a `producer` key), the security issue's ≤ 10 % target.
  *
  *   npm run build && npm run bench:http
  *   node scripts/bench/http.js --rounds 1 --duration 5      # quick
@@ -78,6 +80,7 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
+const verdictOf = (ok) => (ok ? 'met' : 'NOT met');
 
 function freePort() {
   return new Promise((res, rej) => {
@@ -143,48 +146,79 @@ async function main() {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const nodeArgs = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [];
-  const server = spawn(process.execPath, [...nodeArgs, MAIN], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      NODE_ENV: 'production',
-      ROLE: 'api',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      REDIS_URL,
-      REDIS_PREFIX: prefix,
-      DATABASE_URL: dbUrl.toString(),
-      DIAGNOSTIC_HANDLERS: 'true',
-      LOG_LEVEL: 'warn',
-      // Nothing mirrors the stream here (no audit role): keep load shedding out of the way.
-      AUDIT_MAX_BACKLOG: '100000000',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const spawnServer = (p, extraEnv) =>
+    spawn(process.execPath, [...nodeArgs, MAIN], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        NODE_ENV: 'production',
+        ROLE: 'api',
+        PORT: String(p),
+        HOST: '127.0.0.1',
+        REDIS_URL,
+        REDIS_PREFIX: prefix,
+        DATABASE_URL: dbUrl.toString(),
+        DIAGNOSTIC_HANDLERS: 'true',
+        LOG_LEVEL: 'warn',
+        // Nothing mirrors the stream here (no audit role): keep load shedding out of the way.
+        AUDIT_MAX_BACKLOG: '100000000',
+        ...extraEnv,
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+  const server = spawnServer(port, { AUTH: 'off' });
+  // The keyed variant: the same build with AUTH=on, measured in the same rounds.
+  const keyedPort = await freePort();
+  const keyedUrl = `http://127.0.0.1:${keyedPort}`;
+  const bootstrap = 'sk_' + require('node:crypto').randomBytes(32).toString('base64url');
+  const keyed = ONLY ? null : spawnServer(keyedPort, { AUTH: 'on', SLUICE_BOOTSTRAP_ADMIN_KEY: bootstrap });
   const redis = new IORedis(REDIS_URL);
   const rows = [];
   try {
     await waitReady(url, server);
+    let producerKey = null;
+    if (keyed) {
+      await waitReady(keyedUrl, keyed);
+      const r = await fetch(`${keyedUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${bootstrap}` }, body: JSON.stringify({ name: 'bench', role: 'producer' }) });
+      if (r.status !== 201) throw new Error(`POST /keys answered ${r.status}`);
+      producerKey = (await r.json()).secret;
+    }
+    const keyedHeaders = { 'content-type': 'application/json', authorization: `Bearer ${producerKey}` };
     console.log(`# sluice ${url} (ROLE=api, pid ${server.pid}); ${CONNECTIONS} connections, ${DURATION} s per run, ${ROUNDS} rounds`);
     console.log(`# ${os.cpus().length} × ${os.cpus()[0].model}, node ${process.version}; load generator: autocannon in a child process`);
     // Warm-up (JIT, connection pools), not counted.
     if (ONLY !== 'post') await measure(`${url}/healthz`, 'warmup noop', { duration: 2 });
     if (ONLY !== 'noop') await measure(`${url}/jobs`, 'warmup post', { duration: 2, method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY });
-    await deletePrefix(redis, prefix);
+    if (keyed) await measure(`${keyedUrl}/jobs`, 'warmup keyed post', { duration: 2, method: 'POST', headers: keyedHeaders, body: BODY });
+    await deletePrefix(redis, prefix, ':{');
     for (let round = 1; round <= ROUNDS; round++) {
       const skipped = { cpuUs: NaN, rps: NaN, p50: NaN, p99: NaN, non2xx: NaN, errors: NaN, timeouts: NaN };
       const noop = ONLY === 'post' ? skipped : await measureWithCpu(server.pid, `${url}/healthz`, 'GET /healthz', {});
-      const post = ONLY === 'noop' ? skipped : await measureWithCpu(server.pid, `${url}/jobs`, 'POST /jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY });
-      await deletePrefix(redis, prefix);
-      rows.push({ round, noop, post });
-      for (const [name, r] of [['GET /healthz', noop], ['POST /jobs', post]]) {
+      // Keyed and plain POST alternate which goes first, so neither always meets a warmer machine.
+      const plainPost = () => (ONLY === 'noop' ? skipped : measureWithCpu(server.pid, `${url}/jobs`, 'POST /jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY }));
+      const keyedPost = () => (keyed ? measureWithCpu(keyed.pid, `${keyedUrl}/jobs`, 'POST /jobs + key', { method: 'POST', headers: keyedHeaders, body: BODY }) : skipped);
+      let post, withKey;
+      if (round % 2) {
+        post = await plainPost();
+        await deletePrefix(redis, prefix, ':{');
+        withKey = await keyedPost();
+      } else {
+        withKey = await keyedPost();
+        await deletePrefix(redis, prefix, ':{');
+        post = await plainPost();
+      }
+      await deletePrefix(redis, prefix, ':{');
+      rows.push({ round, noop, post, withKey });
+      for (const [name, r] of [['GET /healthz', noop], ['POST /jobs', post], ['POST +key', withKey]]) {
         console.log(
           `round ${round} ${name.padEnd(12)} ${fmt(r.rps).padStart(7)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  non-2xx ${r.non2xx}  errors ${r.errors}  timeouts ${r.timeouts}  server CPU ${Math.round(r.cpuUs)} µs/req`,
         );
       }
     }
   } finally {
-    server.kill('SIGTERM');
-    await new Promise((r) => (server.exitCode !== null ? r() : server.once('exit', r)));
+    for (const p of [server, keyed].filter(Boolean)) {
+      p.kill('SIGTERM');
+      await new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', r)));
+    }
     await deletePrefix(redis, prefix).catch(() => undefined);
     redis.disconnect();
     await dropDatabase(dbUrl.toString()).catch((e) => console.error(`drop database: ${e.message}`));
@@ -197,7 +231,13 @@ async function main() {
   console.log(`GET /healthz  ${fmt(noopRps)} req/s  p50 ${m((r) => r.noop.p50)} ms  p99 ${m((r) => r.noop.p99)} ms  non-2xx ${m((r) => r.noop.non2xx)}  server CPU ${Math.round(m((r) => r.noop.cpuUs))} µs/req`);
   console.log(`POST /jobs    ${fmt(postRps)} req/s  p50 ${m((r) => r.post.p50)} ms  p99 ${p99} ms  non-2xx ${m((r) => r.post.non2xx)}  server CPU ${Math.round(m((r) => r.post.cpuUs))} µs/req`);
   console.log(`ratio POST/noop ${(postRps / noopRps).toFixed(2)}`);
-  const verdict = (ok) => (ok ? 'met' : 'NOT met');
+  if (keyed) {
+    const keyRps = m((r) => r.withKey.rps);
+    const ratios = rows.map((r) => r.withKey.rps / r.post.rps);
+    console.log(`POST +key     ${fmt(keyRps)} req/s  p50 ${m((r) => r.withKey.p50)} ms  p99 ${m((r) => r.withKey.p99)} ms  non-2xx ${m((r) => r.withKey.non2xx)}  server CPU ${Math.round(m((r) => r.withKey.cpuUs))} µs/req`);
+    console.log(`ratio keyed/plain POST: median of per-round ratios ${median(ratios).toFixed(3)} (rounds: ${ratios.map((x) => x.toFixed(3)).join(', ')}); target ≥ 0.90 ${verdictOf(median(ratios) >= 0.9)}`);
+  }
+  const verdict = verdictOf;
   console.log(
     `targets: POST ≥ 10,000 req/s ${verdict(postRps >= 10_000)}; ≥ 0.5× noop ${verdict(postRps >= 0.5 * noopRps)}; p99 ≤ 20 ms ${verdict(p99 <= 20)}`,
   );

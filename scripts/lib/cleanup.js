@@ -5,11 +5,14 @@
 // The scripts run from the build (npm run build first), as they do for the engine.
 const { dropDatabase } = require('../../dist/audit/data-source');
 
-/** Deletes every key under `<prefix>:` (SCAN + UNLINK, so Redis is never blocked). */
-async function deletePrefix(redis, prefix) {
+/**
+ * Deletes every key under `<prefix><sep>` (SCAN + UNLINK, so Redis is never blocked).
+ * `sep` ':' (default) = everything; ':{' = the queues' keys only (API keys stay).
+ */
+async function deletePrefix(redis, prefix, sep = ':') {
   let cursor = '0';
   do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 5000);
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}${sep}*`, 'COUNT', 5000);
     cursor = next;
     if (keys.length) await redis.unlink(...keys);
   } while (cursor !== '0');

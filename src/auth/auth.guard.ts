@@ -8,7 +8,7 @@ import { ForbiddenError, SluiceError, UnauthorizedError } from '../core/errors';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { ACCESS_METADATA } from './access.decorator';
-import { KeyStore } from './key-store';
+import { KeyStore, type KeyRecord } from './key-store';
 import { ANONYMOUS_ADMIN, DEFAULT_PROJECT, PRINCIPAL, type Principal } from './principal';
 
 const PUBLIC: Principal = Object.freeze({ kind: 'public', project: DEFAULT_PROJECT, role: null, root: false, keyId: null, label: 'public' }) as Principal;
@@ -29,6 +29,8 @@ export const PROJECT_HEADER = 'x-sluice-project';
 @Injectable()
 export class AuthGuard implements CanActivate {
   private readonly metricsTokenHash: string | null;
+  /** Each handler's requirement, read once (the metadata never changes after boot). */
+  private readonly requirements = new WeakMap<object, readonly Requirement[] | null>();
 
   constructor(
     private readonly reflector: Reflector,
@@ -38,19 +40,32 @@ export class AuthGuard implements CanActivate {
     this.metricsTokenHash = config.metricsToken ? sha256(config.metricsToken) : null;
   }
 
-  async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    const required = this.reflector.getAllAndOverride<Requirement[] | undefined>(ACCESS_METADATA, [ctx.getHandler(), ctx.getClass()]);
+  canActivate(ctx: ExecutionContext): boolean | Promise<boolean> {
+    const handler = ctx.getHandler();
+    let required = this.requirements.get(handler);
+    if (required === undefined) {
+      required = this.reflector.getAllAndOverride<Requirement[] | undefined>(ACCESS_METADATA, [handler, ctx.getClass()]) ?? null;
+      this.requirements.set(handler, required);
+    }
     if (!required) throw new SluiceError('forbidden', 'this route declares no access rule');
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
-    (req as unknown as Record<symbol, Principal>)[PRINCIPAL] = await this.principalFor(req, required);
+    const p = this.principalFor(req, required);
+    if (p instanceof Promise) {
+      return p.then((principal) => {
+        (req as unknown as Record<symbol, Principal>)[PRINCIPAL] = principal;
+        return true;
+      });
+    }
+    (req as unknown as Record<symbol, Principal>)[PRINCIPAL] = p;
     return true;
   }
 
   /**
-   * Decides who `req` acts as for a route that requires `required`.
-   * @throws UnauthorizedError, ForbiddenError, ProjectNotFoundError (404) for an unknown project.
+   * Decides who `req` acts as for a route that requires `required`:
+   * synchronously while the key's lookup is cached, else a promise.
+   * @throws (or rejects with) UnauthorizedError, ForbiddenError, ProjectNotFoundError (404).
    */
-  async principalFor(req: FastifyRequest, required: readonly Requirement[]): Promise<Principal> {
+  principalFor(req: FastifyRequest, required: readonly Requirement[]): Principal | Promise<Principal> {
     if (required.includes('public')) return PUBLIC;
     if (required.includes('metrics')) {
       if (!this.metricsTokenHash) return PUBLIC;
@@ -64,7 +79,12 @@ export class AuthGuard implements CanActivate {
     }
     const token = bearerToken(req.headers.authorization);
     if (!token) throw new UnauthorizedError();
-    const rec = SECRET_PATTERN.test(token) ? await this.keys.authenticate(token) : null;
+    if (!SECRET_PATTERN.test(token)) throw new UnauthorizedError('invalid, revoked or expired API key');
+    const rec = this.keys.authenticate(token);
+    return rec instanceof Promise ? rec.then((r) => this.keyPrincipal(req, r, required)) : this.keyPrincipal(req, rec, required);
+  }
+
+  private keyPrincipal(req: FastifyRequest, rec: KeyRecord | null, required: readonly Requirement[]): Principal {
     if (!rec) throw new UnauthorizedError('invalid, revoked or expired API key');
     let project = rec.project;
     if (rec.root) {

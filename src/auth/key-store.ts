@@ -83,20 +83,25 @@ export class KeyStore {
   }
 
   /**
-   * The live key whose secret this is, or null (unknown, revoked or expired).
-   * Records the use (in memory). Throws only when Redis cannot be reached.
+   * The live key whose secret this is, or null (unknown, revoked or expired);
+   * synchronous while the lookup is cached, a promise when Redis is asked.
+   * Records the use (in memory). Rejects only when Redis cannot be reached.
    */
-  async authenticate(secret: string): Promise<KeyRecord | null> {
+  authenticate(secret: string): KeyRecord | null | Promise<KeyRecord | null> {
     const hash = hashSecret(secret);
     const t = this.now();
-    let hit = this.cache.get(hash);
-    if (!hit || t - hit.at >= KEY_CACHE_MS) {
-      const raw = await this.redis.hget(this.keysKey, hash);
-      hit = { rec: raw ? parseRecord(raw) : null, at: t };
+    const hit = this.cache.get(hash);
+    // The common case answers synchronously: no promise, no Redis round trip.
+    if (hit && t - hit.at < KEY_CACHE_MS) return this.accept(hit.rec, t);
+    return this.redis.hget(this.keysKey, hash).then((raw) => {
+      const rec = raw ? parseRecord(raw) : null;
       if (this.cache.size >= KEY_CACHE_MAX) this.cache.clear();
-      this.cache.set(hash, hit);
-    }
-    const rec = hit.rec;
+      this.cache.set(hash, { rec, at: t });
+      return this.accept(rec, this.now());
+    });
+  }
+
+  private accept(rec: KeyRecord | null, t: number): KeyRecord | null {
     if (!rec) return null;
     if (rec.expiresAt !== null && Date.parse(rec.expiresAt) <= t) return null;
     this.lastUsed.set(rec.id, t);

@@ -112,10 +112,12 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
     }
     if (config.auth && DOCS_PATHS.test(req.url)) {
       // Swagger UI is served by Fastify directly, outside the guard: any valid key may read it.
-      guard.principalFor(req, ROLES).then(
-        () => done(),
-        (e: unknown) => refuse(req, reply, e),
-      );
+      Promise.resolve()
+        .then(() => guard.principalFor(req, ROLES))
+        .then(
+          () => done(),
+          (e: unknown) => refuse(req, reply, e),
+        );
       return;
     }
     if (redis.status !== 'ready' && !OPS_PATHS.test(req.url)) {
