@@ -17,7 +17,7 @@
  * exit 1 on any loss, on a drain timeout, or when nothing was accepted.
  */
 const autocannon = require('autocannon');
-const { freePort, isolation, startServer, waitReady, waitLog, cleanup } = require('./lib/server');
+const { freePort, isolation, startServer, waitReady, cleanup } = require('./lib/server');
 const { client } = require('./lib/http');
 const { openPg, waitSettled, account } = require('./lib/verify');
 const { loadJobBody } = require('./lib/load-scenario');
@@ -103,7 +103,7 @@ async function main() {
       // The audit role creates and migrates the database; the api's /readyz waits for that.
       const back = startServer({ port: await freePort(), env: { ...common, ROLE: 'worker,scheduler,audit', WORKER_CONCURRENCY: String(a.concurrency), LOG_LEVEL: 'info' } });
       procs.push(back);
-      await waitLog(back, /"msg":"sluice started"/);
+      await waitReady(back); // every role answers /readyz
       procs.push(startServer({ port, env: { ...common, ROLE: 'api' } }));
     }
     const api = procs[procs.length - 1];

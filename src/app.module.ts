@@ -21,7 +21,10 @@ import { SchedulesApiModule } from './schedules/schedules-api.module';
 import { WorkersApiModule } from './workers-api/workers-api.module';
 import { WorkersModule } from './workers/workers.module';
 
-/** Composes the modules of the roles named by ROLE. */
+/**
+ * Composes the modules of the roles named by ROLE. Every process serves the
+ * ops controllers (health, metrics); the API controllers exist only with `api`.
+ */
 @Module({})
 export class AppModule {
   static forRoles(config: SluiceConfig, logger: Logger): DynamicModule {
@@ -31,10 +34,13 @@ export class AppModule {
       // Every role: load shedding guards whichever enqueue the process makes.
       BacklogModule,
       HandlersModule.forRoot({ diagnostics: config.diagnosticHandlers }),
+      // Every role: the ops endpoints (/healthz, /readyz, /metrics) and the series of its roles.
+      HealthModule,
+      MetricsModule.forRoles(config.roles),
       // Every HTTP route of every role goes through its one guard.
       AuthModule,
     ];
-    if (config.roles.has('api')) imports.push(HealthModule, JobsModule, MetricsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule, KeysApiModule);
+    if (config.roles.has('api')) imports.push(AuditDbModule, JobsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule, KeysApiModule);
     if (config.roles.has('worker')) imports.push(WorkersModule);
     if (config.roles.has('scheduler')) imports.push(AuditDbModule, MaintenanceModule, SchedulerRunnerModule);
     if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);

@@ -1,14 +1,21 @@
 import 'reflect-metadata';
-import { INestApplicationContext } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import type { AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
 import { ConfigError, loadConfig, SluiceConfig } from './config/config';
 import { createLogger } from './logging/logger';
 import { createHttpApp } from './http/http-app';
 
+/** The URL the server is bound to (PORT=0 picks a free port: the bound one is logged). */
+function listenUrl(addr: AddressInfo | string | null, config: SluiceConfig): string {
+  const port = addr && typeof addr === 'object' ? addr.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return `http://${host}:${port}`;
+}
+
 /**
  * Entry point: `node dist/main.js`. Validates the environment (a bad value
- * stops the process naming the variable), starts the roles named by ROLE,
+ * stops the process naming the variable), starts the roles named by ROLE
+ * (every role listens on HOST:PORT for the ops endpoints),
  * and on SIGTERM/SIGINT drains (workers finish or release their jobs within
  * SHUTDOWN_GRACE_MS) and exits 0.
  */
@@ -25,24 +32,20 @@ async function bootstrap(): Promise<void> {
   }
   const log = createLogger(config.logLevel);
   const module = AppModule.forRoles(config, log);
-  let app: INestApplicationContext;
-  if (config.roles.has('api')) {
-    // abortOnError off: a failing provider (Redis or Postgres unreachable) reaches the
-    // catch below and is printed as one line, not a stack trace.
-    const http = await createHttpApp(module, config, log);
-    try {
-      await http.listen(config.port, config.host);
-    } catch (e) {
-      // Port taken etc.: stop the other roles cleanly (a worker may hold jobs).
-      await http.close().catch(() => undefined);
-      throw e;
-    }
-    log.info({ url: `http://${config.host}:${config.port}`, roles: [...config.roles] }, `sluice listening on http://${config.host}:${config.port}`);
-    app = http;
-  } else {
-    app = await NestFactory.createApplicationContext(module, { logger: false, abortOnError: false });
-    log.info({ roles: [...config.roles] }, 'sluice started');
+  // Every role listens: the ops endpoints (/healthz, /readyz, /metrics) for
+  // probes and Prometheus; the API routes only with the api role.
+  // abortOnError off: a failing provider (Redis or Postgres unreachable) reaches the
+  // catch below and is printed as one line, not a stack trace.
+  const app = await createHttpApp(module, config, log);
+  try {
+    await app.listen(config.port, config.host);
+  } catch (e) {
+    // Port taken etc.: stop the other roles cleanly (a worker may hold jobs).
+    await app.close().catch(() => undefined);
+    throw e;
   }
+  const url = listenUrl(app.getHttpServer().address(), config);
+  log.info({ url, roles: [...config.roles] }, `sluice listening on ${url}`);
 
   let stopping = false;
   const shutdown = async (signal: string) => {

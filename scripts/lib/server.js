@@ -125,8 +125,8 @@ async function waitReady(server, timeoutMs = 60000) {
 }
 
 /**
- * Waits until the process has logged a line matching `re` (for processes
- * without the api role, which have no /readyz: `"msg":"sluice started"`).
+ * Waits until the process has logged a line matching `re` (e.g.
+ * `"msg":"sluice listening`; readiness itself: waitReady, every role serves /readyz).
  * @throws Error when the process exits first or after timeoutMs (default 60 s).
  */
 async function waitLog(server, re, timeoutMs = 60000) {

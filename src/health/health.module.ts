@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
-import { AuditDbModule } from '../audit/audit-db.module';
 import { HealthController } from './health.controller';
 
-/** Liveness and readiness (api role); readiness needs the PostgreSQL connection. */
-@Module({ imports: [AuditDbModule], controllers: [HealthController] })
+/** Liveness and readiness (every role); uses the PostgreSQL connection when a role of the process opened one (AuditDbModule is global). */
+@Module({ controllers: [HealthController] })
 export class HealthModule {}

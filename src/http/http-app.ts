@@ -57,10 +57,11 @@ const DOCS_PATHS = /^\/docs(\/|-json|\?|$)/;
  *   connection is not ready (except the ops endpoints);
  * - optional per-client rate limit (API_RATE_LIMIT_MAX per API_RATE_LIMIT_WINDOW_MS,
  *   429 `rate_limited` with Retry-After), counted in Redis;
- * - OpenAPI at `/docs` (Swagger UI) and `/docs-json`, from the same DTOs;
+ * - OpenAPI at `/docs` (Swagger UI) and `/docs-json`, from the same DTOs (api role only);
  * - two process-wide fast paths for per-request library costs:
  *   {@link installLeanAsyncBind} and {@link cacheValidationMetadata}.
- * Used by main.ts and by the e2e tests, so both run the same stack.
+ * Used by main.ts for every role (a process without `api` has only the ops
+ * controllers) and by the e2e tests, so all run the same stack.
  */
 export async function createHttpApp(module: DynamicModule, config: SluiceConfig, log: Logger): Promise<NestFastifyApplication> {
   // Per-request costs of the libraries, removed without changing behaviour (see each file).
@@ -145,6 +146,7 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   app.useGlobalFilters(new EnvelopeExceptionFilter(log));
   app.useGlobalPipes(createValidationPipe());
 
+  if (!config.roles.has('api')) return app; // ops endpoints only: no API to document
   const doc = SwaggerModule.createDocument(
     app,
     new DocumentBuilder()

@@ -6,6 +6,7 @@ import { pruneFinishes, pruneHistory } from '../audit/retention';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
+import { SchedulerMetrics } from '../metrics/scheduler-metrics';
 import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
 import { RedisJobStore } from '../redis/redis-job-store';
@@ -48,6 +49,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     private readonly store: RedisJobStore,
     private readonly scheduler: SchedulerRegistry,
     @Optional() @Inject(AUDIT_DB) private readonly db?: DataSource,
+    @Optional() private readonly metrics?: SchedulerMetrics,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -92,6 +94,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
       do {
         r = await this.store.reapExpired(q, BATCH);
         total += r.reaped;
+        this.metrics?.leasesReaped(q, r.reaped);
       } while (r.reaped === BATCH);
     }
     if (total) this.log.info({ reaped: total }, 'reaper moved jobs with expired leases');

@@ -4,7 +4,7 @@ import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { SluiceMetrics } from './sluice-metrics';
 
-/** API.md `GET /metrics`: Prometheus text exposition (metric names: src/metrics/sluice-metrics.ts). */
+/** API.md `GET /metrics` (every role): Prometheus text exposition of this process's roles (src/metrics/metrics.module.ts). */
 @ApiTags('ops')
 @Controller()
 export class MetricsController {

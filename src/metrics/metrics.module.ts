@@ -1,33 +1,84 @@
-import { Global, Module } from '@nestjs/common';
+import { DynamicModule, Global, Module, Provider } from '@nestjs/common';
+import type { Registry } from 'prom-client';
 import { BacklogService } from '../audit/backlog.module';
+import type { Role } from '../config/config';
+import { HandlerRegistry } from '../handlers/handler-registry';
 import { RedisJobStore } from '../redis/redis-job-store';
+import { oldestWaitingSince } from '../redis/waiting-age';
+import { registerBacklogMetrics } from './backlog-metrics';
+import { JobMetrics } from './job-metrics';
 import { MetricsController } from './metrics.controller';
+import { registerQueueMetrics } from './queue-metrics';
+import { SchedulerMetrics } from './scheduler-metrics';
 import { SluiceMetrics } from './sluice-metrics';
 
+/** Injection token of the process's prom-client Registry (SluiceMetrics.registry), for series registered outside src/metrics. */
+export const METRICS_REGISTRY = Symbol('METRICS_REGISTRY');
+
+/** Token of the provider that registered the scrape-time series of the process's roles (queues, backlog). */
+const ROLE_GAUGES = Symbol('ROLE_GAUGES');
+
 /**
- * `GET /metrics` and the {@link SluiceMetrics} of this app instance (api
- * role). Global so the worker role of the same process (ROLE=all) can report
- * its attempts to it; a process without the api role serves no metrics.
+ * `GET /metrics` and the metrics of this process, imported for every role
+ * (src/app.module.ts): each role's series go on the one registry of the
+ * process, so `ROLE=all` serves them all and `ROLE=worker` only its own.
+ * Global so the role modules inject what they report to: {@link JobMetrics}
+ * (worker), {@link SchedulerMetrics} (scheduler), {@link METRICS_REGISTRY}.
  */
 @Global()
-@Module({
-  controllers: [MetricsController],
-  providers: [
-    {
-      provide: SluiceMetrics,
-      inject: [RedisJobStore, BacklogService],
-      useFactory: (store: RedisJobStore, backlog: BacklogService) =>
-        new SluiceMetrics({
-          listQueues: () => {
-            // Commands sent while reconnecting would wait in ioredis's offline queue.
-            if (store.redis.status !== 'ready') return Promise.reject(new Error(`redis connection is ${store.redis.status}`));
-            return store.listQueues();
-          },
-          liveCounts: (q) => store.liveCounts(q),
-          backlog: () => backlog.metrics,
-        }),
+@Module({})
+export class MetricsModule {
+  static forRoles(roles: ReadonlySet<Role>): DynamicModule {
+    const providers: Provider[] = [
+      { provide: SluiceMetrics, useFactory: () => new SluiceMetrics() },
+      { provide: METRICS_REGISTRY, inject: [SluiceMetrics], useFactory: (m: SluiceMetrics): Registry => m.registry },
+      {
+        provide: ROLE_GAUGES,
+        inject: [SluiceMetrics, RedisJobStore, BacklogService],
+        useFactory: (m: SluiceMetrics, store: RedisJobStore, backlog: BacklogService) => {
+          if (roles.has('api') || roles.has('worker')) registerQueueMetrics(m.registry, queueSources(store));
+          if (roles.has('api') || roles.has('audit')) registerBacklogMetrics(m.registry, () => backlog.metrics);
+          // The audit writer's own series (batch sizes, quarantined entries:
+          // src/audit/audit-metrics.ts) register here for the audit role, e.g.
+          // `if (roles.has('audit')) new AuditMetrics(m.registry)`, or inject
+          // METRICS_REGISTRY into the audit module.
+          return true;
+        },
+      },
+    ];
+    const exported: NonNullable<DynamicModule['exports']> = [SluiceMetrics, METRICS_REGISTRY];
+    if (roles.has('worker')) {
+      providers.push({
+        provide: JobMetrics,
+        inject: [SluiceMetrics, HandlerRegistry],
+        useFactory: (m: SluiceMetrics, handlers: HandlerRegistry) => new JobMetrics(m.registry, (type) => handlers.map.get(type) !== undefined),
+      });
+      exported.push(JobMetrics);
+    }
+    if (roles.has('scheduler')) {
+      providers.push({ provide: SchedulerMetrics, inject: [SluiceMetrics], useFactory: (m: SluiceMetrics) => new SchedulerMetrics(m.registry) });
+      exported.push(SchedulerMetrics);
+    }
+    return { module: MetricsModule, controllers: [MetricsController], providers, exports: exported };
+  }
+}
+
+/** The queue series' reads on the process's store; commands sent while reconnecting would wait in ioredis's offline queue, so they fail at once instead. */
+function queueSources(store: RedisJobStore) {
+  const ready = () => {
+    if (store.redis.status !== 'ready') throw new Error(`redis connection is ${store.redis.status}`);
+  };
+  return {
+    listQueues: async () => {
+      ready();
+      return store.listQueues();
     },
-  ],
-  exports: [SluiceMetrics],
-})
-export class MetricsModule {}
+    liveCounts: (q: string) => store.liveCounts(q),
+    oldestWaitingSince: (q: string) => oldestWaitingSince(store.redis, store.keys(q)),
+    redisNowMs: async () => {
+      ready();
+      const [s, us] = await store.redis.time();
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    },
+  };
+}

@@ -28,6 +28,8 @@ export interface MaterializerOptions {
   refreshMs?: number;
   /** Delay before a failed enqueue (Redis down, load shedding) is retried, ms. */
   retryMs?: number;
+  /** Observer (metrics): a slot fired, its job enqueued on `queue` and confirmed; must not throw. */
+  onFired?: (queue: string) => void;
 }
 
 interface Cached {
@@ -189,6 +191,7 @@ export class ScheduleMaterializer {
     }
     await this.o.repo.confirmSlot(row.id, slot, jobId, this.o.clock.now());
     row.claimUntil = null;
+    this.o.onFired?.(row.queue);
     this.o.log.debug({ scheduleId: row.id, slot: new Date(slot).toISOString(), jobId }, 'schedule slot enqueued');
     return 1;
   }

@@ -1,10 +1,11 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { AUDIT_DB } from '../audit/audit-db.module';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Clock } from '../core/ports';
 import type { Logger } from '../logging/logger';
+import { SchedulerMetrics } from '../metrics/scheduler-metrics';
 import { createRedis, RedisClient } from '../redis/connection';
 import { RedisJobStore } from '../redis/redis-job-store';
 import { schedulesChannel } from './schedule-definition';
@@ -41,6 +42,7 @@ export class SchedulerRunnerService implements OnApplicationBootstrap, OnApplica
     @Inject(AUDIT_DB) db: DataSource,
     @Inject(SCHEDULE_CLOCK) clock: Clock,
     store: RedisJobStore,
+    @Optional() metrics?: SchedulerMetrics,
   ) {
     this.materializer = new ScheduleMaterializer({
       repo: new ScheduleRepository(db),
@@ -48,6 +50,7 @@ export class SchedulerRunnerService implements OnApplicationBootstrap, OnApplica
       clock,
       log: log.child({ component: 'schedules' }),
       leaseMs: claimLeaseMs(config.idempotencyTtlMs),
+      onFired: metrics ? (queue) => metrics.slotFired(queue) : undefined,
     });
   }
 

@@ -32,12 +32,13 @@ export interface WorkerRuntimeOptions {
   /** Called on every heartbeat tick (worker registry). */
   onHeartbeat?: (active: number) => Promise<void>;
   /**
-   * Observer hooks (metrics), kept framework-free; must not throw. `waitMs`:
-   * job creation (the UUIDv7 id's timestamp) → this attempt's start.
+   * Observer hooks (metrics), kept framework-free; must not throw. `type`:
+   * the job's type; `waitMs`: job creation (the UUIDv7 id's timestamp) →
+   * this attempt's start.
    */
-  onJobStarted?: (queue: string, waitMs: number) => void;
+  onJobStarted?: (queue: string, type: string, waitMs: number) => void;
   /** An attempt's hold ended; `durationMs` since it started. */
-  onJobFinished?: (queue: string, outcome: AttemptOutcome, durationMs: number) => void;
+  onJobFinished?: (queue: string, type: string, outcome: AttemptOutcome, durationMs: number) => void;
 }
 
 /** How an attempt's hold ended, as told to {@link WorkerRuntimeOptions.onJobFinished}. */
@@ -259,7 +260,7 @@ export class WorkerRuntime {
   private startJob(queue: string, job: WorkerJob): void {
     const r: Running = { queue, job, settled: false, done: Promise.resolve(), startedAt: performance.now() };
     this.running.set(job.id, r);
-    this.options.onJobStarted?.(queue, Date.now() - uuidV7Ms(job.id));
+    this.options.onJobStarted?.(queue, job.type, Date.now() - uuidV7Ms(job.id));
     r.timer = setTimeout(() => this.abort(r, 'timeout'), job.timeoutMs);
     r.done = this.execute(r);
   }
@@ -311,7 +312,7 @@ export class WorkerRuntime {
   private settle(r: Running, outcome: AttemptOutcome): boolean {
     if (r.settled) return false;
     r.settled = true;
-    this.options.onJobFinished?.(r.queue, outcome, performance.now() - r.startedAt);
+    this.options.onJobFinished?.(r.queue, r.job.type, outcome, performance.now() - r.startedAt);
     clearTimeout(r.timer);
     this.running.delete(r.job.id);
     const w = this.slotWaiter;

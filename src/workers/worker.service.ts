@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import { HandlerRegistry } from '../handlers/handler-registry';
-import { SluiceMetrics } from '../metrics/sluice-metrics';
+import { JobMetrics } from '../metrics/job-metrics';
 import type { Logger } from '../logging/logger';
 import { createRedis, RedisClient } from '../redis/connection';
 import { cancelChannel } from '../redis/keys';
@@ -32,8 +32,8 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     @Inject(REDIS) private readonly redis: RedisClient,
     private readonly store: RedisJobStore,
     private readonly handlers: HandlerRegistry,
-    // Present when this process also serves the API (GET /metrics), e.g. ROLE=all.
-    @Optional() private readonly metrics?: SluiceMetrics,
+    // The worker role's series of GET /metrics (src/metrics/metrics.module.ts).
+    @Optional() private readonly metrics?: JobMetrics,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -52,8 +52,8 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
         heartbeatIntervalMs: c.heartbeatIntervalMs,
         shutdownGraceMs: c.shutdownGraceMs,
         onHeartbeat: (active) => this.registry!.beat(active),
-        onJobStarted: this.metrics ? (queue, waitMs) => this.metrics!.jobStarted(queue, waitMs) : undefined,
-        onJobFinished: this.metrics ? (queue, outcome, ms) => this.metrics!.jobFinished(queue, outcome, ms) : undefined,
+        onJobStarted: this.metrics ? (queue, type, waitMs) => this.metrics!.jobStarted(queue, type, waitMs) : undefined,
+        onJobFinished: this.metrics ? (queue, type, outcome, ms) => this.metrics!.jobFinished(queue, type, outcome, ms) : undefined,
       },
       this.log.child({ component: 'worker', workerId: this.workerId }),
     );

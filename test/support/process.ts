@@ -30,6 +30,8 @@ export interface SluiceProcess {
   /** Resolves with the exit code (null when killed by a signal) and the signal. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   kill(signal?: NodeJS.Signals): void;
+  /** Base URL of its HTTP server (every role listens; PORT=0 by default), from its "sluice listening" line. */
+  url(): string;
 }
 
 /**
@@ -52,6 +54,8 @@ export async function startSluice(env: Record<string, string>, opts: { waitReady
       // of their own unless the test passes one: never the user's `sluice`.
       DATABASE_URL: PROCESS_TEST_DB,
       ROLE: 'worker',
+      // Every role listens (ops endpoints): a free port each, so processes never collide.
+      PORT: '0',
       DIAGNOSTIC_HANDLERS: 'true',
       LOG_LEVEL: 'info',
       NODE_ENV: 'production',
@@ -93,8 +97,13 @@ export async function startSluice(env: Record<string, string>, opts: { waitReady
       listeners.add(check);
       check();
     });
-  const p: SluiceProcess = { proc, output: () => out, waitFor, exited, kill: (s = 'SIGTERM') => proc.kill(s) };
-  if (opts.waitReady !== false) await waitFor(/"msg":"sluice (started|listening)/);
+  const url = () => {
+    const m = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"sluice listening/.exec(out);
+    if (!m) throw new Error(`no "sluice listening" line yet: ${out.slice(-2000)}`);
+    return m[1];
+  };
+  const p: SluiceProcess = { proc, output: () => out, waitFor, exited, kill: (s = 'SIGTERM') => proc.kill(s), url };
+  if (opts.waitReady !== false) await waitFor(/"msg":"sluice listening/);
   return p;
 }
 

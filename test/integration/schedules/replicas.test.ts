@@ -27,7 +27,7 @@ describe('cron across scheduler replicas (processes)', () => {
     const id: string = created.body.id;
     const env = { ROLE: 'scheduler', DATABASE_URL: api.db.url, REDIS_PREFIX: api.prefix, LOG_LEVEL: 'info' };
     procs.push(...(await Promise.all([0, 1, 2].map(() => startSluice(env, { waitReady: false })))));
-    await Promise.all(procs.map((p) => p.waitFor(/"msg":"sluice started/, 30_000)));
+    await Promise.all(procs.map((p) => p.waitFor(/"msg":"sluice listening/, 30_000)));
     const allUp = Date.now();
     await sleep(30_000);
 
