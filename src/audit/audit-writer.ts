@@ -156,7 +156,8 @@ export class AuditWriter {
   private pgDown = false;
   /** The last failure of a batch with an unclassified SQLSTATE (first entry and code), and how many times in a row. */
   private unknownFailure = { key: '', times: 0 };
-  readonly stats = { batches: 0, events: 0, lastBatchAt: 0, freshRetries: 0, quarantined: 0, isolated: 0 };
+  /** `bisections`: isolations started (src/audit/isolate.ts); `isolated`: batches that went in bisected. */
+  readonly stats = { batches: 0, events: 0, lastBatchAt: 0, freshRetries: 0, quarantined: 0, isolated: 0, bisections: 0 };
 
   constructor(
     private readonly redis: RedisClient,
@@ -307,6 +308,7 @@ export class AuditWriter {
         // refused a value the array literals carry (COPY's text input and
         // the literals are two encodings of the same rows).
         const known = p.broken !== undefined ? undefined : { batch, error: fresh ? undefined : failed };
+        this.stats.bisections++;
         const iso = await isolate(this.db, entries, known);
         const byPg = iso.refused.filter((r) => r.code !== 'projection');
         if (byPg.length && byPg.every((r) => r.fault === 'unknown') && !iso.written.length) throw failed; // nothing goes in: PostgreSQL's, not the data's
