@@ -46,12 +46,13 @@ type StoredValue = string | { base64: string } | { bytes: number; head_base64: s
  * @param flat the entry's field list as Redis holds it (name, value, …).
  */
 export function storedFields(flat: Buffer[]): Record<string, StoredValue> {
-  const out: Record<string, StoredValue> = {};
+  // No prototype: a field named `__proto__` is a field like any other.
+  const out: Record<string, StoredValue> = Object.create(null);
   let kept = 0;
   for (let i = 0; i + 1 < flat.length; i += 2) {
     const k = flat[i];
     let name = isText(k) ? k.toString('utf8') : `base64:${k.toString('base64')}`;
-    for (let n = 2; Object.prototype.hasOwnProperty.call(out, name); n++) name = `${name.replace(/#\d+$/, '')}#${n}`;
+    for (let n = 2; name in out; n++) name = `${name.replace(/#\d+$/, '')}#${n}`;
     const v = flat[i + 1];
     if (kept >= QUARANTINE_ENTRY_BYTES) out[name] = { bytes: v.length, omitted: true };
     else if (v.length > QUARANTINE_FIELD_BYTES) out[name] = { bytes: v.length, head_base64: v.subarray(0, QUARANTINE_FIELD_BYTES).toString('base64') };
