@@ -208,3 +208,48 @@ test('raw fields are stored whatever they hold (NUL, invalid UTF-8, lone surroga
   expect(logged).toContain(id);
   expect(logged).not.toContain(secret);
 });
+
+describe('an unclassified SQLSTATE (a trigger raising P0001)', () => {
+  const trigger = async (when: string) => {
+    await db.dataSource.query(`CREATE OR REPLACE FUNCTION qa_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF ${when} THEN RAISE EXCEPTION 'poisoned: %', NEW.reason; END IF; RETURN NEW; END $$`);
+    await db.dataSource.query(`CREATE TRIGGER qa_poison BEFORE INSERT ON job_events FOR EACH ROW EXECUTE FUNCTION qa_poison()`);
+  };
+  afterEach(async () => {
+    await db.dataSource.query(`DROP TRIGGER IF EXISTS qa_poison ON job_events`);
+  });
+
+  test('is taken as the data only once the same batch failed with it 3 times, and then only the entry it refuses alone', async () => {
+    const q = 'qa-unknown';
+    const { w } = await writerFor(q, 'qa-unknown');
+    await drain(w);
+    await trigger(`NEW.reason = 'poison'`);
+    const j = v7At(Date.now());
+    await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
+    const bad = await xadd(q, ['h', header({ e: 'promoted', f: 'delayed', t: 'waiting', j }), 'r', 'poison']);
+    await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
+    await expect(w.runOnce()).rejects.toMatchObject({ code: 'P0001' });
+    await expect(w.runOnce()).rejects.toMatchObject({ code: 'P0001' });
+    expect(w.stats.bisections).toBe(0);
+    expect(await w.runOnce()).toBe(3);
+    await w.stop();
+    expect((await quarantined(q)).map((x) => [x.entry_id, x.error_code])).toEqual([[bad, 'P0001']]);
+    expect(await eventCount(q)).toBe(3);
+  });
+
+  test('is never taken as the data when no entry of the batch goes in (PostgreSQL refusing everything)', async () => {
+    const q = 'qa-unknown-all';
+    const { w } = await writerFor(q, 'qa-unknown-all');
+    await drain(w);
+    await trigger('true');
+    await t.store.enqueue(Array.from({ length: 5 }, () => normalizeEnqueue({ type: 'x', queue: q }, 1e6)));
+    for (let i = 0; i < 5; i++) await expect(w.runOnce()).rejects.toMatchObject({ code: 'P0001' });
+    expect(w.stats.bisections).toBeGreaterThan(0);
+    expect(await quarantined(q)).toEqual([]);
+    expect(await t.redis.xlen(t.store.keys(q).events)).toBe(5);
+    await db.dataSource.query(`DROP TRIGGER qa_poison ON job_events`);
+    expect(await drain(w)).toBe(5);
+    await w.stop();
+    expect(await eventCount(q)).toBe(6);
+  });
+});
