@@ -70,4 +70,5 @@ export function storableText(s: string): string {
 }
 
 /** NUL, a high surrogate without its low one, a low one without its high one. */
+// eslint-disable-next-line no-control-regex -- NUL is what it looks for
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;

@@ -208,13 +208,15 @@ const notNumber = (v: string | undefined): boolean => v !== undefined && v !== '
  * past year 294276) are left to PostgreSQL, whose refusal the writer
  * isolates. The reason never quotes a value (it is logged).
  */
-function unreadable(f: Record<string, string>, at: number): string | null {
+function unreadable(f: Record<string, string>, at: number, attempt: number | null, x: number | null): string | null {
   if (!f.j) return 'job id missing';
   if (f.at === undefined || f.at === '' || !Number.isFinite(at)) return 'time missing or not a number';
   if (!EVENT_NAMES.has(f.e)) return 'unknown event name';
-  if (f.e === 'log') return notNumber(f.a) ? 'attempt not a number' : null;
+  // attempt and x: num() of the field, NaN (never null) when it is there but not a number.
+  if (attempt !== null && !Number.isFinite(attempt)) return 'numeric field not a number';
+  if (f.e === 'log') return null;
   if ((f.f && !STATUSES.has(f.f)) || (f.t && !STATUSES.has(f.t))) return 'unknown status';
-  if (notNumber(f.a) || notNumber(f.x) || notNumber(f.ms) || notNumber(f.pr) || notNumber(f.ra)) return 'numeric field not a number';
+  if ((x !== null && !Number.isFinite(x)) || notNumber(f.ms) || notNumber(f.pr) || notNumber(f.ra)) return 'numeric field not a number';
   return null;
 }
 
@@ -254,20 +256,20 @@ export function project(entries: StreamEntry[]): AuditBatch {
     const { queue, id, fields: f } = entry;
     const jobId = f.j;
     const at = Number(f.at);
-    const bad = unreadable(f, at);
+    const attempt = num(f.a);
+    const x = num(f.x);
+    const bad = unreadable(f, at, attempt, x);
     if (bad !== null) {
       batch.rejected.push({ entry, reason: bad });
       continue;
     }
     const [streamMs, streamSeq] = splitStreamId(id);
     if (f.e === 'log') {
-      batch.logs.push({ queue, streamMs, streamSeq, jobId, at, attempt: num(f.a) ?? 0, level: f.lvl || 'info', message: f.m ?? '' });
+      batch.logs.push({ queue, streamMs, streamSeq, jobId, at, attempt: attempt ?? 0, level: f.lvl || 'info', message: f.m ?? '' });
       continue;
     }
     const reason = str(f.r);
     const error = str(f.er);
-    const attempt = num(f.a);
-    const x = num(f.x);
     const worker = str(f.w);
     batch.events.push({
       queue, streamMs, streamSeq, jobId, at, event: f.e, from: str(f.f), to: str(f.t), attempt, executionSeq: x,

@@ -4,7 +4,7 @@ import { createLogger, Logger } from '../logging/logger';
 import { createRedis } from '../redis/connection';
 import { RedisJobStore, storeDefaultsOf } from '../redis/redis-job-store';
 import { RedisScripts } from '../redis/scripts';
-import { AuditMetricsBuffer, AuditWriterMetrics, isAuditMetricsDelta, type AuditMetrics } from './audit-metrics';
+import { AuditMetricsBuffer, isAuditMetricsDelta, type AuditMetrics } from './audit-metrics';
 import { createDataSource } from './data-source';
 import { createRoleWriter } from './role-writer';
 import { WriterPriority } from './writer-priority';
@@ -144,7 +144,7 @@ async function runThread(data: ThreadData): Promise<void> {
   const buffer = new AuditMetricsBuffer(report);
   const metricsTimer = setInterval(report, METRICS_INTERVAL_MS);
   metricsTimer.unref();
-  const writer = createRoleWriter(redis, store, db, config, writerId, log, undefined, (lagMs) => priority.observe(lagMs), buffer as AuditWriterMetrics);
+  const writer = createRoleWriter(redis, store, db, config, writerId, log, undefined, (lagMs) => priority.observe(lagMs), buffer);
   parentPort!.on('message', (m) => {
     if (m !== 'stop') return;
     void (async () => {
