@@ -35,6 +35,8 @@ export interface AuditWriterOptions {
   batchSize?: number;
   /** Max field text per transaction, chars (default 32 Mi): a batch of large payloads is cut short. */
   maxBatchChars?: number;
+  /** Field text of one entry past which it is quarantined unwritten, chars (default MAX_ENTRY_CHARS, 64 Mi). */
+  maxEntryChars?: number;
   /** Ownership lease of a queue's stream, ms; a dead writer's queues are taken over after it. */
   lockTtlMs?: number;
   /** Sleep when every owned stream is empty, ms. */
@@ -95,22 +97,22 @@ const UNKNOWN_REPEATS = 3;
  * one entry). Never throws: when projecting or encoding throws, the batch
  * comes back `broken` (the writer then finds the entries that make it
  * throw), so nothing read is dropped. An entry of more than
- * MAX_ENTRY_CHARS is rejected unread (it is alone in its batch: it passes `maxChars`).
+ * `maxEntryChars` is rejected unwritten.
  */
-function prepare(all: StreamEntry[], maxChars: number, fresh: boolean): Prepared {
+function prepare(all: StreamEntry[], maxChars: number, fresh: boolean, maxEntryChars = MAX_ENTRY_CHARS): Prepared {
   let size = 0;
   let n = 0;
-  let huge: StreamEntry | undefined;
+  let huge: StreamEntry[] | undefined;
   for (; n < all.length; n++) {
     const before = size;
     for (const k in all[n].fields) size += all[n].fields[k].length;
-    if (size - before > MAX_ENTRY_CHARS) huge = all[n];
     if (size > maxChars && n > 0) break;
+    if (size - before > maxEntryChars) (huge ??= []).push(all[n]);
   }
   const entries = all.slice(0, n);
   try {
-    const batch = project(huge ? entries.filter((e) => e !== huge) : entries);
-    if (huge) batch.rejected.push({ entry: huge, reason: 'entry too large' });
+    const batch = project(huge ? entries.filter((e) => !huge!.includes(e)) : entries);
+    if (huge) for (const entry of huge) batch.rejected.push({ entry, reason: 'entry too large' });
     return { entries, batch, message: batch.events.length || batch.logs.length ? batchMessage(planBatch(batch, fresh)) : null, fresh, rest: all.slice(n) };
   } catch (broken) {
     return { entries, batch: project([]), message: null, fresh, rest: all.slice(n), broken };
@@ -250,7 +252,7 @@ export class AuditWriter {
 
   /** `fresh`: the entries come straight from a `>` read (not the backlog: a retry or a takeover). */
   private prepareBatch(entries: StreamEntry[], fresh: boolean): Prepared {
-    return prepare(entries, this.opts.maxBatchChars ?? MAX_BATCH_CHARS, fresh);
+    return prepare(entries, this.opts.maxBatchChars ?? MAX_BATCH_CHARS, fresh, this.opts.maxEntryChars);
   }
 
   /** The next batch, being read and prepared while the current one is written. */

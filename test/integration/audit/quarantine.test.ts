@@ -47,12 +47,12 @@ async function xadd(queue: string, fields: (string | Buffer)[]): Promise<string>
 const header = (p: { e: string; f?: string; t?: string; a?: string; at?: string; j: string; x?: string; ms?: string; pr?: string; ra?: string; o?: string }) =>
   [p.e, p.f ?? '', p.t ?? '', p.a ?? '0', p.at ?? String(Date.now()), p.j, p.x ?? '', p.ms ?? '', p.pr ?? '', p.ra ?? '', p.o ?? ''].join('|');
 
-async function writerFor(queue: string, name: string, batchSize = 1000) {
+async function writerFor(queue: string, name: string, batchSize = 1000, maxEntryChars?: number) {
   const metrics = new AuditMetrics(new Registry());
   const { lines, log } = recorder();
   // The queue must be registered (enqueue does it) for the writer to take it; delayed, so no claim takes it.
   await t.store.enqueue([normalizeEnqueue({ type: 'x', queue, runAt: Date.now() + 86_400_000 }, 1e6)]);
-  const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: name, batchSize, metrics }, log as any);
+  const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: name, batchSize, metrics, maxEntryChars }, log as any);
   await (w as any).refreshOwnership();
   return { w, metrics, lines };
 }
@@ -207,6 +207,22 @@ test('raw fields are stored whatever they hold (NUL, invalid UTF-8, lone surroga
   const logged = JSON.stringify(lines);
   expect(logged).toContain(id);
   expect(logged).not.toContain(secret);
+});
+
+test('an entry past maxEntryChars is quarantined unwritten, its neighbours written', async () => {
+  const q = 'qa-huge';
+  const { w } = await writerFor(q, 'qa-huge', 1000, 10_000);
+  await drain(w);
+  const [a] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
+  const big = await xadd(q, ['h', header({ e: 'promoted', f: 'delayed', t: 'waiting', j: a.id }), 'd', 'y'.repeat(20_000)]);
+  const [b] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
+  expect(await drain(w)).toBe(3);
+  await w.stop();
+  const [row] = await quarantined(q);
+  expect([row.entry_id, row.error_code, row.error_message]).toEqual([big, 'projection', 'entry too large']);
+  expect(row.fields.d).toBe('y'.repeat(20_000));
+  const rows = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::uuid[])`, [[a.id, b.id]]);
+  expect(rows[0].n).toBe(2);
 });
 
 describe('an unclassified SQLSTATE (a trigger raising P0001)', () => {
