@@ -145,6 +145,9 @@ function oldestMs(entries: StreamEntry[]): number {
  *   unique in job_events), so a batch replayed after a crash adds nothing.
  * - When Postgres is down the transaction fails, nothing is acked, entries
  *   wait in Redis and are retried with backoff.
+ * - When Postgres refuses a batch for its data, the batch is bisected: the
+ *   rest is written in stream order, the entries it refuses are quarantined
+ *   (src/audit/quarantine.ts) and acknowledged, so no entry stops the mirror.
  * - Retention: once mirrored, completed/cancelled job hashes leave Redis.
  */
 export class AuditWriter {
