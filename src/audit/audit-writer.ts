@@ -4,9 +4,13 @@ import type { RedisJobStore } from '../redis/redis-job-store';
 import type { RedisScripts } from '../redis/scripts';
 import { newQueueChannel } from '../redis/keys';
 import type { Logger } from '../workers/worker-runtime';
+import type { AuditWriterMetrics } from './audit-metrics';
 import { batchMessage, planBatch, UNIQUE_VIOLATION } from './batch-writer';
+import { isolate } from './isolate';
 import { BatchMessage, sendBatch } from './pg-batch';
+import { batchFault, logSafeMessage, sqlState } from './pg-errors';
 import { AuditBatch, entryFields, project, StreamEntry } from './projection';
+import { logQuarantine, Refusal, writeQuarantine } from './quarantine';
 import { compareIds, nextStreamId } from './stream-ids';
 
 export const AUDIT_GROUP = 'sluice-audit';
@@ -31,6 +35,8 @@ export interface AuditWriterOptions {
   batchSize?: number;
   /** Max field text per transaction, chars (default 32 Mi): a batch of large payloads is cut short. */
   maxBatchChars?: number;
+  /** Field text of one entry past which it is quarantined unwritten, chars (default MAX_ENTRY_CHARS, 64 Mi). */
+  maxEntryChars?: number;
   /** Ownership lease of a queue's stream, ms; a dead writer's queues are taken over after it. */
   lockTtlMs?: number;
   /** Sleep when every owned stream is empty, ms. */
@@ -47,6 +53,8 @@ export interface AuditWriterOptions {
   onAcquire?: (queue: string) => Promise<void>;
   /** Called after each batch written, with the age of its oldest entry (ms, in Redis time: entry ids carry it, and the host's clock offset is measured). */
   onBatch?: (lagMs: number) => void;
+  /** Fed once per batch (src/audit/audit-metrics.ts). */
+  metrics?: AuditWriterMetrics;
 }
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -60,9 +68,10 @@ interface Prepared {
   message: BatchMessage | null;
   /** Read with `>` (never delivered before): the message inserts with COPY, without ON CONFLICT (planBatch's `fresh`). */
   fresh: boolean;
-  /** Entries read but not in this batch (over the size budget, or all of them when preparing failed): they go first in the backlog. */
+  /** Entries read but not in this batch (over the size budget): they go first in the backlog. */
   rest: StreamEntry[];
-  error?: unknown;
+  /** Projecting or encoding the batch threw (`message` is null): the writer isolates the entries that make it throw. */
+  broken?: unknown;
 }
 
 /**
@@ -74,24 +83,39 @@ interface Prepared {
 const MAX_BATCH_CHARS = 32 * 2 ** 20;
 
 /**
- * Projects and encodes a batch, cut after `maxChars` of field text (at least
- * one entry). Never throws: on failure every entry comes back in `rest` with
- * the error, so nothing read is dropped (entries read with XREADGROUP stay
- * pending, unwritten, until a takeover, if this writer loses them).
+ * Field text of one entry past which it is quarantined unread (chars): its
+ * statements would pass V8's longest string or PostgreSQL's 1 GB message
+ * (a payload is held twice, escaping may double it, up to 3 bytes a char).
  */
-function prepare(all: StreamEntry[], maxChars: number, fresh: boolean): Prepared {
+const MAX_ENTRY_CHARS = 64 * 2 ** 20;
+
+/** Failures in a row of the same batch with the same unclassified SQLSTATE after which it is taken as the data's (src/audit/pg-errors.ts). */
+const UNKNOWN_REPEATS = 3;
+
+/**
+ * Projects and encodes a batch, cut after `maxChars` of field text (at least
+ * one entry). Never throws: when projecting or encoding throws, the batch
+ * comes back `broken` (the writer then finds the entries that make it
+ * throw), so nothing read is dropped. An entry of more than
+ * `maxEntryChars` is rejected unwritten.
+ */
+function prepare(all: StreamEntry[], maxChars: number, fresh: boolean, maxEntryChars = MAX_ENTRY_CHARS): Prepared {
   let size = 0;
   let n = 0;
+  let huge: StreamEntry[] | undefined;
   for (; n < all.length; n++) {
+    const before = size;
     for (const k in all[n].fields) size += all[n].fields[k].length;
     if (size > maxChars && n > 0) break;
+    if (size - before > maxEntryChars) (huge ??= []).push(all[n]);
   }
   const entries = all.slice(0, n);
   try {
-    const batch = project(entries);
-    return { entries, batch, message: entries.length ? batchMessage(planBatch(batch, fresh)) : null, fresh, rest: all.slice(n) };
-  } catch (error) {
-    return { entries: [], batch: project([]), message: null, fresh: false, rest: all, error };
+    const batch = project(huge ? entries.filter((e) => !huge!.includes(e)) : entries);
+    if (huge) for (const entry of huge) batch.rejected.push({ entry, reason: 'entry too large' });
+    return { entries, batch, message: batch.events.length || batch.logs.length ? batchMessage(planBatch(batch, fresh)) : null, fresh, rest: all.slice(n) };
+  } catch (broken) {
+    return { entries, batch: project([]), message: null, fresh, rest: all.slice(n), broken };
   }
 }
 
@@ -121,6 +145,9 @@ function oldestMs(entries: StreamEntry[]): number {
  *   unique in job_events), so a batch replayed after a crash adds nothing.
  * - When Postgres is down the transaction fails, nothing is acked, entries
  *   wait in Redis and are retried with backoff.
+ * - When Postgres refuses a batch for its data, the batch is bisected: the
+ *   rest is written in stream order, the entries it refuses are quarantined
+ *   (src/audit/quarantine.ts) and acknowledged, so no entry stops the mirror.
  * - Retention: once mirrored, completed/cancelled job hashes leave Redis.
  */
 export class AuditWriter {
@@ -132,7 +159,10 @@ export class AuditWriter {
   /** Entries taken over from a dead writer, to be written before new ones. */
   private backlog: StreamEntry[] = [];
   private pgDown = false;
-  readonly stats = { batches: 0, events: 0, lastBatchAt: 0, freshRetries: 0 };
+  /** The last failure of a batch with an unclassified SQLSTATE (first entry and code), and how many times in a row. */
+  private unknownFailure = { key: '', times: 0 };
+  /** `bisections`: isolations started (src/audit/isolate.ts); `isolated`: batches that went in bisected. */
+  readonly stats = { batches: 0, events: 0, lastBatchAt: 0, freshRetries: 0, quarantined: 0, isolated: 0, bisections: 0 };
 
   constructor(
     private readonly redis: RedisClient,
@@ -188,23 +218,27 @@ export class AuditWriter {
           await sleep(this.opts.idleMs ?? 5);
           continue;
         }
-        const { entries, batch } = next;
+        const { entries } = next;
         // Read and prepare ahead while this batch goes to PostgreSQL — unless
         // a read-ahead is still pending (the backlog was served first: it
         // must not be replaced, its entries would stay pending unwritten) or
         // the backlog has more to write first.
         if (!this.prefetch && !this.backlog.length) this.prefetch = this.read().then((e) => this.prepareBatch(e, true));
-        await this.write(next);
+        const written = await this.write(next);
         failures = 0;
         const prev = acking;
-        acking = prev.then(() => this.acknowledge(entries, batch)).catch((e) => {
+        acking = prev.then(() => this.acknowledge(entries, written)).catch((e) => {
           // Still pending: write them again (idempotent) and ack on the next round.
           this.backlog.push(...entries);
           this.log.warn({ err: (e as Error).message }, 'audit ack failed: retrying the batch');
         });
       } catch (e) {
         failures++;
-        if (!this.pgDown) this.log.warn({ err: (e as Error).message }, 'audit batch failed: events stay in Redis, retrying');
+        if (!this.pgDown) {
+          // A message PostgreSQL sent may quote a value: only its log-safe part.
+          const code = sqlState(e);
+          this.log.warn({ err: code ? logSafeMessage((e as Error).message) : (e as Error).message, code }, 'audit batch failed: events stay in Redis, retrying');
+        }
         this.pgDown = true;
         await sleep(Math.min(100 * 2 ** Math.min(failures, 5), 2000));
       }
@@ -221,7 +255,7 @@ export class AuditWriter {
 
   /** `fresh`: the entries come straight from a `>` read (not the backlog: a retry or a takeover). */
   private prepareBatch(entries: StreamEntry[], fresh: boolean): Prepared {
-    return prepare(entries, this.opts.maxBatchChars ?? MAX_BATCH_CHARS, fresh);
+    return prepare(entries, this.opts.maxBatchChars ?? MAX_BATCH_CHARS, fresh, this.opts.maxEntryChars);
   }
 
   /** The next batch, being read and prepared while the current one is written. */
@@ -237,33 +271,72 @@ export class AuditWriter {
       p = await f;
     } else p = this.prepareBatch(await this.read(), true);
     if (p.rest.length) this.backlog.unshift(...p.rest);
-    if (p.error) throw p.error;
     return p;
   }
 
-  /** Writes one batch in one transaction; on failure keeps it (and anything read ahead) for the retry, in order. */
-  private async write({ entries, batch, message, fresh }: Prepared): Promise<void> {
+  /**
+   * Writes one batch in one transaction, and quarantines what cannot be
+   * written (src/audit/quarantine.ts). On failure keeps it (and anything
+   * read ahead) for the retry, in order.
+   *
+   * When PostgreSQL refuses the batch for its data (src/audit/pg-errors.ts:
+   * a data exception, a NOT NULL column left null, an index row too large —
+   * or an unclassified error the same batch met UNKNOWN_REPEATS times in a
+   * row) the batch is bisected (src/audit/isolate.ts): the entries
+   * PostgreSQL takes are written in stream order, the ones it refuses
+   * alone are quarantined, and all are acknowledged. When PostgreSQL is
+   * unavailable nothing is quarantined: the batch waits in Redis.
+   * @returns the projection of what was written (its `finished` jobs leave Redis on acknowledgement).
+   * @throws when PostgreSQL or Redis is unavailable (nothing acked: the batch is retried).
+   */
+  private async write(p: Prepared): Promise<AuditBatch> {
+    const { entries, batch, message, fresh } = p;
+    let written = batch;
+    let refused: Refusal[] = batch.rejected.length ? batch.rejected.map((r) => ({ entry: r.entry, code: 'projection', message: r.reason })) : [];
+    let isolated = false;
     try {
       // One implicit transaction, one round trip (see sendBatch).
-      try {
-        if (message) await sendBatch(this.db, message);
-      } catch (e) {
-        // Nothing was written; the idempotent form, at once, when the fresh
-        // form met a row that exists (Redis restarted from an older snapshot
-        // and delivers mirrored entries again), or refused a value (SQLSTATE
-        // class 22, data exception): COPY's text input and the array
-        // literals are two encodings of the same rows, and one value the
-        // first cannot carry must not keep the writer off its fast path,
-        // backing off as if PostgreSQL were down.
-        const code = (e as { code?: string }).code ?? '';
-        if (!fresh || (code !== UNIQUE_VIOLATION && !code.startsWith('22'))) throw e;
-        if (code !== UNIQUE_VIOLATION && !this.stats.freshRetries) {
-          this.log.warn({ err: (e as Error).message, code }, 'audit writer: a fresh batch was refused, written in the idempotent form');
+      let failed: unknown;
+      if (p.broken !== undefined) failed = p.broken;
+      else if (message) {
+        try {
+          await sendBatch(this.db, message);
+        } catch (e) {
+          failed = e;
         }
-        this.stats.freshRetries++;
-        await sendBatch(this.db, batchMessage(planBatch(batch)));
+      }
+      if (failed !== undefined) {
+        if (p.broken === undefined && !this.isDataFault(failed, entries)) throw failed;
+        // Nothing was written. The fresh form (COPY) is tried again in the
+        // idempotent form first: it met a row that exists (Redis restarted
+        // from an older snapshot and delivers mirrored entries again), or
+        // refused a value the array literals carry (COPY's text input and
+        // the literals are two encodings of the same rows).
+        const known = p.broken !== undefined ? undefined : { batch, error: fresh ? undefined : failed };
+        this.stats.bisections++;
+        const iso = await isolate(this.db, entries, known);
+        const byPg = iso.refused.filter((r) => r.code !== 'projection');
+        if (byPg.length && byPg.every((r) => r.fault === 'unknown') && !iso.written.length) throw failed; // nothing goes in: PostgreSQL's, not the data's
+        if (byPg.length || p.broken !== undefined) {
+          isolated = true;
+          this.stats.isolated++;
+          written = project(iso.written);
+        } else {
+          const code = sqlState(failed) ?? '';
+          if (code !== UNIQUE_VIOLATION && !this.stats.freshRetries) {
+            this.log.warn({ err: logSafeMessage((failed as Error).message), code }, 'audit writer: a fresh batch was refused, written in the idempotent form');
+          }
+          this.stats.freshRetries++;
+        }
+        refused = iso.refused;
+      }
+      if (refused.length) {
+        await writeQuarantine(this.db, this.redis, (q) => this.store.keys(q).events, refused);
+        logQuarantine(this.log, (q) => this.store.keys(q).events, refused);
+        this.stats.quarantined += refused.length;
       }
     } catch (e) {
+      this.opts.metrics?.failure();
       const f = this.prefetch ? await this.prefetch.catch(() => null) : null;
       this.prefetch = null;
       // Per queue, what the backlog holds (this batch's overflow, a retried
@@ -273,6 +346,7 @@ export class AuditWriter {
       if (f) this.backlog.push(...f.entries, ...f.rest);
       throw e;
     }
+    this.unknownFailure.times = 0;
     if (this.pgDown) {
       this.pgDown = false;
       this.log.info({}, 'audit writer: postgres is back, mirroring resumed');
@@ -280,7 +354,24 @@ export class AuditWriter {
     this.stats.batches++;
     this.stats.events += entries.length;
     this.stats.lastBatchAt = Date.now();
+    this.opts.metrics?.batch(entries.length, refused.length, isolated);
     if (this.opts.onBatch && entries.length) this.opts.onBatch(this.stats.lastBatchAt + this.redisClockOffsetMs - oldestMs(entries));
+    return written;
+  }
+
+  /**
+   * Whether PostgreSQL's refusal of the batch is about its data (see
+   * src/audit/pg-errors.ts): a data error at once; an unclassified SQLSTATE
+   * once the same batch (same first entry) failed with it UNKNOWN_REPEATS
+   * times in a row; never when PostgreSQL is unavailable.
+   */
+  private isDataFault(e: unknown, entries: StreamEntry[]): boolean {
+    const fault = batchFault(e);
+    if (fault !== 'unknown') return fault === 'data';
+    const key = `${entries[0]?.queue}\n${entries[0]?.id}\n${sqlState(e)}`;
+    if (this.unknownFailure.key === key) this.unknownFailure.times++;
+    else this.unknownFailure = { key, times: 1 };
+    return this.unknownFailure.times >= UNKNOWN_REPEATS;
   }
 
   /**
@@ -291,8 +382,8 @@ export class AuditWriter {
   async runOnce(): Promise<number> {
     const next = await this.nextBatch();
     if (!next.entries.length) return 0;
-    await this.write(next);
-    await this.acknowledge(next.entries, next.batch);
+    const written = await this.write(next);
+    await this.acknowledge(next.entries, written);
     return next.entries.length;
   }
 

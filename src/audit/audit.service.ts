@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnApplicationBootstrap, BeforeApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { WorkerService } from '../workers/worker.service';
 import { randomBytes } from 'node:crypto';
@@ -11,6 +11,9 @@ import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
 import { RedisJobStore } from '../redis/redis-job-store';
 import { readBacklog } from './audit-backlog';
+import { AuditMetrics } from './audit-metrics';
+import type { Registry } from 'prom-client';
+import { METRICS_REGISTRY } from '../metrics/metrics.module';
 import { AuditWriter } from './audit-writer';
 import { AUDIT_DB } from './audit-db.module';
 import { formatRestoreReport, QueueRestorer } from './restore';
@@ -28,6 +31,13 @@ const SHUTDOWN_DRAIN_MS = 3_000;
 @Injectable()
 export class AuditService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly writerId = `audit-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  /**
+   * The writer's metrics (batches, batch sizes, quarantined entries…),
+   * whether it runs on this thread or in its worker thread, on a registry of
+   * their own: put them on the process's `/metrics` registry with
+   * `auditService.metrics.registerOn(registry)`.
+   */
+  readonly metrics = new AuditMetrics();
   private writer?: AuditWriter;
   private thread?: AuditWriterThread;
   private workersTimer?: NodeJS.Timeout;
@@ -39,7 +49,11 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     @Inject(AUDIT_DB) private readonly db: DataSource,
     private readonly store: RedisJobStore,
     private readonly moduleRef: ModuleRef,
-  ) {}
+    @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
+  ) {
+    // The process's /metrics serves the writer's series too (every role has MetricsModule).
+    if (registry) this.metrics.registerOn(registry);
+  }
 
   /**
    * The restore check first (queues whose Redis state is lost are rebuilt
@@ -68,7 +82,13 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
       this.log.error({ err: (e as Error).message }, 'restore check failed');
     }
     if (this.useThread()) {
-      this.thread = new AuditWriterThread(join(__dirname, 'writer-thread.js'), this.config, this.writerId, this.log.child({ component: 'audit', writerId: this.writerId }));
+      this.thread = new AuditWriterThread(
+        join(__dirname, 'writer-thread.js'),
+        this.config,
+        this.writerId,
+        this.log.child({ component: 'audit', writerId: this.writerId }),
+        this.metrics,
+      );
       this.thread.start();
     } else this.startInProcess(restorer);
     this.workersTimer = setInterval(() => {
@@ -92,7 +112,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   }
 
   private startInProcess(restorer: QueueRestorer): void {
-    this.writer = createRoleWriter(this.redis, this.store, this.db, this.config, this.writerId, this.log, restorer);
+    this.writer = createRoleWriter(this.redis, this.store, this.db, this.config, this.writerId, this.log, restorer, undefined, this.metrics);
     this.writer.start();
   }
 

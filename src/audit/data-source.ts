@@ -8,6 +8,7 @@ import { Schedules1796000600000 } from './migrations/1796000600000-Schedules';
 import { DropUnusedEventIndex1796000700000 } from './migrations/1796000700000-DropUnusedEventIndex';
 import { StreamEntryKeys1796000800000 } from './migrations/1796000800000-StreamEntryKeys';
 import { LeanJobIndexes1796000900000 } from './migrations/1796000900000-LeanJobIndexes';
+import { AuditQuarantine1796001000000 } from './migrations/1796001000000-AuditQuarantine';
 import { ApiKeys1796001100000 } from './migrations/1796001100000-ApiKeys';
 
 /** Every migration, in order. Append only. */
@@ -19,6 +20,7 @@ export const MIGRATIONS = [
   DropUnusedEventIndex1796000700000,
   StreamEntryKeys1796000800000,
   LeanJobIndexes1796000900000,
+  AuditQuarantine1796001000000,
   ApiKeys1796001100000,
 ];
 

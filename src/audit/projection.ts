@@ -11,6 +11,7 @@
  * key. `log` entries carry lvl and m.
  */
 
+import { JOB_STATUSES, JobEventName } from '../core/job-status';
 import { splitOptions } from '../redis/job-codec';
 import { splitStreamId } from './stream-ids';
 
@@ -178,6 +179,45 @@ export interface AuditBatch {
   dlq: DlqChange[];
   /** Jobs whose last event in the batch left them completed or cancelled (retention). */
   finished: { queue: string; jobId: string; status: 'completed' | 'cancelled' }[];
+  /**
+   * Entries the projection cannot read (see {@link unreadable}), in stream
+   * order: they make no row; the audit writer quarantines them
+   * (src/audit/quarantine.ts). Every other entry makes exactly one
+   * job_events or job_logs row.
+   */
+  rejected: { entry: StreamEntry; reason: string }[];
+}
+
+/** Every event name the scripts emit (src/core/job-status.ts), and `log`. */
+const EVENT_NAMES: ReadonlySet<string> = new Set<JobEventName | 'log'>([
+  'enqueued', 'promoted', 'claimed', 'heartbeat_lost', 'progress', 'completed', 'retry_scheduled', 'failed', 'stalled', 'released',
+  'cancelled', 'cancel_requested', 'retried_from_dlq', 'purged', 'log',
+]);
+const STATUSES: ReadonlySet<string> = new Set(JOB_STATUSES);
+
+/** A field that is there but is not a finite number ("abc", "NaN", "1e400"); absent and empty are fine. */
+const notNumber = (v: string | undefined): boolean => v !== undefined && v !== '' && !Number.isFinite(Number(v));
+
+/**
+ * Why an entry cannot be mirrored as it is, or null when it can: no job id,
+ * no time, an event or status name the scripts never write, a numeric field
+ * that is not a number. Such an entry was not written by Sluice's scripts
+ * (or was damaged): it must neither stop the writer nor land as a row of
+ * made-up values. A few comparisons per entry, on values the projection
+ * reads anyway. Values out of PostgreSQL's range (an int past 2^31, a time
+ * past year 294276) are left to PostgreSQL, whose refusal the writer
+ * isolates. The reason never quotes a value (it is logged).
+ */
+function unreadable(f: Record<string, string>, at: number, attempt: number | null, x: number | null): string | null {
+  if (!f.j) return 'job id missing';
+  if (f.at === undefined || f.at === '' || !Number.isFinite(at)) return 'time missing or not a number';
+  if (!EVENT_NAMES.has(f.e)) return 'unknown event name';
+  // attempt and x: num() of the field, NaN (never null) when it is there but not a number.
+  if (attempt !== null && !Number.isFinite(attempt)) return 'numeric field not a number';
+  if (f.e === 'log') return null;
+  if ((f.f && !STATUSES.has(f.f)) || (f.t && !STATUSES.has(f.t))) return 'unknown status';
+  if ((x !== null && !Number.isFinite(x)) || notNumber(f.ms) || notNumber(f.pr) || notNumber(f.ra)) return 'numeric field not a number';
+  return null;
 }
 
 const num = (v: string | undefined): number | null => (v === undefined || v === '' ? null : Number(v));
@@ -205,25 +245,31 @@ function outcomeOf(e: string, reason: string | null): ExecutionEnd['outcome'] | 
 /**
  * Maps entries (in stream order per queue) to row sets. Patches of one job
  * within the batch are merged in order, so each job gets at most one patch.
+ * Entries it cannot read go to `rejected` and make no row.
  */
 export function project(entries: StreamEntry[]): AuditBatch {
-  const batch: AuditBatch = { events: [], logs: [], inserts: [], patches: [], starts: [], ends: [], dlq: [], finished: [] };
+  const batch: AuditBatch = { events: [], logs: [], inserts: [], patches: [], starts: [], ends: [], dlq: [], finished: [], rejected: [] };
   const patches = new Map<string, JobPatch>();
   const dlq = new Map<string, DlqChange>();
   const finished = new Map<string, AuditBatch['finished'][number] | null>();
-  for (const { queue, id, fields: f } of entries) {
-    const [streamMs, streamSeq] = splitStreamId(id);
+  for (const entry of entries) {
+    const { queue, id, fields: f } = entry;
     const jobId = f.j;
     const at = Number(f.at);
-    if (!jobId || !Number.isFinite(at)) continue; // not an entry of ours
+    const attempt = num(f.a);
+    const x = num(f.x);
+    const bad = unreadable(f, at, attempt, x);
+    if (bad !== null) {
+      batch.rejected.push({ entry, reason: bad });
+      continue;
+    }
+    const [streamMs, streamSeq] = splitStreamId(id);
     if (f.e === 'log') {
-      batch.logs.push({ queue, streamMs, streamSeq, jobId, at, attempt: num(f.a) ?? 0, level: f.lvl || 'info', message: f.m ?? '' });
+      batch.logs.push({ queue, streamMs, streamSeq, jobId, at, attempt: attempt ?? 0, level: f.lvl || 'info', message: f.m ?? '' });
       continue;
     }
     const reason = str(f.r);
     const error = str(f.er);
-    const attempt = num(f.a);
-    const x = num(f.x);
     const worker = str(f.w);
     batch.events.push({
       queue, streamMs, streamSeq, jobId, at, event: f.e, from: str(f.f), to: str(f.t), attempt, executionSeq: x,

@@ -3,6 +3,7 @@ import type { SluiceConfig } from '../config/config';
 import type { Logger } from '../logging/logger';
 import type { RedisClient } from '../redis/connection';
 import type { RedisJobStore } from '../redis/redis-job-store';
+import type { AuditWriterMetrics } from './audit-metrics';
 import { AuditWriter } from './audit-writer';
 import { formatRestoreReport, QueueRestorer } from './restore';
 
@@ -18,7 +19,8 @@ export function roleRestorer(db: DataSource, store: RedisJobStore, log: Logger):
  * The AuditWriter the `audit` role runs — on the main thread
  * (AuditService) or in its worker thread (src/audit/writer-thread.ts): the
  * retention settings of the configuration, and the restore check on each
- * queue it takes over (logged when it rebuilt the queue). Not started.
+ * queue it takes over (logged when it rebuilt the queue), fed `metrics`
+ * once per batch (src/audit/audit-metrics.ts). Not started.
  */
 export function createRoleWriter(
   redis: RedisClient,
@@ -29,6 +31,7 @@ export function createRoleWriter(
   log: Logger,
   restorer: QueueRestorer = roleRestorer(db, store, log),
   onBatch?: (lagMs: number) => void,
+  metrics?: AuditWriterMetrics,
 ): AuditWriter {
   return new AuditWriter(
     redis,
@@ -39,6 +42,7 @@ export function createRoleWriter(
       keepCompletedCount: config.keepCompletedCount,
       keepCompletedMs: config.keepCompletedMs,
       onBatch,
+      metrics,
       onAcquire: async (queue) => {
         const r = await restorer.ensureQueue(queue, { lockToken: writerId });
         if (r.action === 'restored') log.info({ queue, action: r.action, counts: r.counts }, `restore check: ${formatRestoreReport(r)}`);

@@ -4,6 +4,7 @@ import { createLogger, Logger, prettyLogs } from '../logging/logger';
 import { createRedis } from '../redis/connection';
 import { RedisJobStore, storeDefaultsOf } from '../redis/redis-job-store';
 import { RedisScripts } from '../redis/scripts';
+import { AuditMetricsBuffer, isAuditMetricsDelta, type AuditMetrics } from './audit-metrics';
 import { createDataSource } from './data-source';
 import { createRoleWriter } from './role-writer';
 import { WriterPriority } from './writer-priority';
@@ -51,6 +52,9 @@ const WRITER_YOUNG_GENERATION_MB = 96;
 /** Wait before a thread that died is started again, ms. */
 const RESTART_DELAY_MS = 1_000;
 
+/** How often the thread sends its writer's metrics to the parent (one message, the counts added up), ms. */
+export const METRICS_INTERVAL_MS = 1_000;
+
 /**
  * The audit writer of a process that also runs workers or the API
  * (`ROLE=all`), in a worker thread of its own: reading, projecting and
@@ -71,6 +75,7 @@ export class AuditWriterThread {
 
   /**
    * @param file the compiled thread entry (this module as `.js`).
+   * @param metrics gets the counts the thread's writer reports (AuditMetricsDelta messages, about one a second).
    * @throws nothing; a thread that fails to start is retried.
    */
   constructor(
@@ -78,6 +83,7 @@ export class AuditWriterThread {
     private readonly config: WriterThreadConfig,
     readonly writerId: string,
     private readonly log: Logger,
+    private readonly metrics?: AuditMetrics,
   ) {}
 
   start(): void {
@@ -86,7 +92,10 @@ export class AuditWriterThread {
     const w = new Worker(this.file, { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB } });
     this.worker = w;
     this.readyPromise = new Promise((resolve) => {
-      w.on('message', (m) => m === 'started' && resolve());
+      w.on('message', (m) => {
+        if (m === 'started') resolve();
+        else if (isAuditMetricsDelta(m)) this.metrics?.apply(m);
+      });
       w.once('exit', () => resolve());
     });
     w.on('error', (e) => this.log.error({ err: e.message }, 'audit writer thread failed'));
@@ -134,11 +143,21 @@ async function runThread(data: ThreadData): Promise<void> {
   if ((config.auditThreadNice ?? 0) > 0 && !priority.enabled) {
     log.info({}, 'audit writer thread keeps normal priority: this process may not raise a thread priority back (AUDIT_THREAD_NICE needs Linux and CAP_SYS_NICE or RLIMIT_NICE >= 20)');
   }
-  const writer = createRoleWriter(redis, store, db, config, writerId, log, undefined, (lagMs) => priority.observe(lagMs));
+  // The writer's metrics go to the parent's registry: added up, one message a second.
+  const report = () => {
+    const d = buffer.take();
+    if (d) parentPort!.postMessage(d);
+  };
+  const buffer = new AuditMetricsBuffer(report);
+  const metricsTimer = setInterval(report, METRICS_INTERVAL_MS);
+  metricsTimer.unref();
+  const writer = createRoleWriter(redis, store, db, config, writerId, log, undefined, (lagMs) => priority.observe(lagMs), buffer);
   parentPort!.on('message', (m) => {
     if (m !== 'stop') return;
     void (async () => {
       await writer.stop();
+      clearInterval(metricsTimer);
+      report();
       await db.destroy().catch(() => undefined);
       redis.disconnect();
       // In a worker thread this ends the thread, not the process.

@@ -38,10 +38,8 @@ export class MetricsModule {
         useFactory: (m: SluiceMetrics, store: RedisJobStore, backlog: BacklogService) => {
           if (roles.has('api') || roles.has('worker')) registerQueueMetrics(m.registry, queueSources(store));
           if (roles.has('api') || roles.has('audit')) registerBacklogMetrics(m.registry, () => backlog.metrics);
-          // The audit writer's own series (batch sizes, quarantined entries:
-          // src/audit/audit-metrics.ts) register here for the audit role, e.g.
-          // `if (roles.has('audit')) new AuditMetrics(m.registry)`, or inject
-          // METRICS_REGISTRY into the audit module.
+          // The audit writer's own series (batch sizes, quarantined entries) are
+          // registered by AuditService on METRICS_REGISTRY (src/audit/audit-metrics.ts).
           return true;
         },
       },

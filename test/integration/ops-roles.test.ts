@@ -151,9 +151,11 @@ describe('every role serves the ops endpoints', () => {
     expect(text).not.toContain('sluice_queue_jobs{');
   });
 
-  it('audit /metrics: lag and backlog', async () => {
+  it('audit /metrics: lag, backlog, batches and quarantined entries', async () => {
     const text = (await get(audit, '/metrics')).text;
     expect(text).toMatch(/^sluice_audit_lag_seconds \d/m);
+    expect(text).toMatch(/^sluice_audit_quarantined_entries_total \d/m);
+    expect(text).toContain('sluice_audit_batch_entries_bucket');
     expect(text).toMatch(/^sluice_audit_backlog_events \d/m);
     expect(text).toContain('sluice_audit_backlog_max 1000000');
     expect(text).not.toContain('sluice_jobs_started_total{');

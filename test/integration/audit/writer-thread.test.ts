@@ -8,6 +8,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AuditMetrics } from '../../../src/audit/audit-metrics';
 import { AuditWriterThread, WriterThreadConfig } from '../../../src/audit/writer-thread';
 import { sleep } from '../../support/redis';
 
@@ -69,4 +70,26 @@ test('a thread that ignores stop is terminated after the timeout', async () => {
   await th.stop(300);
   expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
   expect(Date.now() - t0).toBeLessThan(5_000);
+});
+
+test("the thread's metrics messages reach the parent's AuditMetrics (one message per interval, not per entry)", async () => {
+  const f = script(
+    'metrics.js',
+    `const { parentPort } = require('node:worker_threads');
+     parentPort.postMessage('started');
+     parentPort.postMessage({ kind: 'sluice-audit-metrics', sizes: [1000, 1000, 3], quarantined: 1, isolated: 1, failures: 0 });
+     parentPort.on('message', (m) => { if (m === 'stop') process.exit(0); });
+     setInterval(() => {}, 1000);`,
+  );
+  const { log } = recorder();
+  const metrics = new AuditMetrics();
+  const th = new AuditWriterThread(f, config, 'w-metrics', log, metrics);
+  th.start();
+  await th.whenReady();
+  for (let i = 0; i < 50 && !/sluice_audit_batches_total 3/.test(await metrics.registry.metrics()); i++) await sleep(20);
+  await th.stop();
+  const text = await metrics.registry.metrics();
+  expect(text).toMatch(/^sluice_audit_batches_total 3$/m);
+  expect(text).toMatch(/^sluice_audit_entries_total 2003$/m);
+  expect(text).toMatch(/^sluice_audit_quarantined_entries_total 1$/m);
 });
