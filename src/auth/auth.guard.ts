@@ -9,7 +9,7 @@ import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { ACCESS_METADATA } from './access.decorator';
 import { KeyStore, type KeyRecord } from './key-store';
-import { ANONYMOUS_ADMIN, DEFAULT_PROJECT, PRINCIPAL, type Principal } from './principal';
+import { ANONYMOUS_ADMIN, DEFAULT_PROJECT, PRINCIPAL, REFUSED_PRINCIPAL, type Principal } from './principal';
 
 const PUBLIC: Principal = Object.freeze({ kind: 'public', project: DEFAULT_PROJECT, role: null, root: false, keyId: null, label: 'public' }) as Principal;
 
@@ -93,8 +93,13 @@ export class AuthGuard implements CanActivate {
     }
     // Projects other than `default` are not served yet (their isolation lands with them).
     if (project !== DEFAULT_PROJECT) throw new ProjectNotFoundError(project);
-    if (!roleSatisfies(rec.role, rec.root, required)) throw new ForbiddenError(`role ${rec.role} may not ${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]}`);
-    return { kind: 'key', project, role: rec.role, root: rec.root, keyId: rec.id, label: `key:${rec.id}` };
+    const principal: Principal = { kind: 'key', project, role: rec.role, root: rec.root, keyId: rec.id, label: `key:${rec.id}` };
+    if (!roleSatisfies(rec.role, rec.root, required)) {
+      // Who was refused, for the operator audit log (never read for access).
+      (req as unknown as Record<symbol, Principal>)[REFUSED_PRINCIPAL] = principal;
+      throw new ForbiddenError(`role ${rec.role} may not ${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]}`);
+    }
+    return principal;
   }
 }
 

@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import { ROLES, type Role } from '../core/access';
 import { SluiceError, ValidationError } from '../core/errors';
 import { Access } from './access.decorator';
+import { Audited } from '../oplog/audited.decorator';
 import { KeyStore, type KeyRecord, type KeyView } from './key-store';
 import { principalOf } from './principal';
 
@@ -45,6 +46,7 @@ export class KeysController {
 
   @Post()
   @Access('admin')
+  @Audited('key.create', { result: 'id' })
   @ApiOperation({ summary: 'Create an API key in your project; the secret is in this answer only' })
   async create(@Body() body: CreateKeyDto, @Req() req: FastifyRequest): Promise<KeyRecord & { secret: string }> {
     const p = principalOf(req);
@@ -69,6 +71,7 @@ export class KeysController {
   @Delete(':id')
   @HttpCode(200)
   @Access('admin')
+  @Audited('key.revoke', { param: 'id' })
   @ApiOperation({ summary: 'Revoke a key: refused from then on (within 1 s on every api replica)' })
   async revoke(@Param('id') id: string, @Req() req: FastifyRequest): Promise<KeyRecord & { revoked: true }> {
     const rec = await this.keys.revoke(KeyIdParam.check(id), principalOf(req).project);

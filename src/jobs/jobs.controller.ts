@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { Access } from '../auth/access.decorator';
+import { Audited, NotAudited } from '../oplog/audited.decorator';
 import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ApiJob, toApiJob } from '../http/api-job';
@@ -25,6 +26,7 @@ export class JobsController {
    */
   @Post()
   @Access('producer')
+  @NotAudited('enqueue: in the job history already, and the hot path')
   @ApiOperation({ summary: 'Enqueue a job' })
   @ApiBody({ type: EnqueueJobDto })
   async create(@Body(EnqueueJobPipe) body: EnqueueJobBody, @Res({ passthrough: true }) reply: FastifyReply): Promise<ApiJob> {
@@ -37,6 +39,7 @@ export class JobsController {
   /** 201 `{jobs: [job...]}` in input order; all validated before any is enqueued. */
   @Post('batch')
   @Access('producer')
+  @NotAudited('enqueue: in the job history already, and the hot path')
   @HttpCode(201)
   @ApiOperation({ summary: 'Enqueue 1..1000 jobs (atomic per queue)' })
   @ApiBody({ type: EnqueueBatchDto })
@@ -89,6 +92,7 @@ export class JobsController {
    */
   @Delete(':id')
   @Access('operator')
+  @Audited('job.cancel', { param: 'id' })
   @ApiOperation({ summary: 'Cancel a job (202 while an active one is being aborted)' })
   async cancel(@Param('id') id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<ApiJob> {
     const r = await this.jobs.cancel(id);
