@@ -56,6 +56,8 @@ export class OplogFlusher {
     private readonly db: DataSource,
     prefix: string,
     private readonly log: Logger,
+    /** How long an entry another consumer holds stays its own before this one takes it over, ms (tests shorten it). */
+    private readonly claimIdleMs = OPLOG_CLAIM_IDLE_MS,
   ) {
     this.keys = oplogKeys(prefix);
   }
@@ -149,9 +151,9 @@ export class OplogFlusher {
     return out?.[0]?.[1] ?? [];
   }
 
-  /** Entries another consumer was handed and has not acknowledged for {@link OPLOG_CLAIM_IDLE_MS}. */
+  /** Entries another consumer was handed and has not acknowledged for `claimIdleMs` ({@link OPLOG_CLAIM_IDLE_MS}). */
   private async claimAbandoned(): Promise<Entry[]> {
-    const out = (await this.redis.xautoclaim(this.keys.stream, OPLOG_GROUP, this.consumer, OPLOG_CLAIM_IDLE_MS, '0-0', 'COUNT', BATCH)) as [string, Entry[]];
+    const out = (await this.redis.xautoclaim(this.keys.stream, OPLOG_GROUP, this.consumer, this.claimIdleMs, '0-0', 'COUNT', BATCH)) as [string, Entry[]];
     return (out?.[1] ?? []).filter((e) => e && e[0]);
   }
 
