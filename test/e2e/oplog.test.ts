@@ -130,7 +130,7 @@ test('GET /audit-log: newest first, keyset pages that neither overlap nor skip; 
   let cursor: string | null = null;
   let pages = 0;
   do {
-    const res = await api.http.get(`/audit-log?limit=3${cursor ? `&cursor=${cursor}` : ''}`).set('authorization', admin());
+    const res: { status: number; body: { items: { id: string }[]; nextCursor: string | null } } = await api.http.get(`/audit-log?limit=3${cursor ? `&cursor=${cursor}` : ''}`).set('authorization', admin());
     expect(res.status).toBe(200);
     expect(res.body.items.length).toBeLessThanOrEqual(3);
     for (const e of res.body.items) {
