@@ -115,8 +115,11 @@ export class OplogFlusher {
       if (!entries.length) entries = await this.claimAbandoned();
       if (!entries.length) entries = await this.read('>');
     } catch (e) {
-      if (/NOGROUP/.test((e as Error).message)) this.groupReady = false;
-      throw e;
+      if (!/NOGROUP/.test((e as Error).message)) throw e;
+      // Redis lost the stream (and its group) or it was deleted: the group is made again at the next pass.
+      this.groupReady = false;
+      this.log.info({}, 'operator audit: buffer stream was gone in Redis; its consumer group is made again');
+      return 0;
     }
     if (entries.length) {
       const records: OplogRecord[] = [];

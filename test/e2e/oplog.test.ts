@@ -172,3 +172,19 @@ test('retention: records older than RETENTION_DAYS are pruned, newer ones kept',
   expect(left).toContain(recent);
   expect(left).not.toContain(old);
 });
+
+test('Redis loses the buffer stream and its consumer group: the flusher makes the group again and later records are written', async () => {
+  const { createRedis } = await import('../../src/redis/connection');
+  const { oplogKeys } = await import('../../src/oplog/oplog-record');
+  const { REDIS_URL } = await import('../support/redis');
+  const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
+  try {
+    await redis.del(oplogKeys(api.prefix).stream);
+    const r = await api.http.post('/queues/after-loss/pause').set('authorization', admin());
+    expect(r.status).toBe(200);
+    const row = await rowOf(r.headers['x-request-id']);
+    expect(row).toMatchObject({ action: 'queue.pause', target: 'after-loss' });
+  } finally {
+    redis.disconnect();
+  }
+});
