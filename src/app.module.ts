@@ -14,6 +14,7 @@ import { JobsModule } from './jobs/jobs.module';
 import type { Logger } from './logging/logger';
 import { MaintenanceModule } from './maintenance/maintenance.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { OplogModule } from './oplog/oplog.module';
 import { QueuesModule } from './queues/queues.module';
 import { RedisModule } from './redis/redis.module';
 import { SchedulerRunnerModule } from './schedules/scheduler-runner.module';
@@ -40,7 +41,7 @@ export class AppModule {
       // Every HTTP route of every role goes through its one guard.
       AuthModule,
     ];
-    if (config.roles.has('api')) imports.push(AuditDbModule, JobsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule, KeysApiModule);
+    if (config.roles.has('api')) imports.push(AuditDbModule, JobsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule, KeysApiModule, OplogModule);
     if (config.roles.has('worker')) imports.push(WorkersModule);
     if (config.roles.has('scheduler')) imports.push(AuditDbModule, MaintenanceModule, SchedulerRunnerModule);
     if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);

@@ -9,6 +9,7 @@
  *   node scripts/bench/http.js --rounds 1 --duration 5      # quick
  *   node scripts/bench/http.js --cpu-prof /tmp/prof          # profile the server
  *   node scripts/bench/http.js --only post --rate 1000 --main /tmp/b/dist/main.js   # A/B CPU per request
+ *   node scripts/bench/http.js --key-rate-limit 1000000      # the keyed server with a (never reached) token bucket per key
  *
  * Builds nothing: run `npm run build` first (it starts dist/main.js).
  * Needs Redis at REDIS_URL and PostgreSQL at DATABASE_URL's server (a
@@ -170,7 +171,9 @@ async function main() {
   const keyedPort = await freePort();
   const keyedUrl = `http://127.0.0.1:${keyedPort}`;
   const bootstrap = 'sk_' + require('node:crypto').randomBytes(32).toString('base64url');
-  const keyed = ONLY ? null : spawnServer(keyedPort, { AUTH: 'on', SLUICE_BOOTSTRAP_ADMIN_KEY: bootstrap });
+  // `--key-rate-limit N`: the keyed server limits each key to N requests/s (set it high enough never to refuse: measures the bucket's cost).
+  const keyLimit = opt('key-rate-limit', '');
+  const keyed = ONLY ? null : spawnServer(keyedPort, { AUTH: 'on', SLUICE_BOOTSTRAP_ADMIN_KEY: bootstrap, ...(keyLimit ? { KEY_RATE_LIMIT_PER_SEC: keyLimit } : {}) });
   const redis = new IORedis(REDIS_URL);
   const rows = [];
   try {

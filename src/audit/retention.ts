@@ -97,3 +97,26 @@ async function yielding(db: DataSource, sql: string, params: unknown[]): Promise
     throw err;
   }
 }
+
+/**
+ * Deletes operator-audit records (table `operator_audit`, src/oplog) older
+ * than `retentionDays`, as the history is: by primary key below the cutoff's
+ * UUIDv7 (ids are made when the request was answered), in batches of
+ * `batch` rows, each its own short statement that yields to lock waits.
+ * @returns rows deleted by this pass.
+ * @throws any PostgreSQL error but a lock timeout or deadlock.
+ */
+export async function pruneOperatorAudit(db: DataSource, retentionDays: number, batch = 1000, maxBatches = 100): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const count = await yielding(
+      db,
+      `DELETE FROM operator_audit WHERE id IN (SELECT id FROM operator_audit WHERE id < ${CUTOFF_ID} ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [retentionDays, batch],
+    );
+    if (count === null) break;
+    total += count;
+    if (count < batch) break;
+  }
+  return total;
+}

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable, Optional } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { roleSatisfies, type Requirement } from '../core/access';
@@ -8,8 +8,9 @@ import { ForbiddenError, SluiceError, UnauthorizedError } from '../core/errors';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { ACCESS_METADATA } from './access.decorator';
+import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyStore, type KeyRecord } from './key-store';
-import { ANONYMOUS_ADMIN, DEFAULT_PROJECT, PRINCIPAL, type Principal } from './principal';
+import { ANONYMOUS_ADMIN, DEFAULT_PROJECT, PRINCIPAL, REFUSED_PRINCIPAL, type Principal } from './principal';
 
 const PUBLIC: Principal = Object.freeze({ kind: 'public', project: DEFAULT_PROJECT, role: null, root: false, keyId: null, label: 'public' }) as Principal;
 
@@ -22,7 +23,9 @@ export const PROJECT_HEADER = 'x-sluice-project';
  * - `metrics`: `Bearer <METRICS_TOKEN>` when that is set, else public;
  * - AUTH=off: every request acts as `admin` of `default` (root routes stay refused);
  * - AUTH=on: `Authorization: Bearer <key>` → 401 `unauthorized` when absent,
- *   unknown, revoked or expired; 403 `forbidden` when the key's role may not.
+ *   unknown, revoked or expired; 403 `forbidden` when the key's role may not;
+ *   429 `rate_limited` when the key's token bucket is empty (a key without a
+ *   limit, own or default, costs no Redis call and stays synchronous).
  * A route without a declaration is refused (fail closed; boot refuses it too).
  * Leaves the {@link Principal} on the request for the controllers.
  */
@@ -36,6 +39,7 @@ export class AuthGuard implements CanActivate {
     private readonly reflector: Reflector,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     private readonly keys: KeyStore,
+    @Optional() private readonly limiter?: KeyRateLimiter,
   ) {
     this.metricsTokenHash = config.metricsToken ? sha256(config.metricsToken) : null;
   }
@@ -81,7 +85,27 @@ export class AuthGuard implements CanActivate {
     if (!token) throw new UnauthorizedError();
     if (!SECRET_PATTERN.test(token)) throw new UnauthorizedError('invalid, revoked or expired API key');
     const rec = this.keys.authenticate(token);
-    return rec instanceof Promise ? rec.then((r) => this.keyPrincipal(req, r, required)) : this.keyPrincipal(req, rec, required);
+    if (!this.limiter) return rec instanceof Promise ? rec.then((r) => this.keyPrincipal(req, r, required)) : this.keyPrincipal(req, rec, required);
+    return rec instanceof Promise ? rec.then((r) => this.limited(req, r, required)) : this.limited(req, rec, required);
+  }
+
+  /**
+   * {@link keyPrincipal}, then one token of the key's bucket when it has a limit
+   * (its own, else KEY_RATE_LIMIT_*): synchronous for a key without one.
+   * @throws (or rejects with) what keyPrincipal throws; RateLimitedError (429).
+   */
+  private limited(req: FastifyRequest, rec: KeyRecord | null, required: readonly Requirement[]): Principal | Promise<Principal> {
+    const principal = this.keyPrincipal(req, rec, required);
+    const limit = this.limiter!.limitOf(rec!.rateLimit);
+    if (!limit) return principal;
+    return this.limiter!.take(rec!.id, limit).then(
+      () => principal,
+      (e: unknown) => {
+        // Who was refused, for the operator audit log (never read for access).
+        (req as unknown as Record<symbol, Principal>)[REFUSED_PRINCIPAL] = principal;
+        throw e;
+      },
+    );
   }
 
   private keyPrincipal(req: FastifyRequest, rec: KeyRecord | null, required: readonly Requirement[]): Principal {
@@ -93,8 +117,13 @@ export class AuthGuard implements CanActivate {
     }
     // Projects other than `default` are not served yet (their isolation lands with them).
     if (project !== DEFAULT_PROJECT) throw new ProjectNotFoundError(project);
-    if (!roleSatisfies(rec.role, rec.root, required)) throw new ForbiddenError(`role ${rec.role} may not ${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]}`);
-    return { kind: 'key', project, role: rec.role, root: rec.root, keyId: rec.id, label: `key:${rec.id}` };
+    const principal: Principal = { kind: 'key', project, role: rec.role, root: rec.root, keyId: rec.id, label: `key:${rec.id}` };
+    if (!roleSatisfies(rec.role, rec.root, required)) {
+      // Who was refused, for the operator audit log (never read for access).
+      (req as unknown as Record<symbol, Principal>)[REFUSED_PRINCIPAL] = principal;
+      throw new ForbiddenError(`role ${rec.role} may not ${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]}`);
+    }
+    return principal;
   }
 }
 

@@ -1,5 +1,5 @@
 import { Global, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
+import { APP_GUARD, Reflector } from '@nestjs/core';
 import type { DataSource } from 'typeorm';
 import { AUDIT_DB } from '../audit/audit-db.module';
 import type { SluiceConfig } from '../config/config';
@@ -8,7 +8,9 @@ import type { Logger } from '../logging/logger';
 import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
 import { AuthGuard } from './auth.guard';
+import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyStore } from './key-store';
+import { RedisScripts } from '../redis/scripts';
 
 /**
  * Credentials for every HTTP route of the process: the key store and the
@@ -23,7 +25,12 @@ import { KeyStore } from './key-store';
       inject: [REDIS, SLUICE_CONFIG, { token: AUDIT_DB, optional: true }],
       useFactory: (redis: RedisClient, c: SluiceConfig, db?: DataSource) => new KeyStore(redis, db ?? null, c.redisPrefix),
     },
-    AuthGuard,
+    {
+      provide: AuthGuard,
+      inject: [Reflector, SLUICE_CONFIG, KeyStore, RedisScripts],
+      useFactory: (r: Reflector, c: SluiceConfig, keys: KeyStore, scripts: RedisScripts) =>
+        new AuthGuard(r, c, keys, new KeyRateLimiter(scripts, c.redisPrefix, c.keyRateLimitPerSec, c.keyRateLimitBurst)),
+    },
     { provide: APP_GUARD, useExisting: AuthGuard },
   ],
   exports: [KeyStore, AuthGuard],

@@ -2,6 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { DataSource } from 'typeorm';
 import { hashSecret, newSecret } from '../core/api-key';
 import type { Role } from '../core/access';
+import type { RateLimit } from './key-rate-limiter';
 import type { RedisClient } from '../redis/connection';
 
 /** An API key as stored (never its secret). Times are ISO strings; `expiresAt` null = never. */
@@ -14,6 +15,8 @@ export interface KeyRecord {
   root: boolean;
   createdAt: string;
   expiresAt: string | null;
+  /** This key's own token bucket (overrides KEY_RATE_LIMIT_*); absent or null = the defaults. */
+  rateLimit?: RateLimit | null;
 }
 
 /** A key as listed by `GET /keys`: the record plus when it was last used (≤ ~5 s stale). */
@@ -113,7 +116,7 @@ export class KeyStore {
    * @throws when PostgreSQL or Redis cannot be reached (nothing usable is left behind:
    *   a row without its Redis entry authenticates nothing and is restored or revoked later).
    */
-  async create(input: { name: string; role: Role; project: string; root?: boolean; expiresAt?: string | null; secret?: string }): Promise<KeyRecord & { secret: string }> {
+  async create(input: { name: string; role: Role; project: string; root?: boolean; expiresAt?: string | null; rateLimit?: RateLimit | null; secret?: string }): Promise<KeyRecord & { secret: string }> {
     const secret = input.secret ?? newSecret();
     const rec: KeyRecord = {
       id: uuidv7(),
@@ -123,12 +126,13 @@ export class KeyStore {
       root: input.root ?? false,
       createdAt: new Date(this.now()).toISOString(),
       expiresAt: input.expiresAt ?? null,
+      rateLimit: input.rateLimit ?? null,
     };
     const hash = hashSecret(secret);
     if (this.db) {
       await this.db.query(
-        `INSERT INTO api_keys (id, project, name, role, root, secret_sha256, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [rec.id, rec.project, rec.name, rec.role, rec.root, hash, rec.createdAt, rec.expiresAt],
+        `INSERT INTO api_keys (id, project, name, role, root, secret_sha256, created_at, expires_at, rate_limit) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [rec.id, rec.project, rec.name, rec.role, rec.root, hash, rec.createdAt, rec.expiresAt, rec.rateLimit ? JSON.stringify(rec.rateLimit) : null],
       );
     }
     await this.redis.multi().hset(this.keysKey, hash, JSON.stringify(rec)).hset(this.idsKey, rec.id, hash).exec();
@@ -201,8 +205,8 @@ export class KeyStore {
    */
   async reconcile(): Promise<{ restored: number; removed: number }> {
     if (!this.db) return { restored: 0, removed: 0 };
-    const rows: { id: string; project: string; name: string; role: Role; root: boolean; secret_sha256: string; created_at: Date; expires_at: Date | null; revoked_at: Date | null }[] =
-      await this.db.query(`SELECT id, project, name, role, root, secret_sha256, created_at, expires_at, revoked_at FROM api_keys`);
+    const rows: { id: string; project: string; name: string; role: Role; root: boolean; secret_sha256: string; created_at: Date; expires_at: Date | null; revoked_at: Date | null; rate_limit: RateLimit | null }[] =
+      await this.db.query(`SELECT id, project, name, role, root, secret_sha256, created_at, expires_at, revoked_at, rate_limit FROM api_keys`);
     let restored = 0;
     let removed = 0;
     for (const r of rows) {
@@ -211,7 +215,7 @@ export class KeyStore {
         await this.redis.hdel(this.idsKey, r.id);
         continue;
       }
-      const rec: KeyRecord = { id: r.id, name: r.name, role: r.role, project: r.project, root: r.root, createdAt: r.created_at.toISOString(), expiresAt: r.expires_at ? r.expires_at.toISOString() : null };
+      const rec: KeyRecord = { id: r.id, name: r.name, role: r.role, project: r.project, root: r.root, createdAt: r.created_at.toISOString(), expiresAt: r.expires_at ? r.expires_at.toISOString() : null, rateLimit: r.rate_limit ?? null };
       if (await this.redis.hsetnx(this.keysKey, r.secret_sha256, JSON.stringify(rec))) {
         await this.redis.hset(this.idsKey, r.id, r.secret_sha256);
         restored++;

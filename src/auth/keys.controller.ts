@@ -1,15 +1,34 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { IsIn, IsISO8601, IsOptional, IsString, Length, Matches } from 'class-validator';
+import { Type } from 'class-transformer';
+import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Length, Matches, Max, Min, ValidateNested } from 'class-validator';
 import type { FastifyRequest } from 'fastify';
 import { ROLES, type Role } from '../core/access';
 import { SluiceError, ValidationError } from '../core/errors';
 import { Access } from './access.decorator';
+import { Audited } from '../oplog/audited.decorator';
+import { RATE_LIMIT_MAX } from './key-rate-limiter';
 import { KeyStore, type KeyRecord, type KeyView } from './key-store';
 import { principalOf } from './principal';
 
 /** Longest a key may live, ms (10 years). */
 export const MAX_KEY_LIFETIME_MS = 10 * 365 * 86_400_000;
+
+/** A key's own token bucket (`POST /keys` `rateLimit`). */
+export class KeyRateLimitDto {
+  @ApiProperty({ minimum: 1, maximum: RATE_LIMIT_MAX, description: 'requests per second (refill rate), across every api replica' })
+  @IsInt({ message: `must be an integer 1..${RATE_LIMIT_MAX}` })
+  @Min(1, { message: `must be an integer 1..${RATE_LIMIT_MAX}` })
+  @Max(RATE_LIMIT_MAX, { message: `must be an integer 1..${RATE_LIMIT_MAX}` })
+  perSec!: number;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: RATE_LIMIT_MAX, description: 'requests at once (bucket size); default perSec' })
+  @IsOptional()
+  @IsInt({ message: `must be an integer 1..${RATE_LIMIT_MAX}` })
+  @Min(1, { message: `must be an integer 1..${RATE_LIMIT_MAX}` })
+  @Max(RATE_LIMIT_MAX, { message: `must be an integer 1..${RATE_LIMIT_MAX}` })
+  burst?: number;
+}
 
 /** `POST /keys` body. */
 export class CreateKeyDto {
@@ -27,6 +46,12 @@ export class CreateKeyDto {
   @IsOptional()
   @IsISO8601({ strict: true })
   expiresAt?: string;
+
+  @ApiPropertyOptional({ type: KeyRateLimitDto, description: "this key's token bucket; absent = KEY_RATE_LIMIT_PER_SEC / KEY_RATE_LIMIT_BURST" })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => KeyRateLimitDto)
+  rateLimit?: KeyRateLimitDto;
 }
 
 class KeyIdParam {
@@ -45,6 +70,7 @@ export class KeysController {
 
   @Post()
   @Access('admin')
+  @Audited('key.create', { result: 'id' })
   @ApiOperation({ summary: 'Create an API key in your project; the secret is in this answer only' })
   async create(@Body() body: CreateKeyDto, @Req() req: FastifyRequest): Promise<KeyRecord & { secret: string }> {
     const p = principalOf(req);
@@ -56,7 +82,8 @@ export class KeysController {
       }
       expiresAt = new Date(ms).toISOString();
     }
-    return this.keys.create({ name: body.name, role: body.role, project: p.project, expiresAt });
+    const rateLimit = body.rateLimit ? { perSec: body.rateLimit.perSec, burst: body.rateLimit.burst ?? body.rateLimit.perSec } : null;
+    return this.keys.create({ name: body.name, role: body.role, project: p.project, expiresAt, rateLimit });
   }
 
   @Get()
@@ -69,6 +96,7 @@ export class KeysController {
   @Delete(':id')
   @HttpCode(200)
   @Access('admin')
+  @Audited('key.revoke', { param: 'id' })
   @ApiOperation({ summary: 'Revoke a key: refused from then on (within 1 s on every api replica)' })
   async revoke(@Param('id') id: string, @Req() req: FastifyRequest): Promise<KeyRecord & { revoked: true }> {
     const rec = await this.keys.revoke(KeyIdParam.check(id), principalOf(req).project);

@@ -35,3 +35,16 @@ export function principalOf(req: object): Principal {
   if (!p) throw new Error('no principal on the request: the auth guard did not run');
   return p;
 }
+
+/**
+ * Where the guard leaves who a request was, when it refused it for its role
+ * (403) or its rate limit (429): read by the operator audit log only
+ * ({@link attemptedBy}), never for access.
+ */
+export const REFUSED_PRINCIPAL = Symbol('sluice.refusedPrincipal');
+
+/** Who a request acted as, or tried to (a refused but authenticated one); null when no credentials were accepted. */
+export function attemptedBy(req: object): Principal | null {
+  const r = req as { [PRINCIPAL]?: Principal; [REFUSED_PRINCIPAL]?: Principal };
+  return r[PRINCIPAL] ?? r[REFUSED_PRINCIPAL] ?? null;
+}

@@ -3,6 +3,7 @@ import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { ModulesContainer } from '@nestjs/core';
 import type { Requirement } from '../core/access';
 import { ACCESS_METADATA } from './access.decorator';
+import { AUDIT_METADATA, type AuditDeclaration } from '../oplog/audited.decorator';
 
 /** One HTTP route of the app with its access declaration (null = none: a bug the boot check refuses). */
 export interface RouteAccess {
@@ -12,6 +13,8 @@ export interface RouteAccess {
   required: readonly Requirement[] | null;
   /** `Controller.method`, for messages. */
   handler: string;
+  /** Its operator-audit declaration (`@Audited` / `@NotAudited`), null = none. */
+  audit: AuditDeclaration | null;
 }
 
 function joinPath(base: string, sub: string): string {
@@ -43,9 +46,10 @@ export function routeTable(app: INestApplicationContext): RouteAccess[] {
         const m = Reflect.getMetadata(METHOD_METADATA, fn) as RequestMethod | undefined;
         if (subs === undefined || m === undefined) continue;
         const required = (Reflect.getMetadata(ACCESS_METADATA, fn) as Requirement[] | undefined) ?? classReq ?? null;
+        const audit = (Reflect.getMetadata(AUDIT_METADATA, fn) as AuditDeclaration | undefined) ?? null;
         for (const base of bases) {
           for (const sub of ([] as string[]).concat(subs)) {
-            out.push({ method: RequestMethod[m], path: joinPath(base, sub), required, handler: `${ctor.name}.${name}` });
+            out.push({ method: RequestMethod[m], path: joinPath(base, sub), required, handler: `${ctor.name}.${name}`, audit });
           }
         }
       }

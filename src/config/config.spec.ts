@@ -19,6 +19,9 @@ const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
   RETENTION_DAYS: 'retentionDays',
   API_RATE_LIMIT_MAX: 'apiRateLimitMax',
   API_RATE_LIMIT_WINDOW_MS: 'apiRateLimitWindowMs',
+  KEY_RATE_LIMIT_PER_SEC: 'keyRateLimitPerSec',
+  KEY_RATE_LIMIT_BURST: 'keyRateLimitBurst',
+  PROJECT_MAX_WAITING: 'projectMaxWaiting',
 };
 
 /** What else a variable needs to be accepted at its bound (the heartbeat must stay below the lease). */

@@ -56,6 +56,12 @@ export interface SluiceConfig {
   corsOrigins: Set<string>;
   /** ALLOWED_HOSTS: Host header names (lower case, no port) accepted with AUTH=off besides loopback names and HOST. */
   allowedHosts: Set<string>;
+  /** KEY_RATE_LIMIT_PER_SEC: requests per second each API key may make (token bucket refill, all api replicas together); 0 = no limit. */
+  keyRateLimitPerSec: number;
+  /** KEY_RATE_LIMIT_BURST: the bucket's size (requests a key may make at once); 0 = KEY_RATE_LIMIT_PER_SEC. */
+  keyRateLimitBurst: number;
+  /** PROJECT_MAX_WAITING: jobs not started yet (waiting or delayed) a project may hold before enqueue answers 429; 0 = no cap. */
+  projectMaxWaiting: number;
 }
 
 export class ConfigError extends Error {}
@@ -88,6 +94,9 @@ export const ENV_BOUNDS = Object.freeze({
   RETENTION_DAYS: [1, 36_500],
   API_RATE_LIMIT_MAX: [0, 1_000_000],
   API_RATE_LIMIT_WINDOW_MS: [1, MAX_TIMER_MS],
+  KEY_RATE_LIMIT_PER_SEC: [0, 1_000_000],
+  KEY_RATE_LIMIT_BURST: [0, 1_000_000],
+  PROJECT_MAX_WAITING: [0, 100_000_000],
 } as const satisfies Record<string, readonly [number, number]>);
 
 type Env = Record<string, string | undefined>;
@@ -244,6 +253,9 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     bootstrapAdminKey,
     metricsToken,
     corsOrigins: list(env, 'CORS_ORIGINS', origin, 'an origin like https://console.example.com'),
+    keyRateLimitPerSec: int(env, 'KEY_RATE_LIMIT_PER_SEC', 0),
+    keyRateLimitBurst: int(env, 'KEY_RATE_LIMIT_BURST', 0),
+    projectMaxWaiting: int(env, 'PROJECT_MAX_WAITING', 0),
     allowedHosts: list(env, 'ALLOWED_HOSTS', (h) => /^[a-z0-9.-]{1,253}$|^\[[0-9a-f:.]+\]$/.test(h), 'a host name'),
   };
 }

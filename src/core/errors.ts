@@ -88,6 +88,20 @@ export class UnauthorizedError extends SluiceError {
   }
 }
 
+/**
+ * Too many requests for a limit (HTTP 429 `rate_limited` with `Retry-After`:
+ * `retryAfterMs` rounded up to whole seconds): a key's rate limit, a
+ * project's cap on waiting jobs. Nothing was done; the same call may succeed later.
+ */
+export class RateLimitedError extends SluiceError {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super('rate_limited', message);
+  }
+}
+
 /** Valid credentials whose role may not do this (HTTP 403 `forbidden`); also cross-site refusals. */
 export class ForbiddenError extends SluiceError {
   constructor(message: string) {

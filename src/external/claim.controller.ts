@@ -1,5 +1,6 @@
 import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { Access } from '../auth/access.decorator';
+import { NotAudited, WORKER_PROTOCOL } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ApiJob, toApiClaimedJob } from '../http/api-job';
@@ -15,6 +16,7 @@ export class ClaimController {
   /** 200 `{jobs: [job + lockToken + leaseExpiresAt]}`; empty when nothing came within waitMs. */
   @Post(':name/claim')
   @Access('worker')
+  @NotAudited(WORKER_PROTOCOL)
   @HttpCode(200)
   @ApiOperation({ summary: 'Claim up to `max` jobs under a lease; long poll up to `waitMs`' })
   async claim(

@@ -1,5 +1,6 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { Access } from '../auth/access.decorator';
+import { NotAudited, WORKER_PROTOCOL } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiJob, iso, toApiJob } from '../http/api-job';
 import { CompleteDto, FailDto, HeartbeatDto } from './dto/lease.dto';
@@ -17,6 +18,7 @@ export class LeasesController {
   /** 200 `{leaseExpiresAt, cancelRequested}`; 409 `lease_lost`; 404 unknown id. */
   @Post(':id/heartbeat')
   @Access('worker')
+  @NotAudited(WORKER_PROTOCOL)
   @HttpCode(200)
   @ApiOperation({ summary: 'Renew the lease; report progress and log lines' })
   async heartbeat(@Param('id') id: string, @Body() body: HeartbeatDto): Promise<{ leaseExpiresAt: string | null; cancelRequested: boolean }> {
@@ -27,6 +29,7 @@ export class LeasesController {
   /** 200 with the job (`completed`, or `cancelled` when a cancel was requested); 409 `lease_lost`. */
   @Post(':id/complete')
   @Access('worker')
+  @NotAudited(WORKER_PROTOCOL)
   @HttpCode(200)
   @ApiOperation({ summary: 'Complete the attempt with a result' })
   async complete(@Param('id') id: string, @Body() body: CompleteDto): Promise<ApiJob> {
@@ -36,6 +39,7 @@ export class LeasesController {
   /** 200 with the job (`delayed` for a retry, `failed` in the DLQ); 409 `lease_lost`. */
   @Post(':id/fail')
   @Access('worker')
+  @NotAudited(WORKER_PROTOCOL)
   @HttpCode(200)
   @ApiOperation({ summary: 'Fail the attempt: retry with backoff, or dead-letter' })
   async fail(@Param('id') id: string, @Body() body: FailDto): Promise<ApiJob> {

@@ -20,6 +20,7 @@ import { assertEveryRouteDeclared } from '../auth/route-table';
 import { registerCrossSite } from '../auth/cross-site';
 import { AuthGuard } from '../auth/auth.guard';
 import { ROLES } from '../core/access';
+import { registerOperatorAudit } from '../oplog/oplog-recorder';
 
 /** Hard cap: bodies above it are refused before they are read (the client may see a reset). */
 const READ_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -143,6 +144,8 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
     });
   }
   registerRequestLog(app, log);
+  // The operator audit log's write path (and its boot check: every state-changing route declares @Audited/@NotAudited).
+  registerOperatorAudit(app, config, log);
   app.useGlobalFilters(new EnvelopeExceptionFilter(log));
   app.useGlobalPipes(createValidationPipe());
 

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { Access } from '../auth/access.decorator';
+import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Json } from '../core/job';
 import { ApiJob, toApiJob } from '../http/api-job';
@@ -25,6 +26,7 @@ export class DlqController {
   /** 200 `{retried: n}`: every dead-letter job of the queue/type (all when the body is empty). */
   @Post('dlq/retry')
   @Access('operator')
+  @Audited('dlq.retry_all', { body: 'queue' })
   @HttpCode(200)
   @ApiOperation({ summary: 'Retry every dead-letter job matching queue/type' })
   async retryAll(@Body() body: RetryDlqDto): Promise<{ retried: number }> {
@@ -34,6 +36,7 @@ export class DlqController {
   /** 200 `{purged: n}`; the jobs' audit rows and history stay. */
   @Delete('dlq')
   @Access('operator')
+  @Audited('dlq.purge', { query: 'queue' })
   @ApiOperation({ summary: 'Purge the dead-letter queue of one queue (every queue without ?queue=)' })
   async purge(@Query() q: PurgeDlqQueryDto): Promise<{ purged: number }> {
     return { purged: await this.dlq.purge(q.queue) };
@@ -42,6 +45,7 @@ export class DlqController {
   /** 200 with the job back in waiting, attempts 0; 409 unless failed/cancelled; 404 unknown. */
   @Post(':id/retry')
   @Access('operator')
+  @Audited('job.retry', { param: 'id' })
   @HttpCode(200)
   @ApiOperation({ summary: 'Retry a failed (or cancelled) job, optionally with a new payload' })
   async retry(@Param('id') id: string, @Body() body: RetryJobDto): Promise<ApiJob> {

@@ -1,7 +1,9 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { Access } from '../auth/access.decorator';
+import { Audited, NotAudited } from '../oplog/audited.decorator';
 import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/principal';
 import { ApiJob, toApiJob } from '../http/api-job';
 import { EnqueueBatchBody, EnqueueBatchPipe, EnqueueJobBody, EnqueueJobPipe } from './dto/enqueue-body.pipe';
 import { EnqueueBatchDto, EnqueueJobDto } from './dto/enqueue-job.dto';
@@ -25,10 +27,11 @@ export class JobsController {
    */
   @Post()
   @Access('producer')
+  @NotAudited('enqueue: in the job history already, and the hot path')
   @ApiOperation({ summary: 'Enqueue a job' })
   @ApiBody({ type: EnqueueJobDto })
-  async create(@Body(EnqueueJobPipe) body: EnqueueJobBody, @Res({ passthrough: true }) reply: FastifyReply): Promise<ApiJob> {
-    const [r] = await this.jobs.enqueue([body]);
+  async create(@Body(EnqueueJobPipe) body: EnqueueJobBody, @Res({ passthrough: true }) reply: FastifyReply, @Req() req: FastifyRequest): Promise<ApiJob> {
+    const [r] = await this.jobs.enqueue([body], false, principalOf(req).project);
     if (r.replayed) void reply.status(200).header('idempotent-replayed', 'true');
     else void reply.status(201);
     return toApiJob(r.job);
@@ -37,11 +40,12 @@ export class JobsController {
   /** 201 `{jobs: [job...]}` in input order; all validated before any is enqueued. */
   @Post('batch')
   @Access('producer')
+  @NotAudited('enqueue: in the job history already, and the hot path')
   @HttpCode(201)
   @ApiOperation({ summary: 'Enqueue 1..1000 jobs (atomic per queue)' })
   @ApiBody({ type: EnqueueBatchDto })
-  async createBatch(@Body(EnqueueBatchPipe) body: EnqueueBatchBody): Promise<{ jobs: ApiJob[] }> {
-    const out = await this.jobs.enqueue(body.jobs, true);
+  async createBatch(@Body(EnqueueBatchPipe) body: EnqueueBatchBody, @Req() req: FastifyRequest): Promise<{ jobs: ApiJob[] }> {
+    const out = await this.jobs.enqueue(body.jobs, true, principalOf(req).project);
     return { jobs: out.map((r) => toApiJob(r.job)) };
   }
 
@@ -89,6 +93,7 @@ export class JobsController {
    */
   @Delete(':id')
   @Access('operator')
+  @Audited('job.cancel', { param: 'id' })
   @ApiOperation({ summary: 'Cancel a job (202 while an active one is being aborted)' })
   async cancel(@Param('id') id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<ApiJob> {
     const r = await this.jobs.cancel(id);

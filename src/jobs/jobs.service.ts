@@ -11,6 +11,8 @@ import { HandlerRegistry } from '../handlers/handler-registry';
 import { HistoryQueries, JobEvent, JobExecution, JobLogLine, ListJobsFilter, Page } from '../audit/queries';
 import { RedisJobStore } from '../redis/redis-job-store';
 import type { EnqueueJobDto } from './dto/enqueue-job.dto';
+import { WaitingCap } from './waiting-cap';
+import { DEFAULT_PROJECT } from '../auth/principal';
 
 /** How long a queue's `external` flag is cached for type checks, ms. */
 const EXTERNAL_CACHE_MS = 1000;
@@ -37,16 +39,18 @@ export class JobsService {
     private readonly store: RedisJobStore,
     private readonly history: HistoryQueries,
     private readonly handlers: HandlerRegistry,
+    private readonly cap: WaitingCap,
   ) {}
 
   /**
    * Validates every body first, then enqueues them (atomically per queue).
-   * @param pathPrefix per-body prefix of error paths, e.g. `jobs.` for a batch.
+   * @param project the caller's project (PROJECT_MAX_WAITING is counted per project).
    * @throws ValidationError (400) naming every bad field, and for a batch its index;
+   *   RateLimitedError (429) past PROJECT_MAX_WAITING (nothing written);
    *   PayloadTooLargeError (413); IdempotencyConflictError (409);
    *   UnavailableError (503) while the audit backlog is over its bound.
    */
-  async enqueue(bodies: EnqueueJobDto[], batch = false): Promise<Enqueued[]> {
+  async enqueue(bodies: EnqueueJobDto[], batch = false, project = DEFAULT_PROJECT): Promise<Enqueued[]> {
     const normalized: NormalizedEnqueue[] = [];
     const details: { path: string; message: string }[] = [];
     for (let i = 0; i < bodies.length; i++) {
@@ -63,6 +67,7 @@ export class JobsService {
     }
     if (!details.length) await this.checkTypes(normalized, batch, details);
     if (details.length) throw new ValidationError(`invalid ${batch ? 'batch' : 'job'}: ${details.map((d) => d.path).join(', ')}`, details);
+    this.cap.admit(project, normalized.length);
     const results = await this.store.enqueue(normalized);
     return Promise.all(
       results.map(async (r, i) => {

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Opti
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { DataSource } from 'typeorm';
 import { AUDIT_DB } from '../audit/audit-db.module';
-import { pruneFinishes, pruneHistory } from '../audit/retention';
+import { pruneFinishes, pruneHistory, pruneOperatorAudit } from '../audit/retention';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
@@ -30,7 +30,8 @@ const RETENTION_LOCK = 774412;
  * - lease reaper every REAPER_INTERVAL_MS (stalled jobs back to waiting / DLQ),
  * - delayed promotion every second (a safety net; claims promote too),
  * - dead-worker sweep every minute,
- * - PostgreSQL retention pruning (src/audit/retention.ts) every hour.
+ * - PostgreSQL retention pruning (src/audit/retention.ts) every hour: the job
+ *   history and the operator audit log.
  * Each Redis pass is one atomic script per queue, so N replicas are safe: the
  * compare-and-set inside the scripts makes a second reaper a no-op.
  * Pruning deletes by id in short statements (a row two replicas both select
@@ -72,7 +73,8 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
       try {
         const n = await pruneHistory(this.db, this.config.retentionDays);
         await pruneFinishes(this.db);
-        if (n) this.log.info({ pruned: n, retentionDays: this.config.retentionDays }, 'history pruned');
+        const ops = await pruneOperatorAudit(this.db, this.config.retentionDays);
+        if (n || ops) this.log.info({ pruned: n, operatorAudit: ops, retentionDays: this.config.retentionDays }, 'history pruned');
         return n;
       } finally {
         await qr.query('SELECT pg_advisory_unlock($1)', [RETENTION_LOCK]);

@@ -1,5 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
 import { Access } from '../auth/access.decorator';
+import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ConfigureQueueDto } from './dto/configure-queue.dto';
 import { ApiQueue, QueuesService } from './queues.service';
@@ -26,6 +27,7 @@ export class QueuesController {
 
   @Put(':name')
   @Access('operator')
+  @Audited('queue.configure', { param: 'name' })
   @ApiOperation({ summary: 'Configure a queue (creates it if new); only the fields sent change' })
   configure(@Param('name') name: string, @Body() body: ConfigureQueueDto): Promise<ApiQueue> {
     return this.queues.configure(name, body ?? {});
@@ -33,6 +35,7 @@ export class QueuesController {
 
   @Post(':name/pause')
   @Access('operator')
+  @Audited('queue.pause', { param: 'name' })
   @HttpCode(200)
   @ApiOperation({ summary: 'Pause: no job of the queue starts (active ones finish); creates the queue if new' })
   pause(@Param('name') name: string): Promise<ApiQueue> {
@@ -41,6 +44,7 @@ export class QueuesController {
 
   @Post(':name/resume')
   @Access('operator')
+  @Audited('queue.resume', { param: 'name' })
   @HttpCode(200)
   @ApiOperation({ summary: 'Resume a paused queue' })
   resume(@Param('name') name: string): Promise<ApiQueue> {

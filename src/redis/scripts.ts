@@ -20,7 +20,9 @@ export type ScriptName =
   | 'ackEvents'
   | 'restoreJobs'
   | 'purgeDlq'
-  | 'reviveJob';
+  | 'reviveJob'
+  | 'recordAction'
+  | 'takeToken';
 
 /**
  * Registers the Lua scripts on a client (ioredis `defineCommand`: EVALSHA with

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { Access } from '../auth/access.decorator';
+import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Json } from '../core/job';
 import { ApiSchedule, toApiSchedule } from './api-schedule';
@@ -15,6 +16,7 @@ export class SchedulesController {
 
   @Post()
   @Access('operator')
+  @Audited('schedule.create', { result: 'id' })
   @HttpCode(201)
   @ApiOperation({ summary: 'Create a cron schedule' })
   async create(@Body() body: CreateScheduleDto): Promise<ApiSchedule> {
@@ -46,6 +48,7 @@ export class SchedulesController {
 
   @Patch(':id')
   @Access('operator')
+  @Audited('schedule.update', { param: 'id' })
   @ApiOperation({ summary: 'Change a schedule (omitted fields are kept)' })
   async update(@Param('id') id: string, @Body() body: UpdateScheduleDto): Promise<ApiSchedule> {
     return toApiSchedule(await this.schedules.update(id, toInput(body)));
@@ -53,6 +56,7 @@ export class SchedulesController {
 
   @Delete(':id')
   @Access('operator')
+  @Audited('schedule.delete', { param: 'id' })
   @ApiOperation({ summary: 'Delete a schedule; answers the deleted schedule' })
   async remove(@Param('id') id: string): Promise<ApiSchedule> {
     return toApiSchedule(await this.schedules.remove(id));

@@ -1,0 +1,25 @@
+import { Controller, Get, Inject, Query, Req } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import type { DataSource } from 'typeorm';
+import { AUDIT_DB } from '../audit/audit-db.module';
+import { Access } from '../auth/access.decorator';
+import { principalOf } from '../auth/principal';
+import { PageQueryDto } from '../jobs/dto/list-jobs.dto';
+import { listOplog, type ApiOplogEntry } from './oplog-queries';
+
+/** API.md v1.1 `GET /audit-log` (admin): the operator audit log of the caller's project. */
+@ApiTags('audit log')
+@ApiBearerAuth()
+@Controller('audit-log')
+export class OplogController {
+  constructor(@Inject(AUDIT_DB) private readonly db: DataSource) {}
+
+  /** 200 `{items, nextCursor}`, newest first; 400 names a bad limit or cursor. */
+  @Get()
+  @Access('admin')
+  @ApiOperation({ summary: 'Operator actions of your project, newest first: who, what, target, when, from which address, answered how' })
+  list(@Query() q: PageQueryDto, @Req() req: FastifyRequest): Promise<{ items: ApiOplogEntry[]; nextCursor: string | null }> {
+    return listOplog(this.db, principalOf(req).project, q.cursor, q.limit);
+  }
+}
