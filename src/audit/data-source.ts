@@ -9,6 +9,7 @@ import { DropUnusedEventIndex1796000700000 } from './migrations/1796000700000-Dr
 import { StreamEntryKeys1796000800000 } from './migrations/1796000800000-StreamEntryKeys';
 import { LeanJobIndexes1796000900000 } from './migrations/1796000900000-LeanJobIndexes';
 import { ApiKeys1796001100000 } from './migrations/1796001100000-ApiKeys';
+import { Users1796001200000 } from './migrations/1796001200000-Users';
 
 /** Every migration, in order. Append only. */
 export const MIGRATIONS = [
@@ -20,6 +21,7 @@ export const MIGRATIONS = [
   StreamEntryKeys1796000800000,
   LeanJobIndexes1796000900000,
   ApiKeys1796001100000,
+  Users1796001200000,
 ];
 
 /** Builds the TypeORM data source (never `synchronize`: migrations only). */

@@ -9,10 +9,11 @@ import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
 import { AuthGuard } from './auth.guard';
 import { KeyStore } from './key-store';
+import { SessionStore } from './session-store';
 
 /**
- * Credentials for every HTTP route of the process: the key store and the
- * one global guard. The key routes themselves are in {@link KeysApiModule}
+ * Credentials for every HTTP route of the process: the key store, the
+ * dashboard's session store and the one global guard. The key routes themselves are in {@link KeysApiModule}
  * (api role).
  */
 @Global()
@@ -23,10 +24,15 @@ import { KeyStore } from './key-store';
       inject: [REDIS, SLUICE_CONFIG, { token: AUDIT_DB, optional: true }],
       useFactory: (redis: RedisClient, c: SluiceConfig, db?: DataSource) => new KeyStore(redis, db ?? null, c.redisPrefix),
     },
+    {
+      provide: SessionStore,
+      inject: [REDIS, SLUICE_CONFIG],
+      useFactory: (redis: RedisClient, c: SluiceConfig) => new SessionStore(redis, c.redisPrefix, c.sessionIdleMs, c.sessionMaxMs),
+    },
     AuthGuard,
     { provide: APP_GUARD, useExisting: AuthGuard },
   ],
-  exports: [KeyStore, AuthGuard],
+  exports: [KeyStore, SessionStore, AuthGuard],
 })
 export class AuthModule implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(

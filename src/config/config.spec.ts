@@ -19,6 +19,8 @@ const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
   RETENTION_DAYS: 'retentionDays',
   API_RATE_LIMIT_MAX: 'apiRateLimitMax',
   API_RATE_LIMIT_WINDOW_MS: 'apiRateLimitWindowMs',
+  SESSION_IDLE_MS: 'sessionIdleMs',
+  SESSION_MAX_MS: 'sessionMaxMs',
 };
 
 /** What else a variable needs to be accepted at its bound (the heartbeat must stay below the lease). */
