@@ -62,3 +62,16 @@ describe('env bounds: every integer variable has a documented range', () => {
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:0' })).toThrow(/^REDIS_CLUSTER_NODES is invalid/);
   });
 });
+
+describe('TRUST_PROXY', () => {
+  it('is off by default; on, a hop count 1..16 or a list of addresses/CIDRs', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'off' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'on' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1', '::1']);
+  });
+  it('refuses anything else naming the variable', () => {
+    for (const bad of ['0', '17', 'maybe', 'example.com', '10.0.0.1;rm']) expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/^TRUST_PROXY/);
+  });
+});
