@@ -65,13 +65,19 @@ test('activity keeps a session past the idle time, refreshing its expiry at most
     expect(writes.size).toBeLessThanOrEqual(Math.ceil((MAX - 1000) / (IDLE / 4)) + 1);
     const sessionTtl = await redis.pttl(key);
     expect(sessionTtl).toBeLessThanOrEqual(IDLE);
-    // Keep it busy past the absolute expiry: refused from createdAt + SESSION_MAX_MS on.
-    let last = 200;
-    while (Date.now() - at < MAX + 400) {
-      last = (await get(token)).status;
-      await sleep(100);
+    // Keep it busy past the absolute expiry (createdAt is the server's clock, the same as ours):
+    // every request that ends before createdAt + SESSION_MAX_MS passes, every one sent after is refused.
+    const createdAt = JSON.parse((await redis.get(key)) as string).createdAt as number;
+    const seen: { start: number; end: number; status: number }[] = [];
+    while (Date.now() < createdAt + MAX + 600) {
+      const start = Date.now();
+      const status = (await get(token)).status;
+      seen.push({ start, end: Date.now(), status });
+      await sleep(50);
     }
-    expect(last).toBe(401);
+    expect(seen.filter((x) => x.end < createdAt + MAX && x.status !== 200)).toEqual([]);
+    expect(seen.filter((x) => x.start >= createdAt + MAX && x.status !== 401)).toEqual([]);
+    expect(seen.filter((x) => x.start >= createdAt + MAX).length).toBeGreaterThan(3);
   } finally {
     redis.disconnect();
   }
