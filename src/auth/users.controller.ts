@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiCookieAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { Access } from './access.decorator';
 import { CreateUserDto, UpdateUserDto } from './dto/users.dto';
@@ -10,7 +10,6 @@ import { UsersService } from './users.service';
 /** Dashboard users of your project (`admin`): no answer ever holds a password or its hash. */
 @ApiTags('users')
 @ApiBearerAuth()
-@ApiCookieAuth('sluice_session')
 @Controller('users')
 export class UsersController {
   constructor(private readonly users: UsersService) {}
