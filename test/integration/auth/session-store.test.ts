@@ -21,7 +21,10 @@ const user = (id: string) => ({ userId: id, username: id, project: 'default', ro
 test(`a user holds at most ${MAX_SESSIONS_PER_USER} live sessions: a login beyond ends the oldest; ended ones leave the user's set`, async () => {
   const store = new SessionStore(redis, prefix, 60_000, 600_000);
   const tokens: string[] = [];
-  for (let i = 0; i < MAX_SESSIONS_PER_USER + 2; i++) tokens.push((await store.create(user('many'))).token);
+  for (let i = 0; i < MAX_SESSIONS_PER_USER + 2; i++) {
+    tokens.push((await store.create(user('many'))).token);
+    await sleep(2); // distinct createdAt (ms): "oldest" among sessions of one millisecond is any of them
+  }
   const fresh = new SessionStore(redis, prefix, 60_000, 600_000); // no cache
   expect(await fresh.authenticate(tokens[0])).toBeNull();
   expect(await fresh.authenticate(tokens[1])).toBeNull();
