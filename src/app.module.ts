@@ -4,6 +4,7 @@ import { AuditDbModule } from './audit/audit-db.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { KeysApiModule } from './auth/keys-api.module';
+import { UsersApiModule } from './auth/users-api.module';
 import { BacklogModule } from './audit/backlog.module';
 import { ConfigModule } from './config/config.module';
 import { DashboardModule } from './dashboard/dashboard.module';
@@ -41,7 +42,7 @@ export class AppModule {
       // Every HTTP route of every role goes through its one guard.
       AuthModule,
     ];
-    if (config.roles.has('api')) imports.push(AuditDbModule, JobsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule, KeysApiModule, OplogModule);
+    if (config.roles.has('api')) imports.push(AuditDbModule, JobsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule, KeysApiModule, UsersApiModule, OplogModule);
     if (config.roles.has('worker')) imports.push(WorkersModule);
     if (config.roles.has('scheduler')) imports.push(AuditDbModule, MaintenanceModule, SchedulerRunnerModule);
     if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);

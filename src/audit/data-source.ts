@@ -10,6 +10,7 @@ import { StreamEntryKeys1796000800000 } from './migrations/1796000800000-StreamE
 import { LeanJobIndexes1796000900000 } from './migrations/1796000900000-LeanJobIndexes';
 import { AuditQuarantine1796001000000 } from './migrations/1796001000000-AuditQuarantine';
 import { ApiKeys1796001100000 } from './migrations/1796001100000-ApiKeys';
+import { Users1796001200000 } from './migrations/1796001200000-Users';
 import { OperatorAudit1796001300000 } from './migrations/1796001300000-OperatorAudit';
 import { KeyRateLimits1796001310000 } from './migrations/1796001310000-KeyRateLimits';
 
@@ -24,6 +25,7 @@ export const MIGRATIONS = [
   LeanJobIndexes1796000900000,
   AuditQuarantine1796001000000,
   ApiKeys1796001100000,
+  Users1796001200000,
   OperatorAudit1796001300000,
   KeyRateLimits1796001310000,
 ];

@@ -11,8 +11,12 @@ import { ACCESS_METADATA } from './access.decorator';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyStore, type KeyRecord } from './key-store';
 import { ANONYMOUS_ADMIN, DEFAULT_PROJECT, PRINCIPAL, REFUSED_PRINCIPAL, type Principal } from './principal';
+import { cookieCsrfRefusal, hasSessionCookie, sessionToken } from './session-cookie';
+import { SessionStore, type SessionRecord } from './session-store';
 
 const PUBLIC: Principal = Object.freeze({ kind: 'public', project: DEFAULT_PROJECT, role: null, root: false, keyId: null, label: 'public' }) as Principal;
+
+const SESSION_REFUSED = 'session expired or signed out: log in again (POST /auth/login)';
 
 /** Header a root key names its project with (API.md v1.1). */
 export const PROJECT_HEADER = 'x-sluice-project';
@@ -26,6 +30,10 @@ export const PROJECT_HEADER = 'x-sluice-project';
  *   unknown, revoked or expired; 403 `forbidden` when the key's role may not;
  *   429 `rate_limited` when the key's token bucket is empty (a key without a
  *   limit, own or default, costs no Redis call and stays synchronous).
+ * - AUTH=on without `Authorization`: the dashboard's session cookie, same
+ *   rules (401 unknown, revoked or expired session; 403 role), and a
+ *   state-changing request must carry `Origin` or `Sec-Fetch-Site: same-origin`
+ *   (403 otherwise: src/auth/session-cookie.ts `cookieCsrfRefusal`).
  * A route without a declaration is refused (fail closed; boot refuses it too).
  * Leaves the {@link Principal} on the request for the controllers.
  */
@@ -39,6 +47,7 @@ export class AuthGuard implements CanActivate {
     private readonly reflector: Reflector,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     private readonly keys: KeyStore,
+    private readonly sessions: SessionStore,
     @Optional() private readonly limiter?: KeyRateLimiter,
   ) {
     this.metricsTokenHash = config.metricsToken ? sha256(config.metricsToken) : null;
@@ -81,6 +90,7 @@ export class AuthGuard implements CanActivate {
       if (!roleSatisfies('admin', false, required)) throw new ForbiddenError('this route needs a root key (AUTH is off: requests act as admin of the default project)');
       return ANONYMOUS_ADMIN;
     }
+    if (req.headers.authorization === undefined && hasSessionCookie(req.headers.cookie)) return this.sessionPrincipalFor(req, required);
     const token = bearerToken(req.headers.authorization);
     if (!token) throw new UnauthorizedError();
     if (!SECRET_PATTERN.test(token)) throw new UnauthorizedError('invalid, revoked or expired API key');
@@ -106,6 +116,22 @@ export class AuthGuard implements CanActivate {
         throw e;
       },
     );
+  }
+
+  private sessionPrincipalFor(req: FastifyRequest, required: readonly Requirement[]): Principal | Promise<Principal> {
+    const csrf = cookieCsrfRefusal(req.method, req.headers);
+    if (csrf) throw csrf;
+    const token = sessionToken(req.headers.cookie);
+    if (!token) throw new UnauthorizedError(SESSION_REFUSED);
+    const rec = this.sessions.authenticate(token);
+    return rec instanceof Promise ? rec.then((r) => this.userPrincipal(req, r, required)) : this.userPrincipal(req, rec, required);
+  }
+
+  private userPrincipal(req: FastifyRequest, rec: SessionRecord | null, required: readonly Requirement[]): Principal {
+    if (!rec) throw new UnauthorizedError(SESSION_REFUSED);
+    if (rec.project !== DEFAULT_PROJECT) throw new ProjectNotFoundError(rec.project);
+    if (!roleSatisfies(rec.role, false, required)) throw new ForbiddenError(`role ${rec.role} may not ${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]}`);
+    return { kind: 'user', project: rec.project, role: rec.role, root: false, keyId: null, userId: rec.userId, label: `user:${rec.userId}` };
   }
 
   private keyPrincipal(req: FastifyRequest, rec: KeyRecord | null, required: readonly Requirement[]): Principal {

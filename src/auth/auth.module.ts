@@ -11,10 +11,11 @@ import { AuthGuard } from './auth.guard';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyStore } from './key-store';
 import { RedisScripts } from '../redis/scripts';
+import { SessionStore } from './session-store';
 
 /**
- * Credentials for every HTTP route of the process: the key store and the
- * one global guard. The key routes themselves are in {@link KeysApiModule}
+ * Credentials for every HTTP route of the process: the key store, the
+ * dashboard's session store and the one global guard. The key routes themselves are in {@link KeysApiModule}
  * (api role).
  */
 @Global()
@@ -26,14 +27,19 @@ import { RedisScripts } from '../redis/scripts';
       useFactory: (redis: RedisClient, c: SluiceConfig, db?: DataSource) => new KeyStore(redis, db ?? null, c.redisPrefix),
     },
     {
+      provide: SessionStore,
+      inject: [REDIS, SLUICE_CONFIG],
+      useFactory: (redis: RedisClient, c: SluiceConfig) => new SessionStore(redis, c.redisPrefix, c.sessionIdleMs, c.sessionMaxMs),
+    },
+    {
       provide: AuthGuard,
-      inject: [Reflector, SLUICE_CONFIG, KeyStore, RedisScripts],
-      useFactory: (r: Reflector, c: SluiceConfig, keys: KeyStore, scripts: RedisScripts) =>
-        new AuthGuard(r, c, keys, new KeyRateLimiter(scripts, c.redisPrefix, c.keyRateLimitPerSec, c.keyRateLimitBurst)),
+      inject: [Reflector, SLUICE_CONFIG, KeyStore, SessionStore, RedisScripts],
+      useFactory: (r: Reflector, c: SluiceConfig, keys: KeyStore, sessions: SessionStore, scripts: RedisScripts) =>
+        new AuthGuard(r, c, keys, sessions, new KeyRateLimiter(scripts, c.redisPrefix, c.keyRateLimitPerSec, c.keyRateLimitBurst)),
     },
     { provide: APP_GUARD, useExisting: AuthGuard },
   ],
-  exports: [KeyStore, AuthGuard],
+  exports: [KeyStore, SessionStore, AuthGuard],
 })
 export class AuthModule implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(

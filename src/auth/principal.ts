@@ -4,17 +4,20 @@ import type { Role } from '../core/access';
  * Who a request acts as, decided once by the guard from its credentials and
  * handed to services as a parameter (never read from the request body).
  * - `key`: an API key (`keyId` set);
+ * - `user`: a dashboard user signed in by the session cookie (`userId` set);
  * - `anonymous`: AUTH=off, every request acts as `admin` of `default`;
  * - `public`: a route that needs no credentials.
  */
 export interface Principal {
-  kind: 'key' | 'anonymous' | 'public';
+  kind: 'key' | 'user' | 'anonymous' | 'public';
   /** The project the request acts in. */
   project: string;
   role: Role | null;
   root: boolean;
   keyId: string | null;
-  /** For logs and the operator audit log: `key:<id>` or `anonymous`; never a secret. */
+  /** The dashboard user of a `user` principal; absent or null otherwise. */
+  userId?: string | null;
+  /** For logs and the operator audit log: `key:<id>`, `user:<id>` or `anonymous`; never a secret. */
   label: string;
 }
 

@@ -22,6 +22,8 @@ const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
   KEY_RATE_LIMIT_PER_SEC: 'keyRateLimitPerSec',
   KEY_RATE_LIMIT_BURST: 'keyRateLimitBurst',
   PROJECT_MAX_WAITING: 'projectMaxWaiting',
+  SESSION_IDLE_MS: 'sessionIdleMs',
+  SESSION_MAX_MS: 'sessionMaxMs',
 };
 
 /** What else a variable needs to be accepted at its bound (the heartbeat must stay below the lease). */
@@ -61,5 +63,18 @@ describe('env bounds: every integer variable has a documented range', () => {
     expect(loadConfig({ REDIS_CLUSTER_NODES: 'a:1,b:65535' }).redisClusterNodes).toEqual([{ host: 'a', port: 1 }, { host: 'b', port: 65535 }]);
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:65536' })).toThrow(/^REDIS_CLUSTER_NODES is invalid/);
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:0' })).toThrow(/^REDIS_CLUSTER_NODES is invalid/);
+  });
+});
+
+describe('TRUST_PROXY', () => {
+  it('is off by default; on, a hop count 1..16 or a list of addresses/CIDRs', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'off' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'on' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1', '::1']);
+  });
+  it('refuses anything else naming the variable', () => {
+    for (const bad of ['0', '17', 'maybe', 'example.com', '10.0.0.1;rm']) expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/^TRUST_PROXY/);
   });
 });

@@ -62,6 +62,17 @@ export interface SluiceConfig {
   keyRateLimitBurst: number;
   /** PROJECT_MAX_WAITING: jobs not started yet (waiting or delayed) a project may hold before enqueue answers 429; 0 = no cap. */
   projectMaxWaiting: number;
+  /** SESSION_IDLE_MS: a dashboard session ends after this long without activity. */
+  sessionIdleMs: number;
+  /** SESSION_MAX_MS: a dashboard session ends this long after its login, whatever the activity. */
+  sessionMaxMs: number;
+  /**
+   * TRUST_PROXY: whose `X-Forwarded-For`/`-Proto` Fastify believes (the client
+   * address of the login limit, TLS for the cookie's `Secure`): false = nobody
+   * (default), true = every hop, a number = that many hops, or a list of
+   * proxy addresses/CIDRs.
+   */
+  trustProxy: boolean | number | string[];
 }
 
 export class ConfigError extends Error {}
@@ -97,6 +108,10 @@ export const ENV_BOUNDS = Object.freeze({
   KEY_RATE_LIMIT_PER_SEC: [0, 1_000_000],
   KEY_RATE_LIMIT_BURST: [0, 1_000_000],
   PROJECT_MAX_WAITING: [0, 100_000_000],
+  /** 1 s .. 7 days (*ours*): the shortest is for tests. */
+  SESSION_IDLE_MS: [1000, 604_800_000],
+  /** 1 s .. 30 days (*ours*). */
+  SESSION_MAX_MS: [1000, 2_592_000_000],
 } as const satisfies Record<string, readonly [number, number]>);
 
 type Env = Record<string, string | undefined>;
@@ -154,6 +169,26 @@ function origin(s: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** TRUST_PROXY: off (default), on, a hop count 1..16, or a comma list of proxy IP addresses / CIDRs. */
+function trustProxy(env: Env): boolean | number | string[] {
+  const raw = (env.TRUST_PROXY ?? '').trim().toLowerCase();
+  if (raw === '' || raw === 'off' || raw === 'false') return false;
+  if (raw === 'on' || raw === 'true') return true;
+  if (/^\d+$/.test(raw)) {
+    const n = Number(raw);
+    if (n < 1 || n > 16) throw new ConfigError(`TRUST_PROXY=${JSON.stringify(env.TRUST_PROXY)} is invalid: a hop count must be 1..16`);
+    return n;
+  }
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const i of items) {
+    if (!/^[0-9a-f:.]{2,45}(\/\d{1,3})?$/.test(i) || !/[.:]/.test(i)) {
+      throw new ConfigError(`TRUST_PROXY is invalid: ${JSON.stringify(i)} is not an IP address or CIDR (expected off, on, a hop count or a comma list)`);
+    }
+  }
+  if (items.length > 64) throw new ConfigError('TRUST_PROXY is invalid: at most 64 addresses');
+  return items;
 }
 
 /**
@@ -257,5 +292,8 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     keyRateLimitBurst: int(env, 'KEY_RATE_LIMIT_BURST', 0),
     projectMaxWaiting: int(env, 'PROJECT_MAX_WAITING', 0),
     allowedHosts: list(env, 'ALLOWED_HOSTS', (h) => /^[a-z0-9.-]{1,253}$|^\[[0-9a-f:.]+\]$/.test(h), 'a host name'),
+    sessionIdleMs: int(env, 'SESSION_IDLE_MS', 1_800_000),
+    sessionMaxMs: int(env, 'SESSION_MAX_MS', 43_200_000),
+    trustProxy: trustProxy(env),
   };
 }

@@ -74,6 +74,8 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
     requestIdHeader: false,
     logger: false,
     return503OnClosing: true,
+    // TRUST_PROXY (default off): req.ip and req.protocol from X-Forwarded-* only behind a proxy named there.
+    trustProxy: config.trustProxy,
   });
   const fastify = adapter.getInstance();
   const jsonParser = fastify.getDefaultJsonParser('error', 'error');

@@ -1,0 +1,31 @@
+import { Module } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import { AUDIT_DB, AuditDbModule } from '../audit/audit-db.module';
+import type { SluiceConfig } from '../config/config';
+import { SLUICE_CONFIG } from '../config/config.module';
+import type { RedisClient } from '../redis/connection';
+import { REDIS } from '../redis/redis.module';
+import { LoginController } from './login.controller';
+import { LoginLimiter } from './login-limiter';
+import { LoginService } from './login.service';
+import { UserStore } from './user-store';
+import { UsersController } from './users.controller';
+import { UsersService } from './users.service';
+
+/**
+ * Dashboard users and sign-in (api role): `POST/GET/PATCH/DELETE /users`
+ * and `/auth/login|logout|session`. Users live in PostgreSQL, sessions and
+ * the login limit in Redis (the session store is the global AuthModule's:
+ * the guard reads it on every route).
+ */
+@Module({
+  imports: [AuditDbModule],
+  controllers: [UsersController, LoginController],
+  providers: [
+    { provide: UserStore, inject: [AUDIT_DB], useFactory: (db: DataSource) => new UserStore(db) },
+    { provide: LoginLimiter, inject: [REDIS, SLUICE_CONFIG], useFactory: (redis: RedisClient, c: SluiceConfig) => new LoginLimiter(redis, c.redisPrefix) },
+    UsersService,
+    LoginService,
+  ],
+})
+export class UsersApiModule {}
