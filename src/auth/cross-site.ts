@@ -102,7 +102,10 @@ export function registerCrossSite(fastify: FastifyInstance, config: SluiceConfig
     void reply.header('x-content-type-options', 'nosniff');
     const type = reply.getHeader('content-type');
     if (typeof type === 'string' && type.startsWith('text/html')) {
-      void reply.header('content-security-policy', contentSecurityPolicy(typeof payload === 'string' ? payload : ''));
+      // A page that sets its own (stricter) policy keeps it; framing is refused either way.
+      const own = reply.getHeader('content-security-policy');
+      if (typeof own !== 'string') void reply.header('content-security-policy', contentSecurityPolicy(typeof payload === 'string' ? payload : ''));
+      else if (!/frame-ancestors/.test(own)) void reply.header('content-security-policy', `${own}; frame-ancestors 'none'`);
       void reply.header('x-frame-options', 'DENY');
       void reply.header('referrer-policy', 'no-referrer');
     }

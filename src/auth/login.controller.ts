@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ROLES, type Role } from '../core/access';
@@ -36,6 +37,7 @@ export class LoginController {
   @Post('login')
   @HttpCode(200)
   @Access('public')
+  @Audited('auth.login', { body: 'username' })
   @ApiOperation({ summary: 'Log in: sets the session cookie (HttpOnly, SameSite=Strict; Secure over TLS). 5 failures per 15 min per user and per address → 429' })
   async signIn(@Body() body: LoginDto, @Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<LoginAnswer> {
     const { answer, token } = await this.login.login(body, req);
@@ -47,6 +49,7 @@ export class LoginController {
   @Post('logout')
   @HttpCode(200)
   @Access('public')
+  @Audited('auth.logout')
   @ApiOperation({ summary: 'Log out: ends the session of the cookie and clears it' })
   async signOut(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<{ loggedOut: true }> {
     const token = sessionToken(req.headers.cookie);

@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Req } from '@nestjs/common';
+import { Audited } from '../oplog/audited.decorator';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { Access } from './access.decorator';
@@ -16,6 +17,7 @@ export class UsersController {
 
   @Post()
   @Access('admin')
+  @Audited('user.create', { result: 'id' })
   @ApiOperation({ summary: 'Create a dashboard user with a role in your project' })
   create(@Body() body: CreateUserDto, @Req() req: FastifyRequest): Promise<UserView> {
     return this.users.create(principalOf(req), body);
@@ -30,6 +32,7 @@ export class UsersController {
 
   @Patch(':id')
   @Access('admin')
+  @Audited('user.update', { param: 'id' })
   @ApiOperation({ summary: "Change a user's role, password or disabled flag; a role, password or disable change ends its sessions at once" })
   update(@Param('id') id: string, @Body() body: UpdateUserDto, @Req() req: FastifyRequest): Promise<UserView> {
     return this.users.update(principalOf(req), id, body);
@@ -38,6 +41,7 @@ export class UsersController {
   @Delete(':id')
   @HttpCode(200)
   @Access('admin')
+  @Audited('user.delete', { param: 'id' })
   @ApiOperation({ summary: 'Remove a user from your project (deleted when it has no other project); its sessions end at once' })
   remove(@Param('id') id: string, @Req() req: FastifyRequest): Promise<UserView & { deleted: true }> {
     return this.users.remove(principalOf(req), id);
