@@ -139,10 +139,13 @@ class Client:
         self._lock = threading.RLock()
         self._open: set = set()
 
-    def claim(self, queue: str, worker_id: str, max_jobs: int, wait_ms: int, lease_ms: int) -> List[Dict[str, Any]]:
-        """Claims up to ``max_jobs`` jobs, long-polling up to ``wait_ms``; each job carries ``lockToken`` and ``leaseExpiresAt``."""
+    def claim(self, queue: str, worker_id: str, max_jobs: int, wait_ms: int, lease_ms: int, abort: Optional[threading.Event] = None) -> List[Dict[str, Any]]:
+        """Claims up to ``max_jobs`` jobs, long-polling up to ``wait_ms``; each job carries ``lockToken`` and ``leaseExpiresAt``.
+
+        Once ``abort`` is set, the call (and its retries) raise :class:`Aborted`; :meth:`abort_claims` cuts a long poll short.
+        """
         body = {"workerId": worker_id, "max": max_jobs, "waitMs": wait_ms, "leaseMs": lease_ms}
-        res = self.request("POST", f"/queues/{urllib.parse.quote(queue, safe='')}/claim", body, timeout_s=wait_ms / 1000 + 15, abortable=True)
+        res = self.request("POST", f"/queues/{urllib.parse.quote(queue, safe='')}/claim", body, timeout_s=wait_ms / 1000 + 15, abortable=True, abort=abort)
         return list(res.get("jobs", []))
 
     def heartbeat(self, job_id: str, lock_token: str, progress: Any = None, logs: Optional[List[str]] = None, deadline: Optional[float] = None) -> Dict[str, Any]:
@@ -183,15 +186,29 @@ class Client:
                 except OSError:
                     pass
 
-    def request(self, method: str, path: str, body: Any = None, *, timeout_s: float = 30.0, deadline: Optional[float] = None, abortable: bool = False) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        timeout_s: float = 30.0,
+        deadline: Optional[float] = None,
+        abortable: bool = False,
+        abort: Optional[threading.Event] = None,
+    ) -> Any:
         """One API call with retries (see the class doc); returns the decoded JSON body (None when empty).
 
-        ``abortable`` calls are cut short by :meth:`abort_claims` (raising :class:`Aborted`, never retried).
+        ``abortable`` calls are cut short by :meth:`abort_claims`; once ``abort``
+        is set no try starts and a wait between tries ends: both raise
+        :class:`Aborted` (never retried).
         """
         deadline = time.time() + 60 if deadline is None else deadline
         tries = 0
         while True:
             tries += 1
+            if abort is not None and abort.is_set():
+                raise Aborted("aborted")
             retry_after: Optional[float] = None
             try:
                 status, headers, raw = self._send(method, path, body, timeout_s, abortable)
@@ -213,7 +230,11 @@ class Client:
             if time.time() + sleep_s > deadline:
                 raise RetriesExhausted(f"{method} {path}: gave up after {tries} tries: {what}")
             log.warning("%s %s: %s; retrying in %.1f s", method, path.split("?")[0], what, sleep_s)
-            time.sleep(sleep_s)
+            if abort is not None:
+                if abort.wait(sleep_s):
+                    raise Aborted("aborted")
+            else:
+                time.sleep(sleep_s)
 
     def _send(self, method: str, path: str, body: Any, timeout_s: float, abortable: bool):
         cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
@@ -455,7 +476,7 @@ class Worker:
             while free < self.concurrency and self._slots.acquire(blocking=False):
                 free += 1
             try:
-                jobs = self.client.claim(self.queue, self.worker_id, free, self.wait_ms, self.lease_ms)
+                jobs = self.client.claim(self.queue, self.worker_id, free, self.wait_ms, self.lease_ms, abort=self._stop)
                 failures = 0
             except ApiError as e:
                 for _ in range(free):

@@ -206,6 +206,21 @@ describePy('examples/python/worker.py (e2e)', () => {
     expect(await job(id)).toMatchObject({ status: 'delayed', attempts: 1, lastError: 'worker shutting down' });
   });
 
+  it('SIGTERM while the server is unreachable (between retries): exit 0 at once, not after the wait', async () => {
+    // A port nothing listens on: every claim is refused, the worker waits between tries.
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((r) => probe.close(r));
+    const w = startWorker(`http://127.0.0.1:${port}`, 'py-down', ['--wait-ms', '0']);
+    // A wait of at least 3 s has just begun (backoff with full jitter: it comes within a few tries).
+    await w.waitFor(/retrying in ([3-9]|\d\d)\.\d s\n$/, 45_000);
+    const t0 = Date.now();
+    w.proc.kill('SIGTERM');
+    expect((await w.exited).code).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(1500);
+  }, 60_000);
+
   describe('429 / 503 from the server', () => {
     let proxy: Server;
     let proxyUrl: string;
