@@ -554,9 +554,9 @@ class Worker:
             try:
                 res = self.client.heartbeat(job.id, job.lock_token, progress, logs, deadline=lease_until - interval / 2)
             except LeaseLost:
-                log.warning("job %s: lease lost; dropping it", job.id)
                 job.lease_lost_event.set()
-                job._settle()
+                if job._settle():  # else the job was reported meanwhile: the attempt is simply over
+                    log.warning("job %s: lease lost; dropping it", job.id)
                 return
             except (ApiError, RetriesExhausted, OSError, http.client.HTTPException) as e:
                 log.warning("job %s: heartbeat failed (%s)", job.id, e)
