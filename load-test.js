@@ -4,6 +4,16 @@
  *
  *   k6 run load-test.js
  *   k6 run -e BASE_URL=http://127.0.0.1:3000 -e RATE=500 -e DURATION=2m load-test.js
+ *   k6 run -e BASE_URL=https://sluice.example.com -e API_KEY=sk_... -e VIEWER_KEY=sk_... load-test.js
+ *
+ * Keys: a server with AUTH=on (the default off loopback) answers 401 without
+ * one. API_KEY is sent as `Authorization: Bearer` on every request; it needs
+ * the `producer` role for POST /jobs. The `dashboard` scenario (and the
+ * summary in teardown) reads GET /dashboard/stats, which needs `viewer`:
+ * VIEWER_KEY, default API_KEY, so one `operator` key covers both. Create
+ * keys with an admin key: POST /keys {"name": "k6", "role": "producer"}.
+ * setup() checks both keys before any load and stops the run with a message
+ * naming the one that is refused. With AUTH=off no key is needed (none is sent).
  *
  * Scenario `enqueue`: POST /jobs at a constant arrival rate (RATE per second
  * for DURATION, up to MAX_VUS virtual users), with the mix of
@@ -34,7 +44,15 @@ const MAX_VUS = parseInt(__ENV.MAX_VUS || String(VUS * 4), 10);
 const P95_MS = parseInt(__ENV.P95_MS || '250', 10);
 const P99_MS = parseInt(__ENV.P99_MS || '500', 10);
 
-const JSON_HEADERS = { 'Content-Type': 'application/json' };
+const API_KEY = __ENV.API_KEY || '';
+const VIEWER_KEY = __ENV.VIEWER_KEY || API_KEY;
+
+/** Headers with `Authorization: Bearer <key>` when a key is set. */
+function withKey(key, headers = {}) {
+  return key ? { ...headers, Authorization: `Bearer ${key}` } : headers;
+}
+const JSON_HEADERS = withKey(API_KEY, { 'Content-Type': 'application/json' });
+const VIEWER_HEADERS = withKey(VIEWER_KEY);
 const accepted = new Counter('jobs_accepted');
 const replayed = new Counter('jobs_idempotent_replayed');
 
@@ -66,8 +84,8 @@ export const options = {
   },
 };
 
-/** The body of request number i: the same mix as scripts/lib/load-scenario.js. */
-function jobBody(i) {
+/** The body of request number i: the same mix as scripts/lib/load-scenario.js (exported for test/e2e/k6-scenario.test.ts; k6 ignores it). */
+export function jobBody(i) {
   const k = i % 100;
   if (k === 99) return { type: 'send_email', queue: 'default', payload: { to: `broken-${i}`, subject: 'load' } };
   if (k < 60) return { type: 'send_email', queue: 'default', payload: { to: `user${i}@example.com`, subject: `load #${i}` } };
@@ -78,11 +96,23 @@ function jobBody(i) {
   return { type: 'image_processing', queue: 'media', payload: { imageUrl: `https://cdn.example.com/load/${i}.jpg`, sizes: ['thumb'] } };
 }
 
-/** Fails fast (before any load) when the server is not ready. */
+/** Why `res` (a 401/403) refused the key named `name`, as a message for setup(). */
+function refusal(name, role, res) {
+  if (res.status === 401) return `${name}: 401 (${name === 'API_KEY' && !API_KEY ? 'the server has AUTH=on: pass -e API_KEY=sk_...' : 'unknown, revoked or expired key'})`;
+  return `${name}: 403 (the key's role may not; it needs ${role})`;
+}
+
+/** Fails fast (before any load) when the server is not ready or a key is refused. */
 export function setup() {
   let res = http.get(`${BASE_URL}/readyz`);
   if (res.status === 404) res = http.get(`${BASE_URL}/healthz`);
   if (res.status !== 200) throw new Error(`${BASE_URL} is not ready: ${res.status} ${res.body}`);
+  // An empty POST /jobs: the key is checked before the body, so a key that may
+  // enqueue gets 400 (nothing is enqueued) and one that may not 401/403.
+  const jobs = http.post(`${BASE_URL}/jobs`, '{}', { headers: JSON_HEADERS, responseCallback: http.expectedStatuses(400), tags: { name: 'setup: API_KEY' } });
+  if (jobs.status === 401 || jobs.status === 403) throw new Error(refusal('API_KEY', 'producer', jobs));
+  const stats = http.get(`${BASE_URL}/dashboard/stats`, { headers: VIEWER_HEADERS, tags: { name: 'setup: VIEWER_KEY' } });
+  if (stats.status === 401 || stats.status === 403) throw new Error(refusal(VIEWER_KEY === API_KEY ? 'API_KEY (also the dashboard key)' : 'VIEWER_KEY', 'viewer', stats));
   return { startedAt: new Date().toISOString() };
 }
 
@@ -113,12 +143,12 @@ export function enqueue() {
 }
 
 export function dashboard() {
-  const res = http.get(`${BASE_URL}/dashboard/stats`, { tags: { name: 'GET /dashboard/stats' } });
+  const res = http.get(`${BASE_URL}/dashboard/stats`, { headers: VIEWER_HEADERS, tags: { name: 'GET /dashboard/stats' } });
   check(res, { 'GET /dashboard/stats → 200': (r) => r.status === 200 });
 }
 
 /** Logs where the queues stand after the run (k6 prints console.log lines). */
 export function teardown(data) {
-  const res = http.get(`${BASE_URL}/dashboard/stats`);
+  const res = http.get(`${BASE_URL}/dashboard/stats`, { headers: VIEWER_HEADERS, tags: { name: 'teardown: stats' } });
   if (res.status === 200) console.log(`since ${data.startedAt}: totals ${JSON.stringify(res.json('totals'))}, audit lag ${res.json('auditLagMs')} ms`);
 }

@@ -4,7 +4,7 @@
  * against a Sluice this script starts, then a zero-loss check.
  *
  *   node scripts/load.js [--n 20000] [--connections 50] [--concurrency 50]
- *                        [--single] [--drain-timeout ms] [--keep]
+ *                        [--single] [--drain-timeout ms] [--keep] [--auth [--key sk_...]]
  *
  * Starts two processes on a private Redis prefix and database: one with
  * ROLE=worker,scheduler,audit (WORKER_CONCURRENCY=--concurrency) and one
@@ -15,15 +15,24 @@
  * for stragglers): completed or in the DLQ, else lost. Prints accepted,
  * completed, failed, lost, req/s, latency p50/p99 and one `LOAD {json}` line;
  * exit 1 on any loss, on a drain timeout, or when nothing was accepted.
+ *
+ * The servers run with AUTH=off (they listen on loopback only), whatever
+ * AUTH the caller's environment holds. --auth runs them with AUTH=on and a
+ * bootstrap admin key (--key, else a random one) sent as
+ * `Authorization: Bearer` on every request, to measure what key checks cost.
  */
 const autocannon = require('autocannon');
 const { freePort, isolation, startServer, waitReady, cleanup } = require('./lib/server');
 const { client } = require('./lib/http');
 const { openPg, waitSettled, account } = require('./lib/verify');
 const { loadJobBody } = require('./lib/load-scenario');
+const { randomBytes } = require('node:crypto');
+
+/** API.md: a key is `sk_` + at least 32 URL-safe characters. */
+const KEY_PATTERN = /^sk_[A-Za-z0-9_-]{32,}$/;
 
 function parseArgs(argv) {
-  const a = { n: 20000, connections: 50, concurrency: 50, single: false, keep: false, drainTimeout: null };
+  const a = { n: 20000, connections: 50, concurrency: 50, single: false, keep: false, drainTimeout: null, auth: false, key: null };
   const int = (k, v) => {
     const x = Number(v);
     if (!Number.isInteger(x) || x < 1) throw new Error(`${k} must be a positive integer, got ${v}`);
@@ -38,16 +47,26 @@ function parseArgs(argv) {
     else if (k === '--drain-timeout') a.drainTimeout = int(k, val());
     else if (k === '--single') a.single = true;
     else if (k === '--keep') a.keep = true;
+    else if (k === '--auth') a.auth = true;
+    else if (k === '--key') {
+      a.key = val();
+      a.auth = true;
+      if (!KEY_PATTERN.test(a.key ?? '')) throw new Error('--key must be sk_ followed by at least 32 URL-safe characters');
+    }
     else if (k === '--help' || k === '-h') a.help = true;
     else throw new Error(`unknown argument ${argv[i]}`);
   }
   // Budget the drain at ≥ 2 min, or 10 ms a job for big runs on slow machines.
   a.drainTimeout ??= Math.max(120000, a.n * 10);
+  if (a.auth) a.key ??= 'sk_' + randomBytes(32).toString('base64url');
   return a;
 }
 
+/** The Authorization header for `key` (none without one). */
+const authHeaders = (key) => (key ? { authorization: `Bearer ${key}` } : {});
+
 /** Runs autocannon; resolves with its result and the accepted ids. */
-function fire(url, { n, connections }) {
+function fire(url, { n, connections, key }) {
   const ids = [];
   const refused = {};
   let next = 0;
@@ -62,7 +81,7 @@ function fire(url, { n, connections }) {
           {
             method: 'POST',
             path: '/jobs',
-            headers: { 'content-type': 'application/json' },
+            headers: { 'content-type': 'application/json', ...authHeaders(key) },
             setupRequest: (req) => ({ ...req, body: JSON.stringify(loadJobBody(next++)) }),
             onResponse: (status, body) => {
               if (status === 201) ids.push(JSON.parse(body).id);
@@ -77,7 +96,7 @@ function fire(url, { n, connections }) {
   });
 }
 
-const USAGE = 'usage: node scripts/load.js [--n 20000] [--connections 50] [--concurrency 50] [--single] [--drain-timeout ms] [--keep]';
+const USAGE = 'usage: node scripts/load.js [--n 20000] [--connections 50] [--concurrency 50] [--single] [--drain-timeout ms] [--keep] [--auth [--key sk_...]]';
 
 async function main() {
   let a;
@@ -90,13 +109,14 @@ async function main() {
   if (a.help) return console.log(USAGE);
   const iso = isolation('load');
   const port = process.env.PORT ? Number(process.env.PORT) : await freePort();
-  const common = { REDIS_PREFIX: iso.prefix, DATABASE_URL: iso.databaseUrl, LOG_LEVEL: 'warn', DIAGNOSTIC_HANDLERS: 'true' };
+  const common = { REDIS_PREFIX: iso.prefix, DATABASE_URL: iso.databaseUrl, LOG_LEVEL: 'warn', DIAGNOSTIC_HANDLERS: 'true', AUTH: a.auth ? 'on' : 'off' };
+  if (a.auth) common.SLUICE_BOOTSTRAP_ADMIN_KEY = a.key;
   const procs = [];
   const stopAll = () => Promise.all(procs.map((p) => p.stop(30000)));
   process.on('SIGINT', () => void stopAll().then(() => cleanup({ ...iso, dropDb: iso.ownDb && !a.keep })).then(() => process.exit(130)));
   let code = 1;
   try {
-    console.log(`load: ${a.n} jobs over ${a.connections} connections; prefix ${iso.prefix}, database ${new URL(iso.databaseUrl).pathname.slice(1)}`);
+    console.log(`load: ${a.n} jobs over ${a.connections} connections${a.auth ? ', AUTH=on (Bearer key on every request)' : ''}; prefix ${iso.prefix}, database ${new URL(iso.databaseUrl).pathname.slice(1)}`);
     if (a.single) {
       procs.push(startServer({ port, env: { ...common, ROLE: 'all', WORKER_CONCURRENCY: String(a.concurrency), LOG_LEVEL: 'info' } }));
     } else {
@@ -127,7 +147,7 @@ async function main() {
       },
     });
     const drainMs = Date.now() - t0;
-    const acc = await account(pg, client(api.url), ids);
+    const acc = await account(pg, client(api.url, { headers: authHeaders(a.key) }), ids);
     await pg.end();
     const report = {
       requested: a.n,

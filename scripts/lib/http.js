@@ -32,14 +32,16 @@ const getJson = (url, timeoutMs) => request('GET', url, undefined, { timeoutMs }
 
 /**
  * A client bound to a base URL: `api.get('/jobs/1')`, `api.post('/jobs', {...})`,
- * `api.put(...)`. Same result shape as request().
+ * `api.put(...)`. Same result shape as request(). `headers` go on every
+ * request (e.g. `{ authorization: 'Bearer sk_...' }`).
  */
-function client(base) {
+function client(base, { headers = {} } = {}) {
+  const o = (opts = {}) => ({ ...opts, headers: { ...headers, ...opts.headers } });
   return {
     base,
-    get: (p, opts) => request('GET', base + p, undefined, opts),
-    post: (p, body, opts) => request('POST', base + p, body, opts),
-    put: (p, body, opts) => request('PUT', base + p, body, opts),
+    get: (p, opts) => request('GET', base + p, undefined, o(opts)),
+    post: (p, body, opts) => request('POST', base + p, body, o(opts)),
+    put: (p, body, opts) => request('PUT', base + p, body, o(opts)),
   };
 }
 

@@ -5,9 +5,9 @@ import { REDIS_URL } from '../support/redis';
 const ROOT = resolve(__dirname, '../..');
 const TIMEOUT_MS = 180_000;
 
-/** Runs `node scripts/load.js args` (dist/ built by npm test); resolves with its exit code and output. */
-function runLoad(args: string[]): Promise<{ code: number | null; out: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL };
+/** Runs `node scripts/load.js args` (dist/ built by npm test) with `extraEnv`; resolves with its exit code and output. */
+function runLoad(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; out: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL, ...extraEnv };
   delete env.DATABASE_URL; // its own database, dropped at the end
   delete env.REDIS_PREFIX;
   delete env.PORT;
@@ -28,7 +28,8 @@ describe('npm run load (e2e, autocannon against api + worker/audit processes)', 
   it(
     'every accepted job ends completed or in the DLQ, checked in PostgreSQL; LOAD line with req/s and p99',
     async () => {
-      const run = await runLoad(['--n', '600', '--connections', '10', '--concurrency', '20']);
+      // An exported AUTH=on does not reach the servers it starts (loopback only): they run with AUTH=off.
+      const run = await runLoad(['--n', '600', '--connections', '10', '--concurrency', '20'], { AUTH: 'on' });
       const line = run.out.split('\n').find((l) => l.startsWith('LOAD '));
       if (run.code !== 0 || !line) process.stderr.write(`load output:\n${run.out.slice(-6000)}\n`);
       expect(run.code).toBe(0);
@@ -39,6 +40,20 @@ describe('npm run load (e2e, autocannon against api + worker/audit processes)', 
       expect(r.completed).toBe(594);
       expect(r.reqPerSec).toBeGreaterThan(0);
       expect(r.latencyMs.p99).toBeGreaterThan(0);
+    },
+    TIMEOUT_MS + 10_000,
+  );
+
+  it(
+    '--auth: servers with AUTH=on and a bootstrap key, sent on every request, never printed',
+    async () => {
+      const run = await runLoad(['--n', '300', '--connections', '5', '--concurrency', '20', '--auth'], { AUTH: 'off' });
+      const line = run.out.split('\n').find((l) => l.startsWith('LOAD '));
+      if (run.code !== 0 || !line) process.stderr.write(`load output:\n${run.out.slice(-6000)}\n`);
+      expect(run.code).toBe(0);
+      expect(run.out).toContain('AUTH=on');
+      expect(run.out).not.toMatch(/sk_[A-Za-z0-9_-]{32}/);
+      expect(JSON.parse(line!.slice('LOAD '.length))).toMatchObject({ requested: 300, accepted: 300, refused: 0, lost: 0, failed: 3, completed: 297 });
     },
     TIMEOUT_MS + 10_000,
   );
