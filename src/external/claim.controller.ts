@@ -3,6 +3,7 @@ import { Access } from '../auth/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ApiJob, toApiClaimedJob } from '../http/api-job';
+import { ApiAnswer } from '../http/openapi/decorators';
 import { ClaimDto } from './dto/claim.dto';
 import { ExternalService } from './external.service';
 
@@ -16,7 +17,8 @@ export class ClaimController {
   @Post(':name/claim')
   @Access('worker')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Claim up to `max` jobs under a lease; long poll up to `waitMs`' })
+  @ApiOperation({ operationId: 'claimJobs', summary: 'Claim up to `max` jobs under a lease; long poll up to `waitMs`' })
+  @ApiAnswer(200, 'ClaimedJobs', 'The jobs claimed, each with its lock token and lease end; empty when none came within waitMs.')
   async claim(
     @Param('name') name: string,
     @Body() body: ClaimDto,
