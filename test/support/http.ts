@@ -78,6 +78,8 @@ export async function startTestApi(name: string, env: Record<string, string> = {
     db,
     http: validatingAgent(request(url), () => validatorFor(app)),
     close: async () => {
+      const v = validatorFor(app);
+      if (v && process.env.OPENAPI_COVERAGE) process.stdout.write(`${v.coverageLine()}: ${[...v.exercised].sort().join(', ')}\n`);
       await app.close();
       const r = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
       await deleteByPrefix(r as Redis, prefix);

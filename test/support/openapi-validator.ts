@@ -91,6 +91,13 @@ export class OpenApiValidator {
     return `${where}: the body does not match the documented schema of ${op.operationId}:\n${errors.join('\n')}\nbody: ${JSON.stringify(res.body).slice(0, 500)}`;
   }
 
+  /** One line: how many documented (operation, status) pairs the responses seen so far exercised. */
+  coverageLine(): string {
+    let documented = 0;
+    for (const item of Object.values(this.doc.paths)) for (const op of Object.values(item as Record<string, { responses?: object }>)) documented += Object.keys(op.responses ?? {}).length;
+    return `OpenAPI: ${this.exercised.size} of ${documented} documented (operation, status) answers exercised`;
+  }
+
   private matches(schema: string, body: unknown): boolean {
     const v = this.ajv.getSchema(schema);
     return !!v && v(body) === true;

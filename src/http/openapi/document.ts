@@ -75,7 +75,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
  * - components: the response schemas, the common error answers, the headers;
  * - `security` per operation from its `@Access` (public: none; metrics: optional METRICS_TOKEN; else an API key);
  * - the common error answers each operation can give: 401 unless public; 403
- *   (roles, cross-site, Host); 400 with a body or query; 404 with a path
+ *   (roles, cross-site, Host); 400 for a method that takes a body, or a query; 404 with a path
  *   parameter; 413/415 for methods that take a body; 429 unless exempt from the
  *   rate limit; 503 except /healthz; 408/414/431 (the HTTP server's limits);
  * - `X-Request-Id` on every answer;
@@ -115,7 +115,8 @@ export function completeDocument(doc: OpenAPIObject, requirementOf: (method: str
         for (const media of Object.values(op.requestBody.content)) if (media.schema) fixRequestSchema(media.schema as SchemaObject);
       }
       const common: string[] = [];
-      if (op.requestBody || params.some((p) => p.in === 'query')) common.push('BadRequest');
+      // Any body can be malformed JSON; a query or a body can fail validation; a path name can be invalid (400 for queue names).
+      if (BODY_METHODS.has(method) || op.requestBody || params.some((p) => p.in === 'query')) common.push('BadRequest');
       if (!isPublic) common.push('Unauthorized');
       common.push('Forbidden');
       if (path.includes('{')) common.push('NotFound');
