@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Length, Matches, Max, Min, ValidateNested } from 'class-validator';
 import type { FastifyRequest } from 'fastify';
@@ -10,6 +10,7 @@ import { Audited } from '../oplog/audited.decorator';
 import { RATE_LIMIT_MAX } from './key-rate-limiter';
 import { KeyStore, type KeyRecord, type KeyView } from './key-store';
 import { principalOf } from './principal';
+import { ApiAnswer } from '../http/openapi/decorators';
 
 /** Longest a key may live, ms (10 years). */
 export const MAX_KEY_LIFETIME_MS = 10 * 365 * 86_400_000;
@@ -63,7 +64,6 @@ class KeyIdParam {
 
 /** API.md v1.1 keys: create (secret shown once), list (no secrets), revoke; `admin` of the project. */
 @ApiTags('keys')
-@ApiBearerAuth()
 @Controller('keys')
 export class KeysController {
   constructor(private readonly keys: KeyStore) {}
@@ -71,7 +71,8 @@ export class KeysController {
   @Post()
   @Access('admin')
   @Audited('key.create', { result: 'id' })
-  @ApiOperation({ summary: 'Create an API key in your project; the secret is in this answer only' })
+  @ApiOperation({ operationId: 'createKey', summary: 'Create an API key in your project; the secret is in this answer only' })
+  @ApiAnswer(201, 'CreatedKey', 'The key with its secret (shown this once).')
   async create(@Body() body: CreateKeyDto, @Req() req: FastifyRequest): Promise<KeyRecord & { secret: string }> {
     const p = principalOf(req);
     let expiresAt: string | null = null;
@@ -88,7 +89,8 @@ export class KeysController {
 
   @Get()
   @Access('admin')
-  @ApiOperation({ summary: "Your project's keys, without secrets" })
+  @ApiOperation({ operationId: 'listKeys', summary: "Your project's keys, without secrets" })
+  @ApiAnswer(200, ['KeyView'], 'Every key of the project, without secrets.')
   list(@Req() req: FastifyRequest): Promise<KeyView[]> {
     return this.keys.list(principalOf(req).project);
   }
@@ -97,7 +99,8 @@ export class KeysController {
   @HttpCode(200)
   @Access('admin')
   @Audited('key.revoke', { param: 'id' })
-  @ApiOperation({ summary: 'Revoke a key: refused from then on (within 1 s on every api replica)' })
+  @ApiOperation({ operationId: 'revokeKey', summary: 'Revoke a key: refused from then on (within 1 s on every api replica)' })
+  @ApiAnswer(200, 'RevokedKey', 'The revoked key.')
   async revoke(@Param('id') id: string, @Req() req: FastifyRequest): Promise<KeyRecord & { revoked: true }> {
     const rec = await this.keys.revoke(KeyIdParam.check(id), principalOf(req).project);
     if (!rec) throw new SluiceError('not_found', `key ${id} not found`);

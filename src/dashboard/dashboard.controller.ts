@@ -1,7 +1,8 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { Access } from '../auth/access.decorator';
-import { ApiExcludeEndpoint, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiExcludeEndpoint, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { ApiJob, toApiJob } from '../http/api-job';
+import { ApiAnswer } from '../http/openapi/decorators';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard-page';
 import { DashboardService, DashboardStats } from './dashboard.service';
 
@@ -24,7 +25,9 @@ export class DashboardController {
 
   @Get('dashboard')
   @Access('public')
-  @ApiOperation({ summary: 'The web dashboard (HTML)' })
+  @ApiOperation({ operationId: 'getDashboardPage', summary: 'The web dashboard (HTML)' })
+  @ApiProduces('text/html')
+  @ApiAnswer(200, { type: 'string' }, 'The dashboard page.')
   @Header('content-type', 'text/html; charset=utf-8')
   @Header('cache-control', 'no-store')
   @Header('content-security-policy', DASHBOARD_CSP)
@@ -35,14 +38,16 @@ export class DashboardController {
 
   @Get('dashboard/stats')
   @Access('viewer')
-  @ApiOperation({ summary: 'Counts per queue and in total, live workers, throughput, audit lag' })
+  @ApiOperation({ operationId: 'getDashboardStats', summary: 'Counts per queue and in total, live workers, throughput, audit lag' })
+  @ApiAnswer(200, 'DashboardStats', 'The aggregates.')
   stats(): Promise<DashboardStats> {
     return this.dashboard.stats();
   }
 
   @Get('dashboard/recent')
   @Access('viewer')
-  @ApiOperation({ summary: 'The last 20 jobs by updatedAt, newest first' })
+  @ApiOperation({ operationId: 'listRecentJobs', summary: 'The last 20 jobs by updatedAt, newest first' })
+  @ApiAnswer(200, ['Job'], 'Up to 20 jobs, newest update first.')
   async recent(): Promise<ApiJob[]> {
     return (await this.dashboard.recent()).map(toApiJob);
   }

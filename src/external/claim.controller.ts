@@ -4,6 +4,7 @@ import { NotAudited, WORKER_PROTOCOL } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ApiJob, toApiClaimedJob } from '../http/api-job';
+import { ApiAnswer } from '../http/openapi/decorators';
 import { ClaimDto } from './dto/claim.dto';
 import { ExternalService } from './external.service';
 
@@ -18,7 +19,8 @@ export class ClaimController {
   @Access('worker')
   @NotAudited(WORKER_PROTOCOL)
   @HttpCode(200)
-  @ApiOperation({ summary: 'Claim up to `max` jobs under a lease; long poll up to `waitMs`' })
+  @ApiOperation({ operationId: 'claimJobs', summary: 'Claim up to `max` jobs under a lease; long poll up to `waitMs`' })
+  @ApiAnswer(200, 'ClaimedJobs', 'The jobs claimed, each with its lock token and lease end; empty when none came within waitMs.')
   async claim(
     @Param('name') name: string,
     @Body() body: ClaimDto,

@@ -3,6 +3,7 @@ import { Access } from '../auth/access.decorator';
 import { NotAudited, WORKER_PROTOCOL } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiJob, iso, toApiJob } from '../http/api-job';
+import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import { CompleteDto, FailDto, HeartbeatDto } from './dto/lease.dto';
 import { ExternalService } from './external.service';
 
@@ -20,7 +21,9 @@ export class LeasesController {
   @Access('worker')
   @NotAudited(WORKER_PROTOCOL)
   @HttpCode(200)
-  @ApiOperation({ summary: 'Renew the lease; report progress and log lines' })
+  @ApiOperation({ operationId: 'heartbeatJob', summary: 'Renew the lease; report progress and log lines' })
+  @ApiAnswer(200, 'LeaseRenewed', 'The lease is renewed.')
+  @ApiErrors([409, 'The lease is lost: expired, or the lock token is stale or wrong (code lease_lost); nothing changed.'])
   async heartbeat(@Param('id') id: string, @Body() body: HeartbeatDto): Promise<{ leaseExpiresAt: string | null; cancelRequested: boolean }> {
     const r = await this.external.heartbeat(id, body);
     return { leaseExpiresAt: iso(r.leaseExpiresAt), cancelRequested: r.cancelRequested };
@@ -31,7 +34,9 @@ export class LeasesController {
   @Access('worker')
   @NotAudited(WORKER_PROTOCOL)
   @HttpCode(200)
-  @ApiOperation({ summary: 'Complete the attempt with a result' })
+  @ApiOperation({ operationId: 'completeJob', summary: 'Complete the attempt with a result' })
+  @ApiAnswer(200, 'Job', 'The job, completed (or cancelled when a cancel was requested).')
+  @ApiErrors([409, 'The lease is lost (code lease_lost); nothing changed.'])
   async complete(@Param('id') id: string, @Body() body: CompleteDto): Promise<ApiJob> {
     return toApiJob(await this.external.complete(id, body));
   }
@@ -41,7 +46,9 @@ export class LeasesController {
   @Access('worker')
   @NotAudited(WORKER_PROTOCOL)
   @HttpCode(200)
-  @ApiOperation({ summary: 'Fail the attempt: retry with backoff, or dead-letter' })
+  @ApiOperation({ operationId: 'failJob', summary: 'Fail the attempt: retry with backoff, or dead-letter' })
+  @ApiAnswer(200, 'Job', 'The job: delayed for a retry, or failed (in the dead-letter queue).')
+  @ApiErrors([409, 'The lease is lost (code lease_lost); nothing changed.'])
   async fail(@Param('id') id: string, @Body() body: FailDto): Promise<ApiJob> {
     return toApiJob(await this.external.fail(id, body));
   }

@@ -8,6 +8,7 @@ import { SLUICE_CONFIG } from '../config/config.module';
 import { UnavailableError } from '../core/errors';
 import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
+import { ApiAnswer } from '../http/openapi/decorators';
 import { needsPostgres, probeReadiness, Readiness } from './readiness';
 
 /** 503 of `GET /readyz`: the envelope's `details` name each dependency that is down. */
@@ -41,7 +42,8 @@ export class HealthController {
   /** 200 while the process runs; touches no backing service. */
   @Get('healthz')
   @Access('public')
-  @ApiOperation({ summary: 'Liveness' })
+  @ApiOperation({ operationId: 'getHealth', summary: 'Liveness' })
+  @ApiAnswer(200, 'Health', 'The process runs.')
   healthz(): { status: 'ok' } {
     return { status: 'ok' };
   }
@@ -58,7 +60,8 @@ export class HealthController {
    */
   @Get('readyz')
   @Access('public')
-  @ApiOperation({ summary: "Readiness: the services this process's roles need (Redis; PostgreSQL and migrations for audit and scheduler)" })
+  @ApiOperation({ operationId: 'getReadiness', summary: "Readiness: the services this process's roles need (Redis; PostgreSQL and migrations for audit and scheduler)" })
+  @ApiAnswer(200, 'Readiness', 'Ready, or degraded (PostgreSQL down, not needed by these roles).')
   async readyz(): Promise<ReadyBody> {
     const r = await probeReadiness(this.redis, this.db ?? null, this.pgNeeded);
     if (!r.ready) throw new NotReadyError(r.problems);

@@ -1,12 +1,20 @@
 import type { ClaimedJob, Job } from '../core/job';
 import { clampTime } from '../core/job-options';
 
+/** First and last instants with a four-digit year: the range of RFC 3339 `date-time` (the OpenAPI document's time format). */
+const FIRST_RENDERED_MS = -62_167_219_200_000; // 0000-01-01T00:00:00.000Z (Date.UTC maps years 0..99 to 19xx)
+const LAST_RENDERED_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 /**
- * ISO-8601 UTC string of an epoch-ms time; null (and NaN) stays null. A time
- * beyond the Date range (±8.64e15 ms) renders as its end rather than throw.
+ * ISO-8601 UTC string of an epoch-ms time, always RFC 3339 (four-digit year);
+ * null (and NaN) stays null. A time beyond year 9999 (e.g. a runAt an older
+ * version stored past the Date range) renders as 9999-12-31T23:59:59.999Z,
+ * one before year 0 as 0000-01-01T00:00:00.000Z, rather than throw or use an
+ * expanded year (`+275760-…`) that date-time parsers refuse.
  */
 export function iso(ms: number | null | undefined): string | null {
-  return ms === null || ms === undefined || Number.isNaN(ms) ? null : new Date(clampTime(ms)).toISOString();
+  if (ms === null || ms === undefined || Number.isNaN(ms)) return null;
+  return new Date(Math.min(LAST_RENDERED_MS, Math.max(FIRST_RENDERED_MS, clampTime(ms)))).toISOString();
 }
 
 /** `T` with the epoch-ms fields `K` rendered as ISO-8601 strings (null stays null): the API shape of an engine/history type. */

@@ -32,6 +32,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   conflict: 409,
   lease_lost: 409,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   rate_limited: 429,
   unavailable: 503,
 };
@@ -45,7 +46,7 @@ const CODE_BY_STATUS: Record<number, string> = {
   405: 'not_found',
   409: 'conflict',
   413: 'payload_too_large',
-  415: 'validation_failed',
+  415: 'unsupported_media_type',
   429: 'rate_limited',
   503: 'unavailable',
 };
@@ -105,7 +106,7 @@ export function mapError(e: unknown): MappedError {
   }
   const fst = e as { statusCode?: unknown; code?: unknown; message?: unknown };
   if (typeof fst?.statusCode === 'number' && fst.statusCode >= 400 && fst.statusCode < 500) {
-    const status = fst.statusCode === 415 ? 400 : fst.statusCode;
+    const status = fst.statusCode;
     const code = CODE_BY_STATUS[status] ?? 'validation_failed';
     let message = typeof fst.message === 'string' ? fst.message : 'bad request';
     if (status === 413) message = 'request body too large';

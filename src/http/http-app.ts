@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
+import { buildOpenApiDocument } from './openapi/document';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SluiceConfig } from '../config/config';
@@ -58,7 +59,8 @@ const DOCS_PATHS = /^\/docs(\/|-json|\?|$)/;
  *   connection is not ready (except the ops endpoints);
  * - optional per-client rate limit (API_RATE_LIMIT_MAX per API_RATE_LIMIT_WINDOW_MS,
  *   429 `rate_limited` with Retry-After), counted in Redis;
- * - OpenAPI at `/docs` (Swagger UI) and `/docs-json`, from the same DTOs (api role only);
+ * - OpenAPI at `/docs` (Swagger UI) and `/docs-json`, from the same DTOs and the
+ *   response schemas (src/http/openapi/document.ts; api role only);
  * - two process-wide fast paths for per-request library costs:
  *   {@link installLeanAsyncBind} and {@link cacheValidationMetadata}.
  * Used by main.ts for every role (a process without `api` has only the ops
@@ -152,14 +154,9 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   app.useGlobalPipes(createValidationPipe());
 
   if (!config.roles.has('api')) return app; // ops endpoints only: no API to document
-  const doc = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Sluice')
-      .setDescription('Distributed job queue: Redis hot path, PostgreSQL history. Contract: API.md.')
-      .setVersion('1')
-      .build(),
-  );
+  const doc = buildOpenApiDocument(app);
+  // For the e2e response validator (test/support/http.ts), which may not fetch /docs-json when AUTH is on.
+  fastify.decorate('sluiceOpenApi', doc);
   SwaggerModule.setup('docs', app, doc, { jsonDocumentUrl: 'docs-json' });
   return app;
 }

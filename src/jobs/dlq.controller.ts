@@ -3,6 +3,7 @@ import { Access } from '../auth/access.decorator';
 import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Json } from '../core/job';
+import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import { ApiJob, toApiJob } from '../http/api-job';
 import { PurgeDlqQueryDto, RetryDlqDto, RetryJobDto } from './dto/dlq.dto';
 import { ListDlqQueryDto } from './dto/list-jobs.dto';
@@ -17,7 +18,8 @@ export class DlqController {
   /** 200 `{items, nextCursor}`: failed jobs with `lastError`, newest failure first. */
   @Get('dlq/all')
   @Access('viewer', 'producer')
-  @ApiOperation({ summary: 'List the dead-letter queue (keyset pagination)' })
+  @ApiOperation({ operationId: 'listDeadLetterJobs', summary: 'List the dead-letter queue (keyset pagination)' })
+  @ApiAnswer(200, 'JobPage', 'One page of failed jobs, newest failure first.')
   async list(@Query() q: ListDlqQueryDto): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
     const page = await this.dlq.list({ queue: q.queue, type: q.type, cursor: q.cursor, limit: q.limit });
     return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };
@@ -28,7 +30,8 @@ export class DlqController {
   @Access('operator')
   @Audited('dlq.retry_all', { body: 'queue' })
   @HttpCode(200)
-  @ApiOperation({ summary: 'Retry every dead-letter job matching queue/type' })
+  @ApiOperation({ operationId: 'retryDeadLetterJobs', summary: 'Retry every dead-letter job matching queue/type' })
+  @ApiAnswer(200, 'Retried', 'How many jobs went back to waiting.')
   async retryAll(@Body() body: RetryDlqDto): Promise<{ retried: number }> {
     return { retried: await this.dlq.retryAll({ queue: body.queue, type: body.type }) };
   }
@@ -37,7 +40,8 @@ export class DlqController {
   @Delete('dlq')
   @Access('operator')
   @Audited('dlq.purge', { query: 'queue' })
-  @ApiOperation({ summary: 'Purge the dead-letter queue of one queue (every queue without ?queue=)' })
+  @ApiOperation({ operationId: 'purgeDeadLetterJobs', summary: 'Purge the dead-letter queue of one queue (every queue without ?queue=)' })
+  @ApiAnswer(200, 'Purged', 'How many jobs were removed (their history stays).')
   async purge(@Query() q: PurgeDlqQueryDto): Promise<{ purged: number }> {
     return { purged: await this.dlq.purge(q.queue) };
   }
@@ -47,7 +51,9 @@ export class DlqController {
   @Access('operator')
   @Audited('job.retry', { param: 'id' })
   @HttpCode(200)
-  @ApiOperation({ summary: 'Retry a failed (or cancelled) job, optionally with a new payload' })
+  @ApiOperation({ operationId: 'retryJob', summary: 'Retry a failed (or cancelled) job, optionally with a new payload' })
+  @ApiAnswer(200, 'Job', 'The job, back in waiting with attempts 0.')
+  @ApiErrors([409, 'The job is neither failed nor cancelled (code conflict).'])
   async retry(@Param('id') id: string, @Body() body: RetryJobDto): Promise<ApiJob> {
     return toApiJob(await this.dlq.retry(id, body.payload as Record<string, Json> | undefined));
   }

@@ -4,6 +4,7 @@ import { Audited, NotAudited } from '../oplog/audited.decorator';
 import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/principal';
+import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import { ApiJob, toApiJob } from '../http/api-job';
 import { EnqueueBatchBody, EnqueueBatchPipe, EnqueueJobBody, EnqueueJobPipe } from './dto/enqueue-body.pipe';
 import { EnqueueBatchDto, EnqueueJobDto } from './dto/enqueue-job.dto';
@@ -28,7 +29,10 @@ export class JobsController {
   @Post()
   @Access('producer')
   @NotAudited('enqueue: in the job history already, and the hot path')
-  @ApiOperation({ summary: 'Enqueue a job' })
+  @ApiOperation({ operationId: 'enqueueJob', summary: 'Enqueue a job' })
+  @ApiAnswer(201, 'Job', 'The new job.')
+  @ApiAnswer(200, 'Job', 'The idempotency key matched a job enqueued with the same body: that job.', ['Idempotent-Replayed'])
+  @ApiErrors([409, 'The idempotency key was used with a different body (code conflict).'])
   @ApiBody({ type: EnqueueJobDto })
   async create(@Body(EnqueueJobPipe) body: EnqueueJobBody, @Res({ passthrough: true }) reply: FastifyReply, @Req() req: FastifyRequest): Promise<ApiJob> {
     const [r] = await this.jobs.enqueue([body], false, principalOf(req).project);
@@ -42,7 +46,9 @@ export class JobsController {
   @Access('producer')
   @NotAudited('enqueue: in the job history already, and the hot path')
   @HttpCode(201)
-  @ApiOperation({ summary: 'Enqueue 1..1000 jobs (atomic per queue)' })
+  @ApiOperation({ operationId: 'enqueueJobs', summary: 'Enqueue 1..1000 jobs (atomic per queue)' })
+  @ApiAnswer(201, 'JobBatch', 'The jobs, in input order.')
+  @ApiErrors([409, 'An idempotency key was used with a different body (code conflict).'])
   @ApiBody({ type: EnqueueBatchDto })
   async createBatch(@Body(EnqueueBatchPipe) body: EnqueueBatchBody, @Req() req: FastifyRequest): Promise<{ jobs: ApiJob[] }> {
     const out = await this.jobs.enqueue(body.jobs, true, principalOf(req).project);
@@ -52,7 +58,8 @@ export class JobsController {
   /** 200 `{items, nextCursor}`: newest first, keyset pagination; 400 names a bad status/limit/cursor. */
   @Get()
   @Access('viewer', 'producer')
-  @ApiOperation({ summary: 'List jobs from PostgreSQL, newest first (keyset pagination)' })
+  @ApiOperation({ operationId: 'listJobs', summary: 'List jobs from PostgreSQL, newest first (keyset pagination)' })
+  @ApiAnswer(200, 'JobPage', 'One page, newest first.')
   async list(@Query() q: ListJobsQueryDto): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
     const page = await this.jobs.list({ queue: q.queue, status: q.status, type: q.type, cursor: q.cursor, limit: q.limit });
     return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };
@@ -60,28 +67,32 @@ export class JobsController {
 
   @Get(':id')
   @Access('viewer', 'producer')
-  @ApiOperation({ summary: 'A job by id (Redis while live, PostgreSQL after)' })
+  @ApiOperation({ operationId: 'getJob', summary: 'A job by id (Redis while live, PostgreSQL after)' })
+  @ApiAnswer(200, 'Job', 'The job.')
   async get(@Param('id') id: string): Promise<ApiJob> {
     return toApiJob(await this.jobs.get(id));
   }
 
   @Get(':id/events')
   @Access('viewer', 'producer')
-  @ApiOperation({ summary: "A job's audit trail, oldest first" })
+  @ApiOperation({ operationId: 'listJobEvents', summary: "A job's audit trail, oldest first" })
+  @ApiAnswer(200, 'JobEvents', 'The events, oldest first.')
   async events(@Param('id') id: string): Promise<{ items: ApiJobEvent[] }> {
     return { items: (await this.jobs.events(id)).map(toApiEvent) };
   }
 
   @Get(':id/executions')
   @Access('viewer', 'producer')
-  @ApiOperation({ summary: 'One row per execution started' })
+  @ApiOperation({ operationId: 'listJobExecutions', summary: 'One row per execution started' })
+  @ApiAnswer(200, 'JobExecutions', 'The executions, in run order.')
   async executions(@Param('id') id: string): Promise<{ items: ApiJobExecution[] }> {
     return { items: (await this.jobs.executions(id)).map(toApiExecution) };
   }
 
   @Get(':id/logs')
   @Access('viewer', 'producer')
-  @ApiOperation({ summary: 'Lines the handler logged, oldest first' })
+  @ApiOperation({ operationId: 'listJobLogs', summary: 'Lines the handler logged, oldest first' })
+  @ApiAnswer(200, 'JobLogs', 'The log lines, oldest first.')
   async logs(@Param('id') id: string): Promise<{ items: ApiJobLogLine[] }> {
     return { items: (await this.jobs.logs(id)).map(toApiLog) };
   }
@@ -94,7 +105,10 @@ export class JobsController {
   @Delete(':id')
   @Access('operator')
   @Audited('job.cancel', { param: 'id' })
-  @ApiOperation({ summary: 'Cancel a job (202 while an active one is being aborted)' })
+  @ApiOperation({ operationId: 'cancelJob', summary: 'Cancel a job (202 while an active one is being aborted)' })
+  @ApiAnswer(200, 'Job', 'The job was waiting or delayed: now cancelled.')
+  @ApiAnswer(202, 'Job', 'The job is active: still active with cancelRequested true; its AbortSignal fires and it ends cancelled.')
+  @ApiErrors([409, 'The job is already terminal (code conflict).'])
   async cancel(@Param('id') id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<ApiJob> {
     const r = await this.jobs.cancel(id);
     void reply.status(r.requested ? 202 : 200);

@@ -2,6 +2,7 @@ import { Controller, Get, Res } from '@nestjs/common';
 import { Access } from '../auth/access.decorator';
 import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import { ApiAnswer } from '../http/openapi/decorators';
 import { SluiceMetrics } from './sluice-metrics';
 
 /** API.md `GET /metrics` (every role): Prometheus text exposition of this process's roles (src/metrics/metrics.module.ts). */
@@ -12,7 +13,8 @@ export class MetricsController {
 
   @Get('metrics')
   @Access('metrics')
-  @ApiOperation({ summary: 'Prometheus metrics' })
+  @ApiOperation({ operationId: 'getMetrics', summary: 'Prometheus metrics' })
+  @ApiAnswer(200, { type: 'string' }, 'Prometheus text exposition of this process.')
   @ApiProduces('text/plain')
   async scrape(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     const { contentType, body } = await this.metrics.render();

@@ -2,6 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/commo
 import { Access } from '../auth/access.decorator';
 import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAnswer } from '../http/openapi/decorators';
 import { ConfigureQueueDto } from './dto/configure-queue.dto';
 import { ApiQueue, QueuesService } from './queues.service';
 
@@ -13,14 +14,16 @@ export class QueuesController {
 
   @Get()
   @Access('viewer')
-  @ApiOperation({ summary: 'Every queue with its settings and exact counts' })
+  @ApiOperation({ operationId: 'listQueues', summary: 'Every queue with its settings and exact counts' })
+  @ApiAnswer(200, ['Queue'], 'Every queue, by name.')
   list(): Promise<ApiQueue[]> {
     return this.queues.list();
   }
 
   @Get(':name')
   @Access('viewer')
-  @ApiOperation({ summary: 'One queue; 404 unless configured, paused or given a job' })
+  @ApiOperation({ operationId: 'getQueue', summary: 'One queue; 404 unless configured, paused or given a job' })
+  @ApiAnswer(200, 'Queue', 'The queue.')
   get(@Param('name') name: string): Promise<ApiQueue> {
     return this.queues.get(name);
   }
@@ -28,7 +31,8 @@ export class QueuesController {
   @Put(':name')
   @Access('operator')
   @Audited('queue.configure', { param: 'name' })
-  @ApiOperation({ summary: 'Configure a queue (creates it if new); only the fields sent change' })
+  @ApiOperation({ operationId: 'configureQueue', summary: 'Configure a queue (creates it if new); only the fields sent change' })
+  @ApiAnswer(200, 'Queue', 'The queue with its new settings.')
   configure(@Param('name') name: string, @Body() body: ConfigureQueueDto): Promise<ApiQueue> {
     return this.queues.configure(name, body ?? {});
   }
@@ -37,7 +41,8 @@ export class QueuesController {
   @Access('operator')
   @Audited('queue.pause', { param: 'name' })
   @HttpCode(200)
-  @ApiOperation({ summary: 'Pause: no job of the queue starts (active ones finish); creates the queue if new' })
+  @ApiOperation({ operationId: 'pauseQueue', summary: 'Pause: no job of the queue starts (active ones finish); creates the queue if new' })
+  @ApiAnswer(200, 'Queue', 'The queue, paused.')
   pause(@Param('name') name: string): Promise<ApiQueue> {
     return this.queues.setPaused(name, true);
   }
@@ -46,7 +51,8 @@ export class QueuesController {
   @Access('operator')
   @Audited('queue.resume', { param: 'name' })
   @HttpCode(200)
-  @ApiOperation({ summary: 'Resume a paused queue' })
+  @ApiOperation({ operationId: 'resumeQueue', summary: 'Resume a paused queue' })
+  @ApiAnswer(200, 'Queue', 'The queue, running.')
   resume(@Param('name') name: string): Promise<ApiQueue> {
     return this.queues.setPaused(name, false);
   }

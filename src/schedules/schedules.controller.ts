@@ -3,6 +3,7 @@ import { Access } from '../auth/access.decorator';
 import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Json } from '../core/job';
+import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import { ApiSchedule, toApiSchedule } from './api-schedule';
 import { CreateScheduleDto, PreviewQueryDto, UpdateScheduleDto } from './dto/schedule.dto';
 import type { ScheduleInput } from './schedule-definition';
@@ -18,14 +19,17 @@ export class SchedulesController {
   @Access('operator')
   @Audited('schedule.create', { result: 'id' })
   @HttpCode(201)
-  @ApiOperation({ summary: 'Create a cron schedule' })
+  @ApiOperation({ operationId: 'createSchedule', summary: 'Create a cron schedule' })
+  @ApiAnswer(201, 'Schedule', 'The new schedule with its nextRunAt.')
+  @ApiErrors([409, 'A schedule with this name exists (code conflict).'])
   async create(@Body() body: CreateScheduleDto): Promise<ApiSchedule> {
     return toApiSchedule(await this.schedules.create(toInput(body) as ScheduleInput));
   }
 
   @Get()
   @Access('viewer')
-  @ApiOperation({ summary: 'All schedules, oldest first' })
+  @ApiOperation({ operationId: 'listSchedules', summary: 'All schedules, oldest first' })
+  @ApiAnswer(200, ['Schedule'], 'Every schedule, oldest first.')
   async list(): Promise<ApiSchedule[]> {
     return (await this.schedules.list()).map(toApiSchedule);
   }
@@ -33,7 +37,8 @@ export class SchedulesController {
   /** Declared before `:id`, so "preview" is not taken for an id. */
   @Get('preview')
   @Access('viewer')
-  @ApiOperation({ summary: 'The next runs of a cron expression in a time zone' })
+  @ApiOperation({ operationId: 'previewSchedule', summary: 'The next runs of a cron expression in a time zone' })
+  @ApiAnswer(200, 'SchedulePreview', 'The next `count` run times.')
   preview(@Query() q: PreviewQueryDto): { runs: string[] } {
     const from = q.from === undefined ? undefined : Date.parse(q.from);
     return { runs: this.schedules.preview(q.cron, q.timezone ?? 'UTC', from, q.count ?? 5).map((t) => new Date(t).toISOString()) };
@@ -41,7 +46,8 @@ export class SchedulesController {
 
   @Get(':id')
   @Access('viewer')
-  @ApiOperation({ summary: 'A schedule by id' })
+  @ApiOperation({ operationId: 'getSchedule', summary: 'A schedule by id' })
+  @ApiAnswer(200, 'Schedule', 'The schedule.')
   async get(@Param('id') id: string): Promise<ApiSchedule> {
     return toApiSchedule(await this.schedules.get(id));
   }
@@ -49,7 +55,9 @@ export class SchedulesController {
   @Patch(':id')
   @Access('operator')
   @Audited('schedule.update', { param: 'id' })
-  @ApiOperation({ summary: 'Change a schedule (omitted fields are kept)' })
+  @ApiOperation({ operationId: 'updateSchedule', summary: 'Change a schedule (omitted fields are kept)' })
+  @ApiAnswer(200, 'Schedule', 'The schedule as changed.')
+  @ApiErrors([409, 'A schedule with this name exists (code conflict).'])
   async update(@Param('id') id: string, @Body() body: UpdateScheduleDto): Promise<ApiSchedule> {
     return toApiSchedule(await this.schedules.update(id, toInput(body)));
   }
@@ -57,7 +65,8 @@ export class SchedulesController {
   @Delete(':id')
   @Access('operator')
   @Audited('schedule.delete', { param: 'id' })
-  @ApiOperation({ summary: 'Delete a schedule; answers the deleted schedule' })
+  @ApiOperation({ operationId: 'deleteSchedule', summary: 'Delete a schedule; answers the deleted schedule' })
+  @ApiAnswer(200, 'Schedule', 'The deleted schedule.')
   async remove(@Param('id') id: string): Promise<ApiSchedule> {
     return toApiSchedule(await this.schedules.remove(id));
   }

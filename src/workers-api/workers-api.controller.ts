@@ -1,6 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { Access } from '../auth/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAnswer } from '../http/openapi/decorators';
 import { ApiWorker, WorkersApiService } from './workers-api.service';
 
 /** API.md `GET /workers`. */
@@ -11,7 +12,8 @@ export class WorkersApiController {
 
   @Get()
   @Access('viewer')
-  @ApiOperation({ summary: 'Registered worker processes: running, draining or dead (missed heartbeats)' })
+  @ApiOperation({ operationId: 'listWorkers', summary: 'Registered worker processes: running, draining or dead (missed heartbeats)' })
+  @ApiAnswer(200, ['Worker'], 'Every registered worker, oldest heartbeat first.')
   list(): Promise<ApiWorker[]> {
     return this.workers.list();
   }

@@ -43,12 +43,17 @@ describe('C22: bad payloads never poison the queue (e2e)', () => {
     ['truncated JSON', 'application/json', '{"type": "diag.echo", "payload": {'],
     ['not JSON at all', 'application/json', 'hello world'],
     ['a JSON array', 'application/json', '[1,2,3]'],
-    ['plain text', 'text/plain', 'type=diag.echo'],
   ])('non-JSON body (%s) → 400 validation_failed', async (_name, type, text) => {
     const res = await api.http.post('/jobs').set('Content-Type', type).send(text);
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('validation_failed');
     expect(res.body.error.requestId).toEqual(expect.any(String));
+  });
+
+  it('a plain-text body → 415 unsupported_media_type (API.md v1.1: only JSON bodies are read)', async () => {
+    const res = await api.http.post('/jobs').set('Content-Type', 'text/plain').send('type=diag.echo');
+    expect(res.status).toBe(415);
+    expect(res.body.error.code).toBe('unsupported_media_type');
   });
 
   it('a lone UTF-16 surrogate is stored and returned byte for byte; the worker survives it', async () => {

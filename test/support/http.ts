@@ -8,6 +8,23 @@ import { openTestDb, TestDb } from './postgres';
 import { deleteByPrefix, REDIS_URL, testPrefix } from './redis';
 import { createRedis } from '../../src/redis/connection';
 import type Redis from 'ioredis';
+import type { OpenAPIObject } from '@nestjs/swagger';
+import { OpenApiValidator, validatingAgent } from './openapi-validator';
+
+/** Validators by document, shared by the apps of one test file (see {@link validatorFor}). */
+const validators = new WeakMap<OpenAPIObject, OpenApiValidator>();
+
+/**
+ * The response validator for `app`'s OpenAPI document (null without the api
+ * role: no document). Built on first use.
+ */
+export function validatorFor(app: NestFastifyApplication): OpenApiValidator | null {
+  const doc = (app.getHttpAdapter().getInstance() as unknown as { sluiceOpenApi?: OpenAPIObject }).sluiceOpenApi;
+  if (!doc) return null;
+  let v = validators.get(doc);
+  if (!v) validators.set(doc, (v = new OpenApiValidator(doc)));
+  return v;
+}
 
 /** A real Sluice HTTP app in this process, on real Redis and a private Postgres database. */
 export interface TestApi {
@@ -17,7 +34,12 @@ export interface TestApi {
   url: string;
   prefix: string;
   db: TestDb;
-  /** supertest agent bound to the app's URL: `api.http.post('/jobs').send({...})`. */
+  /**
+   * supertest agent bound to the app's URL: `api.http.post('/jobs').send({...})`.
+   * Every response it receives is validated against the app's OpenAPI
+   * document (test/support/openapi-validator.ts): an undocumented route or
+   * status, a missing header or a body off its schema fails the request.
+   */
   http: ReturnType<typeof request>;
   /** Stops the app, deletes its Redis keys and drops its database. */
   close(): Promise<void>;
@@ -54,8 +76,10 @@ export async function startTestApi(name: string, env: Record<string, string> = {
     url,
     prefix,
     db,
-    http: request(url),
+    http: validatingAgent(request(url), () => validatorFor(app)),
     close: async () => {
+      const v = validatorFor(app);
+      if (v && process.env.OPENAPI_COVERAGE) process.stdout.write(`${v.coverageLine()}: ${[...v.exercised].sort().join(', ')}\n`);
       await app.close();
       const r = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
       await deleteByPrefix(r as Redis, prefix);

@@ -16,21 +16,21 @@ export class ClaimDto {
   @Length(1, 200)
   workerId!: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: CLAIM_LIMITS.maxJobs, default: 1 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: CLAIM_LIMITS.maxJobs, default: 1 })
   @IsOptional()
   @IsInt()
   @Min(1)
   @Max(CLAIM_LIMITS.maxJobs)
   max?: number;
 
-  @ApiPropertyOptional({ minimum: 0, maximum: CLAIM_LIMITS.maxWaitMs, default: 0, description: 'long poll: how long to wait for a job when none is ready, ms' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: CLAIM_LIMITS.maxWaitMs, default: 0, description: 'long poll: how long to wait for a job when none is ready, ms' })
   @IsOptional()
   @IsInt()
   @Min(0)
   @Max(CLAIM_LIMITS.maxWaitMs)
   waitMs?: number;
 
-  @ApiPropertyOptional({ minimum: CLAIM_LIMITS.minLeaseMs, maximum: CLAIM_LIMITS.maxLeaseMs, description: 'lease length, ms; default LOCK_TTL_MS' })
+  @ApiPropertyOptional({ type: 'integer', minimum: CLAIM_LIMITS.minLeaseMs, maximum: CLAIM_LIMITS.maxLeaseMs, description: 'lease length, ms; default LOCK_TTL_MS' })
   @IsOptional()
   @IsInt()
   @Min(CLAIM_LIMITS.minLeaseMs)

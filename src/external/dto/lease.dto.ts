@@ -17,6 +17,7 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
+import { ApiJsonProperty } from '../../http/openapi/decorators';
 import { CLAIM_LIMITS } from './claim.dto';
 
 /** Largest serialized `progress` object, bytes (API.md: "a small JSON object"). */
@@ -50,7 +51,7 @@ export class LeaseDto {
 
 /** The `POST /jobs/:id/heartbeat` body. */
 export class HeartbeatDto extends LeaseDto {
-  @ApiPropertyOptional({ oneOf: [{ type: 'number', minimum: 0, maximum: 100 }, { type: 'object' }] })
+  @ApiJsonProperty('a number 0..100 or a JSON object of at most 8192 bytes', { oneOf: [{ type: 'number', minimum: 0, maximum: 100 }, { type: 'object', additionalProperties: {} }] })
   @ValidateIf((o: HeartbeatDto) => o.progress !== undefined)
   @IsProgress()
   progress?: number | Record<string, unknown>;
@@ -63,7 +64,7 @@ export class HeartbeatDto extends LeaseDto {
   @MaxLength(MAX_LOG_LINE_CHARS, { each: true })
   logs?: string[];
 
-  @ApiPropertyOptional({ minimum: CLAIM_LIMITS.minLeaseMs, maximum: CLAIM_LIMITS.maxLeaseMs, description: 'new lease length from now, ms; default the claim\'s leaseMs, else LOCK_TTL_MS' })
+  @ApiPropertyOptional({ type: 'integer', minimum: CLAIM_LIMITS.minLeaseMs, maximum: CLAIM_LIMITS.maxLeaseMs, description: 'new lease length from now, ms; default the claim\'s leaseMs, else LOCK_TTL_MS' })
   @IsOptional()
   @IsInt()
   @Min(CLAIM_LIMITS.minLeaseMs)
@@ -73,7 +74,7 @@ export class HeartbeatDto extends LeaseDto {
 
 /** The `POST /jobs/:id/complete` body. */
 export class CompleteDto extends LeaseDto {
-  @ApiPropertyOptional({ description: 'any JSON value; at most MAX_PAYLOAD_BYTES serialized' })
+  @ApiJsonProperty('any JSON value; at most MAX_PAYLOAD_BYTES serialized')
   @Allow()
   result?: unknown;
 }

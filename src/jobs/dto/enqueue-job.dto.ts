@@ -43,14 +43,14 @@ export class BackoffDto {
   @IsIn(['fixed', 'linear', 'exponential'])
   type?: 'fixed' | 'linear' | 'exponential';
 
-  @ApiPropertyOptional({ minimum: 0, maximum: LIMITS.maxBackoffDelayMs, description: 'ms' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: LIMITS.maxBackoffDelayMs, description: 'ms' })
   @IsOptional()
   @IsInt()
   @Min(0)
   @Max(LIMITS.maxBackoffDelayMs)
   delayMs?: number;
 
-  @ApiPropertyOptional({ minimum: 0, maximum: LIMITS.maxBackoffDelayMs, description: 'ms, ≥ delayMs' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: LIMITS.maxBackoffDelayMs, description: 'ms, ≥ delayMs' })
   @IsOptional()
   @IsInt()
   @Min(0)
@@ -70,7 +70,7 @@ export class EnqueueJobDto {
   @Matches(LIMITS.typePattern, { message: `must match ${LIMITS.typePattern.source}` })
   type!: string;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, default: {} })
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, default: {}, description: 'any JSON object; serialized ≤ MAX_PAYLOAD_BYTES', example: { to: 'ada@example.com' } })
   @IsOptional()
   @IsObject({ message: 'must be a JSON object' })
   payload?: Record<string, unknown>;
@@ -86,7 +86,7 @@ export class EnqueueJobDto {
   @IsPriority()
   priority?: number | 'high' | 'normal' | 'low';
 
-  @ApiPropertyOptional({ minimum: 0, maximum: LIMITS.maxDelayMs, description: 'ms; exclusive with runAt' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: LIMITS.maxDelayMs, description: 'ms; exclusive with runAt' })
   @IsOptional()
   @IsInt()
   @Min(0)
@@ -98,28 +98,28 @@ export class EnqueueJobDto {
   @IsISO8601({ strict: true }, { message: 'must be an ISO-8601 time' })
   runAt?: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 100 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, description: "default: the queue's, else MAX_RETRIES" })
   @IsOptional()
   @IsInt()
   @Min(LIMITS.minAttempts)
   @Max(LIMITS.maxAttempts)
   maxAttempts?: number;
 
-  @ApiPropertyOptional({ type: BackoffDto })
+  @ApiPropertyOptional({ type: BackoffDto, description: 'default exponential, 2000, 3600000, equal' })
   @IsOptional()
   @IsObject({ message: 'must be an object' })
   @ValidateNested()
   @Type(() => BackoffDto)
   backoff?: BackoffDto;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxTimeoutMs, description: 'ms' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: LIMITS.maxTimeoutMs, description: "ms; default: the queue's, else 600000" })
   @IsOptional()
   @IsInt()
   @Min(1)
   @Max(LIMITS.maxTimeoutMs)
   timeoutMs?: number;
 
-  @ApiPropertyOptional({ minLength: 1, maxLength: 255 })
+  @ApiPropertyOptional({ minLength: 1, maxLength: 255, description: 'per queue: the same key and body within IDEMPOTENCY_TTL_MS answer the existing job (200, Idempotent-Replayed)' })
   @IsOptional()
   @IsString()
   @Length(1, LIMITS.maxIdempotencyKeyLength)

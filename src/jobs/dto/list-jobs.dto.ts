@@ -12,7 +12,7 @@ export class PageQueryDto {
   @MaxLength(200)
   cursor?: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT })
   @IsOptional()
   @Type(() => Number)
   @IsInt({ message: `must be an integer 1..${LIMIT_MAX}` })

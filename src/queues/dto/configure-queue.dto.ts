@@ -1,4 +1,4 @@
-import { ApiPropertyOptional, PickType } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsBoolean, IsInt, IsObject, IsOptional, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
 import { LIMITS } from '../../core/job-options';
@@ -6,13 +6,13 @@ import { EnqueueJobDto } from '../../jobs/dto/enqueue-job.dto';
 
 /** `rateLimit` of a queue: at most `max` job starts per `durationMs` window, across all workers. */
 export class RateLimitDto {
-  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxRateLimitMax })
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: LIMITS.maxRateLimitMax })
   @IsInt()
   @Min(1)
   @Max(LIMITS.maxRateLimitMax)
   max!: number;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxRateLimitDurationMs, description: 'window length, ms' })
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: LIMITS.maxRateLimitDurationMs, description: 'window length, ms' })
   @IsInt()
   @Min(1)
   @Max(LIMITS.maxRateLimitDurationMs)

@@ -24,7 +24,7 @@ export class CreateScheduleDto extends PickType(EnqueueJobDto, ['queue', 'type',
   @IsString()
   timezone?: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 100, nullable: true })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, nullable: true, description: "null = the queue's default" })
   @IsOptional()
   @IsInt()
   @Min(LIMITS.minAttempts)
@@ -38,7 +38,7 @@ export class CreateScheduleDto extends PickType(EnqueueJobDto, ['queue', 'type',
   @Type(() => BackoffDto)
   backoff?: BackoffDto | null;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: LIMITS.maxTimeoutMs, nullable: true, description: 'ms' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: LIMITS.maxTimeoutMs, nullable: true, description: "ms; null = the queue's default" })
   @IsOptional()
   @IsInt()
   @Min(1)
@@ -74,7 +74,7 @@ export class PreviewQueryDto {
   @IsISO8601({ strict: true }, { message: 'must be an ISO-8601 time' })
   from?: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 5 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 5 })
   @IsOptional()
   @Type(() => Number)
   @IsInt()

@@ -1,0 +1,45 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiProperty, ApiResponse } from '@nestjs/swagger';
+import type { HeadersObject, SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+
+/** Marker the document post-processing turns into "any JSON" (see {@link ApiJsonProperty}). */
+export const JSON_MARKER = 'x-sluice-any-json';
+
+/** `#/components/schemas/<name>`. */
+export const schemaRef = (name: string): SchemaObject => ({ $ref: `#/components/schemas/${name}` }) as SchemaObject;
+
+/** `#/components/headers/<name>` (X-Request-Id, Retry-After, Idempotent-Replayed: src/http/openapi/document.ts). */
+export const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/**
+ * A success answer of a route: `status` with the body `schema`, a name of
+ * components.schemas (src/http/openapi/schemas.ts), `[name]` for an array of
+ * them, or a schema object. `headers` are names of components.headers.
+ * The common error answers (400/401/403/413/415/429/503…) are added to every
+ * route from its `@Access` declaration and shape, not here.
+ * @example `@ApiAnswer(200, 'Job', 'the job')` · `@ApiAnswer(200, ['Queue'], 'every queue')`
+ */
+export function ApiAnswer(status: number, schema: string | [string] | SchemaObject, description: string, headers: string[] = []): MethodDecorator {
+  const body = typeof schema === 'string' ? schemaRef(schema) : Array.isArray(schema) ? { type: 'array' as const, items: schemaRef(schema[0]) } : schema;
+  const h: HeadersObject = {};
+  for (const name of headers) h[name] = headerRef(name);
+  return ApiResponse({ status, description, schema: body, ...(headers.length ? { headers: h } : {}) });
+}
+
+/**
+ * Route-specific error answers, each with the error envelope as its body,
+ * e.g. `@ApiErrors([409, 'the job is terminal (code conflict)'])`. Answers
+ * every route may give (see {@link ApiAnswer}) are added automatically.
+ */
+export function ApiErrors(...errors: [status: number, description: string][]): MethodDecorator {
+  return applyDecorators(...errors.map(([status, description]) => ApiResponse({ status, description, schema: schemaRef('Error') })));
+}
+
+/**
+ * A property holding any JSON value (object, array, string, number, boolean
+ * or null): documented as the empty schema, which openapi-typescript types
+ * `unknown`. `oneOf` narrows it (e.g. `progress`: a number or an object).
+ */
+export function ApiJsonProperty(description: string, opts: { required?: boolean; oneOf?: SchemaObject[] } = {}): PropertyDecorator {
+  return ApiProperty({ description, required: opts.required ?? false, ...(opts.oneOf ? { oneOf: opts.oneOf } : {}), [JSON_MARKER]: true } as Parameters<typeof ApiProperty>[0]);
+}

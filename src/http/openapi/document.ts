@@ -1,0 +1,160 @@
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import type { OperationObject, ParameterObject, ResponseObject, SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type { Requirement } from '../../core/access';
+import { routeTable } from '../../auth/route-table';
+import { headerRef, JSON_MARKER, schemaRef } from './decorators';
+import { RESPONSE_SCHEMAS } from './schemas';
+
+/** Answers any route may give, added to each operation that can give them (see {@link completeDocument}). */
+const COMMON: Record<string, { status: number; code: string; description: string; retryAfter?: 'required' | 'optional' }> = {
+  BadRequest: { status: 400, code: 'validation_failed', description: 'Bad request: a body or query field fails validation, or the body is not JSON (`details` lists `{path, message}` per field).' },
+  Unauthorized: { status: 401, code: 'unauthorized', description: 'AUTH is on and the request carries no valid credentials (missing, unknown, revoked or expired key).' },
+  Forbidden: { status: 403, code: 'forbidden', description: "The key's role may not do this; or a state-changing request from a foreign Origin; or, with AUTH off, a Host that is not allowed." },
+  NotFound: { status: 404, code: 'not_found', description: 'Unknown id or name (another project’s too).' },
+  RequestTimeout: { status: 408, code: 'validation_failed', description: 'The request was not received in time.' },
+  PayloadTooLarge: { status: 413, code: 'payload_too_large', description: 'The body (or a payload) is over MAX_PAYLOAD_BYTES.' },
+  UriTooLong: { status: 414, code: 'validation_failed', description: 'The request line is too long.' },
+  UnsupportedMediaType: { status: 415, code: 'unsupported_media_type', description: 'A body with another Content-Type than application/json.' },
+  TooManyRequests: { status: 429, code: 'rate_limited', description: 'Rate limited (API_RATE_LIMIT_MAX per window); retry after `Retry-After` seconds.', retryAfter: 'required' },
+  HeadersTooLarge: { status: 431, code: 'validation_failed', description: 'The request headers are too large.' },
+  Unavailable: { status: 503, code: 'unavailable', description: 'Redis or PostgreSQL is unreachable, or the audit backlog is over its bound (load shedding); retry later.', retryAfter: 'optional' },
+};
+
+const HEADERS = {
+  'X-Request-Id': { description: 'The request id: echoed when the client sent a printable one (1..200 characters), else generated. On every response.', required: true, schema: { type: 'string' } },
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
+  'Idempotent-Replayed': { description: '`true`: the idempotency key matched an existing job with the same body; this is that job.', required: true, schema: { type: 'string', enum: ['true'] } },
+};
+
+const TAGS: [string, string][] = [
+  ['jobs', 'Enqueue, read, list and cancel jobs; their events, executions and logs.'],
+  ['dead-letter queue', 'Jobs in status failed: list, retry, purge.'],
+  ['queues', 'Queue settings, pause and resume, exact counts.'],
+  ['external workers', 'The lease protocol for workers in any language: claim, heartbeat, complete, fail.'],
+  ['schedules', 'Cron schedules (each slot enqueued at most once).'],
+  ['workers', 'Registered worker processes.'],
+  ['dashboard', 'Aggregates for the web dashboard.'],
+  ['keys', 'API keys of your project (admin).'],
+  ['ops', 'Liveness, readiness and metrics: served by every process.'],
+];
+
+/** Paths exempt from the rate limit (src/http/http-app.ts OPS_PATHS). */
+const UNLIMITED = /^\/(healthz|readyz|metrics)$/;
+const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete']);
+
+/**
+ * Builds the OpenAPI document served at `/docs-json`: Nest's document from
+ * the controllers and request DTOs, completed by {@link completeDocument}.
+ */
+export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
+  const builder = new DocumentBuilder()
+    .setTitle('Sluice')
+    .setDescription(
+      'Distributed job queue: Redis hot path, PostgreSQL history. The contract is API.md (v1.1); this document is generated from the same code. ' +
+        'Every non-2xx answer carries the error envelope `{error: {code, message, details, requestId}}` and every answer the `X-Request-Id` header. ' +
+        'Response objects may gain fields in later versions (add, never rename): clients must ignore fields they do not know.',
+    )
+    .setVersion('1.1')
+    .setLicense('MIT', 'https://opensource.org/licenses/MIT')
+    .addServer('/', 'The server that serves this document')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key (`sk_…`, POST /keys or SLUICE_BOOTSTRAP_ADMIN_KEY). Needed when AUTH is on.' }, 'apiKey')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when it is set.' }, 'metricsToken');
+  for (const [name, description] of TAGS) builder.addTag(name, description);
+  const doc = SwaggerModule.createDocument(app, builder.build(), {
+    // A route without an explicit operationId gets `<method><Controller>`, e.g. listKeys.
+    operationIdFactory: (controller, method) => method + controller.replace(/Controller$/, ''),
+  });
+  const access = new Map(routeTable(app).map((r) => [`${r.method.toLowerCase()} ${r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`, r.required ?? []]));
+  return completeDocument(doc, (method, path) => access.get(`${method} ${path}`) ?? []);
+}
+
+/**
+ * Completes Nest's document in place, from each route's declaration rather
+ * than per-route boilerplate:
+ * - components: the response schemas, the common error answers, the headers;
+ * - `security` per operation from its `@Access` (public: none; metrics: optional METRICS_TOKEN; else an API key);
+ * - the common error answers each operation can give: 401 unless public; 403
+ *   (roles, cross-site, Host); 400 for a method that takes a body, or a query; 404 with a path
+ *   parameter; 413/415 for methods that take a body; 429 unless exempt from the
+ *   rate limit; 503 except /healthz; 408/414/431 (the HTTP server's limits);
+ * - `X-Request-Id` on every answer;
+ * - request schemas: "any JSON" markers become the empty schema, and a `default`
+ *   moves into the description (openapi-typescript would make a defaulted
+ *   field required in the generated client; the server fills it in).
+ * `requirementOf` answers the route's `@Access` requirements (empty when unknown).
+ */
+export function completeDocument(doc: OpenAPIObject, requirementOf: (method: string, path: string) => readonly Requirement[]): OpenAPIObject {
+  const components = (doc.components ??= {});
+  const requestSchemas = components.schemas ?? {};
+  for (const s of Object.values(requestSchemas)) fixRequestSchema(s as SchemaObject);
+  components.schemas = { ...requestSchemas, ...RESPONSE_SCHEMAS };
+  components.headers = { ...HEADERS } as typeof components.headers;
+  components.responses = {};
+  for (const [name, c] of Object.entries(COMMON)) {
+    const headers: Record<string, unknown> = { 'X-Request-Id': headerRef('X-Request-Id') };
+    if (c.retryAfter) headers['Retry-After'] = c.retryAfter === 'required' ? { ...HEADERS['Retry-After'], required: true } : headerRef('Retry-After');
+    components.responses[name] = {
+      description: c.description,
+      headers,
+      content: { 'application/json': { schema: schemaRef('Error'), example: { error: { code: c.code, message: c.description.split(/[.;:]/)[0], details: [], requestId: 'b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d' } } } },
+    } as ResponseObject;
+  }
+  doc.security = [{ apiKey: [] }];
+
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
+      const op = item[method] as OperationObject | undefined;
+      if (!op) continue;
+      const req = requirementOf(method, path);
+      const isPublic = req.includes('public');
+      op.security = isPublic ? [] : req.includes('metrics') ? [{}, { metricsToken: [] }] : [{ apiKey: [] }];
+      const params = (op.parameters ?? []) as ParameterObject[];
+      for (const p of params) if (p.schema) fixRequestSchema(p.schema as SchemaObject);
+      if (op.requestBody && 'content' in op.requestBody) {
+        for (const media of Object.values(op.requestBody.content)) if (media.schema) fixRequestSchema(media.schema as SchemaObject);
+      }
+      const common: string[] = [];
+      // Any body can be malformed JSON; a query or a body can fail validation; a path name can be invalid (400 for queue names).
+      if (BODY_METHODS.has(method) || op.requestBody || params.some((p) => p.in === 'query')) common.push('BadRequest');
+      if (!isPublic) common.push('Unauthorized');
+      common.push('Forbidden');
+      if (path.includes('{')) common.push('NotFound');
+      common.push('RequestTimeout');
+      if (BODY_METHODS.has(method)) common.push('PayloadTooLarge', 'UnsupportedMediaType');
+      common.push('UriTooLong');
+      if (!UNLIMITED.test(path)) common.push('TooManyRequests');
+      common.push('HeadersTooLarge');
+      if (path !== '/healthz') common.push('Unavailable');
+      for (const name of common) {
+        const status = String(COMMON[name].status);
+        if (!op.responses[status]) op.responses[status] = { $ref: `#/components/responses/${name}` };
+      }
+      for (const r of Object.values(op.responses) as (ResponseObject | { $ref: string })[]) {
+        if ('$ref' in r) continue;
+        r.headers = { 'X-Request-Id': headerRef('X-Request-Id'), ...(r.headers ?? {}) };
+        if (!r.description) r.description = 'OK';
+      }
+      op.responses = Object.fromEntries(Object.entries(op.responses).sort(([a], [b]) => a.localeCompare(b)));
+    }
+  }
+  return doc;
+}
+
+/** Request-side schema fixes, recursively (see {@link completeDocument}). */
+function fixRequestSchema(s: SchemaObject): void {
+  if (!s || typeof s !== 'object') return;
+  const any = s as Record<string, unknown>;
+  if (any[JSON_MARKER]) {
+    delete any[JSON_MARKER];
+    delete any.type;
+  }
+  if ('default' in s && s.default !== undefined) {
+    const shown = JSON.stringify(s.default);
+    s.description = s.description ? `${s.description} (default ${shown})` : `Default ${shown}.`;
+    delete s.default;
+  }
+  for (const child of Object.values(s.properties ?? {})) fixRequestSchema(child as SchemaObject);
+  if (s.items) fixRequestSchema(s.items as SchemaObject);
+  for (const k of ['oneOf', 'anyOf', 'allOf'] as const) for (const c of s[k] ?? []) fixRequestSchema(c as SchemaObject);
+}

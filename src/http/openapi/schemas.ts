@@ -1,0 +1,313 @@
+import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { ROLES } from '../../core/access';
+import { JOB_STATUSES } from '../../core/job-status';
+
+/**
+ * Response schemas of the OpenAPI document (components.schemas), written as
+ * schema objects rather than DTO classes: response bodies are built by the
+ * services, never validated on the way out, and a class would only carry
+ * decorators. The e2e suite validates every response it receives against
+ * these (test/support/openapi-validator.ts), so they cannot drift from the code.
+ *
+ * Conventions:
+ * - integers are `type: integer`; durations are integer ms (`…Ms`);
+ * - times are ISO-8601 UTC strings (`format: date-time`), `nullable` where the API answers null;
+ * - free JSON (`payload`, `result`, `progress`, event `data`) is the empty schema `{}`:
+ *   any JSON value including null (openapi-typescript makes it `unknown`);
+ * - objects are open (no `additionalProperties: false`): API.md evolves by adding
+ *   fields, never renaming, so a client must accept fields it does not know.
+ *   The e2e validator closes them, so the server cannot send an undocumented field.
+ */
+
+const int = (description?: string, extra: SchemaObject = {}): SchemaObject => ({ type: 'integer', ...(description ? { description } : {}), ...extra });
+const time = (description?: string, nullable = false): SchemaObject => ({ type: 'string', format: 'date-time', ...(nullable ? { nullable: true } : {}), ...(description ? { description } : {}) });
+const str = (description?: string, nullable = false): SchemaObject => ({ type: 'string', ...(nullable ? { nullable: true } : {}), ...(description ? { description } : {}) });
+const ref = (name: string): SchemaObject => ({ $ref: `#/components/schemas/${name}` }) as SchemaObject;
+/** An object whose listed properties are all present (null where the schema says nullable). */
+const obj = (properties: Record<string, SchemaObject>, extra: SchemaObject = {}): SchemaObject => ({ type: 'object', required: Object.keys(properties), properties, ...extra });
+/** Any JSON value, null included. */
+const anyJson = (description: string): SchemaObject => ({ description });
+
+/** A status or null (OpenAPI 3.0: a `$ref` cannot carry `nullable`, so the enum is inline, null included). */
+const nullableStatus = (description: string): SchemaObject => ({ type: 'string', enum: [...JOB_STATUSES, null], nullable: true, description });
+
+const BACKOFF: SchemaObject = obj(
+  {
+    type: { type: 'string', enum: ['fixed', 'linear', 'exponential'] },
+    delayMs: int('base delay, ms', { minimum: 0 }),
+    maxDelayMs: int('cap before jitter, ms', { minimum: 0 }),
+    jitter: { type: 'string', enum: ['none', 'full', 'equal'] },
+  },
+  { description: 'Retry backoff as resolved (defaults filled in).' },
+);
+
+const EXAMPLE_ID = '0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f';
+
+export const COUNTS_PROPERTIES: Record<string, SchemaObject> = Object.fromEntries(JOB_STATUSES.map((s) => [s, int(`jobs in status ${s}`, { minimum: 0 })]));
+
+const JOB_PROPERTIES: Record<string, SchemaObject> = {
+  id: str('UUIDv7, made by the server'),
+  queue: str(),
+  type: str(),
+  payload: { type: 'object', additionalProperties: {}, description: 'the JSON object the job was enqueued with' },
+  status: ref('JobStatus'),
+  priority: int('−100..100; higher runs first', { minimum: -100, maximum: 100 }),
+  attempts: int('executions started (a released attempt is refunded)', { minimum: 0 }),
+  maxAttempts: int('total executions allowed, the first included', { minimum: 1 }),
+  backoff: ref('Backoff'),
+  timeoutMs: int('ms an attempt may run', { minimum: 1 }),
+  idempotencyKey: str(undefined, true),
+  progress: anyJson('a number 0..100 or a small JSON object set by the handler; null until set'),
+  result: anyJson("the handler's result (any JSON); null until completed"),
+  lastError: str('message of the last failure', true),
+  workerId: str('the worker holding or last holding the job', true),
+  createdAt: time(),
+  runAt: time('when the job is (or was) due'),
+  startedAt: time('start of the newest attempt', true),
+  finishedAt: time('when it reached a terminal status', true),
+  updatedAt: time(),
+  executionSeq: int('executions started, refunded ones included (addition to API.md)', { minimum: 0 }),
+  cancelRequested: { type: 'boolean', description: 'an active job has a pending cancel request (addition to API.md)' },
+};
+
+const JOB_EXAMPLE = {
+  id: EXAMPLE_ID,
+  queue: 'emails',
+  type: 'send_email',
+  payload: { to: 'ada@example.com' },
+  status: 'waiting',
+  priority: 0,
+  attempts: 0,
+  maxAttempts: 3,
+  backoff: { type: 'exponential', delayMs: 2000, maxDelayMs: 3600000, jitter: 'equal' },
+  timeoutMs: 600000,
+  idempotencyKey: null,
+  progress: null,
+  result: null,
+  lastError: null,
+  workerId: null,
+  createdAt: '2026-12-01T10:00:00.000Z',
+  runAt: '2026-12-01T10:00:00.000Z',
+  startedAt: null,
+  finishedAt: null,
+  updatedAt: '2026-12-01T10:00:00.000Z',
+  executionSeq: 0,
+  cancelRequested: false,
+};
+
+const KEY_PROPERTIES: Record<string, SchemaObject> = {
+  id: str(),
+  name: str(),
+  role: { type: 'string', enum: [...ROLES] },
+  project: str(),
+  root: { type: 'boolean', description: 'admin of every project (the bootstrap key)' },
+  createdAt: time(),
+  expiresAt: time('null = never', true),
+};
+
+const QUEUE_EXAMPLE = {
+  name: 'emails',
+  paused: false,
+  maxConcurrency: 20,
+  rateLimit: { max: 100, durationMs: 60000 },
+  defaults: { maxAttempts: 3, backoff: JOB_EXAMPLE.backoff, timeoutMs: 600000 },
+  external: false,
+  counts: { waiting: 12, delayed: 3, active: 5, completed: 1042, failed: 2, cancelled: 0 },
+};
+
+/** The error envelope's codes: API.md's table plus `lease_lost`, `unsupported_media_type` and `internal` (500). */
+export const ERROR_CODES = [
+  'validation_failed',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'conflict',
+  'lease_lost',
+  'payload_too_large',
+  'unsupported_media_type',
+  'rate_limited',
+  'unavailable',
+  'internal',
+] as const;
+
+/** components.schemas: name → schema. */
+export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
+  Error: obj(
+    {
+      error: obj({
+        code: { type: 'string', enum: [...ERROR_CODES], description: 'machine-readable; see API.md "Errors"' },
+        message: str('human-readable; no stack traces'),
+        details: { type: 'array', items: ref('ErrorDetail'), description: 'one entry per field for validation_failed (else usually empty)' },
+        requestId: str('the X-Request-Id of the request'),
+      }),
+    },
+    {
+      description: 'The one envelope of every non-2xx response (API.md "Errors").',
+      example: { error: { code: 'validation_failed', message: 'invalid request: priority', details: [{ path: 'priority', message: 'must be an integer -100..100 or "high", "normal", "low"' }], requestId: 'b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d' } },
+    },
+  ),
+  ErrorDetail: obj({ path: str('dotted field path, e.g. `jobs.3.type`; empty for the whole body'), message: str() }),
+  JobStatus: { type: 'string', enum: [...JOB_STATUSES], description: 'API.md "Job object"' },
+  Backoff: BACKOFF,
+  Job: obj(JOB_PROPERTIES, { description: 'API.md "Job object"; times ISO-8601 UTC.', example: JOB_EXAMPLE }),
+  ClaimedJob: obj(
+    { ...JOB_PROPERTIES, lockToken: str('pass it to heartbeat, complete and fail'), leaseExpiresAt: time('lease end (Redis clock); renew with a heartbeat', true) },
+    { description: 'A job held under a lease by the caller of claim.' },
+  ),
+  JobPage: obj(
+    { items: { type: 'array', items: ref('Job') }, nextCursor: str('pass as `cursor` for the next page; null on the last page', true) },
+    { description: 'One page of a keyset-paginated list, newest first.', example: { items: [JOB_EXAMPLE], nextCursor: null } },
+  ),
+  JobBatch: obj({ jobs: { type: 'array', items: ref('Job'), description: 'in input order' } }, { example: { jobs: [JOB_EXAMPLE] } }),
+  ClaimedJobs: obj({ jobs: { type: 'array', items: ref('ClaimedJob'), description: 'empty when nothing came within waitMs' } }),
+  JobEvent: obj(
+    {
+      seq: int('order of the event within the job', { minimum: 0 }),
+      at: time(),
+      event: {
+        type: 'string',
+        enum: ['enqueued', 'promoted', 'claimed', 'heartbeat_lost', 'progress', 'completed', 'retry_scheduled', 'failed', 'stalled', 'released', 'cancelled', 'cancel_requested', 'retried_from_dlq', 'purged'],
+        description: '`purged` (addition to API.md): removed from the DLQ by DELETE /jobs/dlq',
+      },
+      from: nullableStatus('status before; null when none'),
+      to: nullableStatus('status after; null when unchanged'),
+      attempt: int(undefined, { nullable: true }),
+      workerId: str(undefined, true),
+      reason: str('e.g. lease_expired for a stalled event', true),
+      error: str(undefined, true),
+      data: anyJson('event-specific JSON (e.g. progress); null when none'),
+    },
+    { description: 'One entry of the audit trail.' },
+  ),
+  JobEvents: obj({ items: { type: 'array', items: ref('JobEvent'), description: 'oldest first' } }),
+  JobExecution: obj(
+    {
+      executionSeq: int('1-based run number', { minimum: 1 }),
+      attempt: int(undefined, { minimum: 0 }),
+      workerId: str(undefined, true),
+      startedAt: time(),
+      finishedAt: time('null while running', true),
+      outcome: { type: 'string', enum: ['completed', 'failed', 'timeout', 'stalled', 'released', 'cancelled', 'running'] },
+      error: str(undefined, true),
+      durationMs: int('run time, ms; null while running', { nullable: true, minimum: 0 }),
+    },
+    { description: 'One execution (run) of a job.' },
+  ),
+  JobExecutions: obj({ items: { type: 'array', items: ref('JobExecution'), description: 'in run order' } }),
+  JobLogLine: obj({ at: time(), attempt: int(undefined, { minimum: 0 }), level: str('info, warn or error'), message: str() }),
+  JobLogs: obj({ items: { type: 'array', items: ref('JobLogLine'), description: 'oldest first' } }),
+  Retried: obj({ retried: int('jobs moved back to waiting', { minimum: 0 }) }, { example: { retried: 12 } }),
+  Purged: obj({ purged: int('jobs removed from the dead-letter queue', { minimum: 0 }) }, { example: { purged: 12 } }),
+  LeaseRenewed: obj(
+    { leaseExpiresAt: time('new lease end (Redis clock)', true), cancelRequested: { type: 'boolean', description: 'a client asked to cancel: stop and complete or fail' } },
+    { example: { leaseExpiresAt: '2026-12-01T10:00:30.000Z', cancelRequested: false } },
+  ),
+  QueueCounts: obj(COUNTS_PROPERTIES, { description: 'Exact job counts per status.' }),
+  Queue: obj(
+    {
+      name: str(),
+      paused: { type: 'boolean' },
+      maxConcurrency: int('cap on active jobs across all workers; null = none', { nullable: true, minimum: 1 }),
+      rateLimit: obj({ max: int(undefined, { minimum: 1 }), durationMs: int('window, ms', { minimum: 1 }) }, { nullable: true, description: 'cap on job starts per window; null = none' }),
+      defaults: obj(
+        { maxAttempts: int(undefined, { minimum: 1 }), backoff: ref('Backoff'), timeoutMs: int('ms', { minimum: 1 }) },
+        { description: "effective defaults for the queue's jobs: its own, else the process defaults" },
+      ),
+      external: { type: 'boolean', description: 'served only through the external worker protocol' },
+      counts: ref('QueueCounts'),
+    },
+    { example: QUEUE_EXAMPLE },
+  ),
+  Schedule: obj(
+    {
+      id: str(),
+      name: str(),
+      cron: str(),
+      timezone: str('IANA time zone'),
+      queue: str(),
+      type: str(),
+      payload: { type: 'object', additionalProperties: {} },
+      priority: int(undefined, { minimum: -100, maximum: 100 }),
+      maxAttempts: int("null = the queue's default", { nullable: true, minimum: 1 }),
+      backoff: { ...BACKOFF, nullable: true, description: "null = the queue's default" },
+      timeoutMs: int("ms; null = the queue's default", { nullable: true, minimum: 1 }),
+      enabled: { type: 'boolean' },
+      nextRunAt: time('next slot; null while disabled', true),
+      lastRunAt: time(undefined, true),
+      lastJobId: str('job of the newest run', true),
+      lastSlotAt: time('slot of the newest run', true),
+      createdAt: time(),
+      updatedAt: time(),
+    },
+    {
+      example: {
+        id: EXAMPLE_ID,
+        name: 'nightly-report',
+        cron: '30 2 * * *',
+        timezone: 'Europe/Berlin',
+        queue: 'reports',
+        type: 'build_report',
+        payload: {},
+        priority: 0,
+        maxAttempts: null,
+        backoff: null,
+        timeoutMs: null,
+        enabled: true,
+        nextRunAt: '2026-12-02T01:30:00.000Z',
+        lastRunAt: null,
+        lastJobId: null,
+        lastSlotAt: null,
+        createdAt: '2026-12-01T10:00:00.000Z',
+        updatedAt: '2026-12-01T10:00:00.000Z',
+      },
+    },
+  ),
+  SchedulePreview: obj({ runs: { type: 'array', items: time() } }, { example: { runs: ['2026-12-02T01:30:00.000Z', '2026-12-03T01:30:00.000Z'] } }),
+  Worker: obj({
+    id: str(),
+    hostname: str(),
+    pid: int(),
+    queues: { type: 'array', items: str() },
+    concurrency: int(undefined, { minimum: 0 }),
+    active: int('jobs running now', { minimum: 0 }),
+    startedAt: time(undefined, true),
+    lastHeartbeatAt: time(undefined, true),
+    status: { type: 'string', enum: ['running', 'draining', 'dead'] },
+  }),
+  DashboardStats: obj({
+    queues: {
+      type: 'object',
+      description: 'queue name → counts',
+      additionalProperties: obj({ ...COUNTS_PROPERTIES, paused: { type: 'boolean' }, external: { type: 'boolean' } }),
+    },
+    totals: ref('QueueCounts'),
+    workers: obj({ active: int('alive (running or draining)', { minimum: 0 }), total: int(undefined, { minimum: 0 }) }),
+    throughput: obj({ completedPerMin: int(undefined, { minimum: 0 }), failedPerMin: int(undefined, { minimum: 0 }) }),
+    auditLagMs: int('age of the oldest audit event not yet in PostgreSQL, ms (0 = caught up)', { minimum: 0 }),
+  }),
+  Health: obj({ status: { type: 'string', enum: ['ok'] } }, { example: { status: 'ok' } }),
+  Readiness: {
+    type: 'object',
+    required: ['status', 'checks'],
+    description: 'Ready (`ok`), or ready without PostgreSQL (`degraded`: the failed checks at the top level, e.g. `postgres: "down"`, and in `details`).',
+    properties: {
+      status: { type: 'string', enum: ['ok', 'degraded'] },
+      checks: {
+        type: 'object',
+        required: ['redis'],
+        properties: { redis: ref('CheckState'), postgres: ref('CheckState'), migrations: ref('CheckState') },
+        description: '`postgres` and `migrations` are absent when the process needs no PostgreSQL',
+      },
+      postgres: ref('CheckState'),
+      migrations: ref('CheckState'),
+      details: { type: 'array', items: ref('ErrorDetail') },
+    },
+    example: { status: 'degraded', postgres: 'down', checks: { redis: 'ok', postgres: 'down', migrations: 'unknown' }, details: [{ path: 'postgres', message: 'connect ECONNREFUSED' }] },
+  },
+  CheckState: { type: 'string', enum: ['ok', 'down', 'pending', 'unknown'] },
+};
+
+/** An API key, without its secret: the list view adds `lastUsedAt`; creation adds the secret; revocation `revoked`. */
+RESPONSE_SCHEMAS.KeyView = obj({ ...KEY_PROPERTIES, lastUsedAt: time('≤ ~5 s stale; null = never used', true) }, { description: 'An API key, without its secret.' });
+RESPONSE_SCHEMAS.CreatedKey = obj({ ...KEY_PROPERTIES, secret: str('`sk_…`: shown in this answer only') }, { description: 'A new API key with its secret.' });
+RESPONSE_SCHEMAS.RevokedKey = obj({ ...KEY_PROPERTIES, revoked: { type: 'boolean', enum: [true] } }, { description: 'A revoked API key.' });
