@@ -42,6 +42,14 @@ export interface SluiceConfig {
   /** HTTP requests allowed per client IP per window (shared through Redis); 0 = no limit. */
   apiRateLimitMax: number;
   apiRateLimitWindowMs: number;
+  /** Longest time a client may take to send a whole request (headers and body), ms; slower ones get 408. */
+  httpRequestTimeoutMs: number;
+  /** Longest time a client may take to send a request's headers, ms (≤ httpRequestTimeoutMs). */
+  httpHeadersTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open between requests, ms. */
+  httpKeepAliveTimeoutMs: number;
+  /** Open HTTP connections per process; further connections are closed at once. */
+  httpMaxConnections: number;
 }
 
 export class ConfigError extends Error {}
@@ -114,6 +122,11 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
   if (heartbeatIntervalMs >= lockTtlMs) {
     throw new ConfigError(`HEARTBEAT_INTERVAL_MS=${heartbeatIntervalMs} is invalid: must be less than the lease (LOCK_TTL_MS=${lockTtlMs})`);
   }
+  const httpRequestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  const httpHeadersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', Math.min(10_000, httpRequestTimeoutMs), 100, 3_600_000);
+  if (httpHeadersTimeoutMs > httpRequestTimeoutMs) {
+    throw new ConfigError(`HTTP_HEADERS_TIMEOUT_MS=${httpHeadersTimeoutMs} is invalid: must not exceed HTTP_REQUEST_TIMEOUT_MS=${httpRequestTimeoutMs}`);
+  }
   const logLevel = env.LOG_LEVEL || 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL=${JSON.stringify(logLevel)} is invalid`);
@@ -145,5 +158,9 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     retentionDays: int(env, 'RETENTION_DAYS', 30, 1, 36500),
     apiRateLimitMax: int(env, 'API_RATE_LIMIT_MAX', 0, 0),
     apiRateLimitWindowMs: int(env, 'API_RATE_LIMIT_WINDOW_MS', 60_000, 1, MAX_TIMER_MS),
+    httpRequestTimeoutMs,
+    httpHeadersTimeoutMs,
+    httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 3_600_000),
+    httpMaxConnections: int(env, 'HTTP_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
   };
 }

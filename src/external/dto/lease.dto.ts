@@ -73,7 +73,7 @@ export class HeartbeatDto extends LeaseDto {
 
 /** The `POST /jobs/:id/complete` body. */
 export class CompleteDto extends LeaseDto {
-  @ApiPropertyOptional({ description: 'any JSON value; at most MAX_PAYLOAD_BYTES serialized' })
+  @ApiPropertyOptional({ nullable: true, description: 'any JSON value; at most MAX_PAYLOAD_BYTES serialized' })
   @Allow()
   result?: unknown;
 }
