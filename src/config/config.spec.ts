@@ -24,11 +24,16 @@ const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
   PROJECT_MAX_WAITING: 'projectMaxWaiting',
   SESSION_IDLE_MS: 'sessionIdleMs',
   SESSION_MAX_MS: 'sessionMaxMs',
+  HTTP_REQUEST_TIMEOUT_MS: 'httpRequestTimeoutMs',
+  HTTP_HEADERS_TIMEOUT_MS: 'httpHeadersTimeoutMs',
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: 'httpKeepAliveTimeoutMs',
+  HTTP_MAX_CONNECTIONS: 'httpMaxConnections',
 };
 
 /** What else a variable needs to be accepted at its bound (the heartbeat must stay below the lease). */
 const WITH: Partial<Record<keyof typeof ENV_BOUNDS, (v: number) => Record<string, string>>> = {
   HEARTBEAT_INTERVAL_MS: (v) => ({ LOCK_TTL_MS: String(Math.min(Math.max(v + 1, 100), 2_147_483_647)) }),
+  HTTP_HEADERS_TIMEOUT_MS: (v) => ({ HTTP_REQUEST_TIMEOUT_MS: String(Math.min(Math.max(v, 100), 3_600_000)) }),
 };
 
 const names = Object.keys(ENV_BOUNDS) as (keyof typeof ENV_BOUNDS)[];

@@ -73,6 +73,14 @@ export interface SluiceConfig {
    * proxy addresses/CIDRs.
    */
   trustProxy: boolean | number | string[];
+  /** Longest time a client may take to send a whole request (headers and body), ms; slower ones get 408. */
+  httpRequestTimeoutMs: number;
+  /** Longest time a client may take to send a request's headers, ms (≤ httpRequestTimeoutMs). */
+  httpHeadersTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open between requests, ms. */
+  httpKeepAliveTimeoutMs: number;
+  /** Open HTTP connections per process; further connections are closed at once. */
+  httpMaxConnections: number;
 }
 
 export class ConfigError extends Error {}
@@ -112,6 +120,11 @@ export const ENV_BOUNDS = Object.freeze({
   SESSION_IDLE_MS: [1000, 604_800_000],
   /** 1 s .. 30 days (*ours*). */
   SESSION_MAX_MS: [1000, 2_592_000_000],
+  /** 100 ms .. 1 h (*ours*). */
+  HTTP_REQUEST_TIMEOUT_MS: [100, 3_600_000],
+  HTTP_HEADERS_TIMEOUT_MS: [100, 3_600_000],
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: [100, 3_600_000],
+  HTTP_MAX_CONNECTIONS: [1, 1_000_000],
 } as const satisfies Record<string, readonly [number, number]>);
 
 type Env = Record<string, string | undefined>;
@@ -238,6 +251,11 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
   if (heartbeatIntervalMs >= lockTtlMs) {
     throw new ConfigError(`HEARTBEAT_INTERVAL_MS=${heartbeatIntervalMs} is invalid: must be less than the lease (LOCK_TTL_MS=${lockTtlMs})`);
   }
+  const httpRequestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000);
+  const httpHeadersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', Math.min(10_000, httpRequestTimeoutMs));
+  if (httpHeadersTimeoutMs > httpRequestTimeoutMs) {
+    throw new ConfigError(`HTTP_HEADERS_TIMEOUT_MS=${httpHeadersTimeoutMs} is invalid: must not exceed HTTP_REQUEST_TIMEOUT_MS=${httpRequestTimeoutMs}`);
+  }
   const logLevel = env.LOG_LEVEL || 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL=${JSON.stringify(logLevel)} is invalid`);
@@ -295,5 +313,9 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     sessionIdleMs: int(env, 'SESSION_IDLE_MS', 1_800_000),
     sessionMaxMs: int(env, 'SESSION_MAX_MS', 43_200_000),
     trustProxy: trustProxy(env),
+    httpRequestTimeoutMs,
+    httpHeadersTimeoutMs,
+    httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000),
+    httpMaxConnections: int(env, 'HTTP_MAX_CONNECTIONS', 10_000),
   };
 }

@@ -44,12 +44,24 @@ const CODE_BY_STATUS: Record<number, string> = {
   403: 'forbidden',
   404: 'not_found',
   405: 'not_found',
+  408: 'request_timeout',
   409: 'conflict',
   413: 'payload_too_large',
+  414: 'uri_too_long',
   415: 'unsupported_media_type',
   429: 'rate_limited',
+  431: 'headers_too_large',
   503: 'unavailable',
 };
+
+/** Messages for the errors of the HTTP layer, by status or Fastify error code; undefined keeps the error's own. */
+function httpLayerMessage(status: number, code: unknown, message: string): string {
+  if (status === 413) return 'request body too large';
+  if (status === 415) return 'Content-Type must be application/json for a request with a body';
+  if (code === 'FST_ERR_BAD_URL') return 'malformed URL: a path segment is not valid percent-encoded UTF-8';
+  if (code === 'FST_ERR_MAX_PARAM_LENGTH') return 'a path segment (an id or a name) is longer than 100 characters';
+  return message;
+}
 
 /** Node/pg/ioredis error codes that mean "a backing service is unreachable". */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ECONNABORTED']);
@@ -73,8 +85,10 @@ export function isUnavailable(e: unknown): boolean {
 /**
  * Maps any thrown value to its HTTP status, envelope code and message.
  * Sources, in order: the engine's SluiceError codes; Nest HttpExceptions;
- * Fastify's own errors (body too large, bad JSON, bad content type: they
- * carry `statusCode`); unreachable Redis/Postgres (503); anything else 500
+ * Fastify's and Node's own errors (body too large 413, bad JSON 400, bad
+ * content type 415, bad URL 400, over-long path segment 414, client timeout
+ * 408, headers too large 431: they carry `statusCode`); unreachable
+ * Redis/Postgres (503); anything else 500
  * with a generic message (no stack trace leaves the process).
  */
 export function mapError(e: unknown): MappedError {
@@ -101,6 +115,7 @@ export function mapError(e: unknown): MappedError {
     }
     if (status === 404 && /^Cannot (GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)/.test(message)) message = `no route ${message.slice(7)}`;
     if (status === 400 && /JSON/.test(message)) message = `malformed JSON body: ${message}`;
+    message = httpLayerMessage(status, undefined, message);
     const details = status === 400 ? [{ path: '', message }] : [];
     return { ...base, status, code, message, details, unexpected: status >= 500 };
   }
@@ -109,9 +124,8 @@ export function mapError(e: unknown): MappedError {
     const status = fst.statusCode;
     const code = CODE_BY_STATUS[status] ?? 'validation_failed';
     let message = typeof fst.message === 'string' ? fst.message : 'bad request';
-    if (status === 413) message = 'request body too large';
-    else if (fst.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') message = 'Content-Type must be application/json';
-    else if (e instanceof SyntaxError || fst.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /JSON/.test(message)) message = `malformed JSON body: ${message}`;
+    if (e instanceof SyntaxError || fst.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /JSON/.test(message)) message = `malformed JSON body: ${message}`;
+    message = httpLayerMessage(status, fst.code, message);
     const details = status === 400 ? [{ path: '', message }] : [];
     const retryAfterMs = (e as { retryAfterMs?: unknown }).retryAfterMs;
     const headers: Record<string, string> = status === 429 && typeof retryAfterMs === 'number' ? { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) } : {};

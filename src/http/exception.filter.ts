@@ -8,7 +8,9 @@ import { errorBody, mapError } from './error-envelope';
  * body parsing, unreachable Redis/Postgres) leaves as the API.md envelope
  * `{error: {code, message, details, requestId}}`. Unexpected errors answer
  * 500 `internal` without a stack trace and are logged with it; 4xx are
- * logged at debug level only (clients' mistakes, possibly frequent).
+ * logged at debug level only (clients' mistakes, possibly frequent). Errors
+ * are logged through the logger's `err` serializer (src/logging/safe-error.ts),
+ * which drops SQL parameters, Redis arguments and quoted values.
  */
 @Catch()
 export class EnvelopeExceptionFilter implements ExceptionFilter {
@@ -21,7 +23,7 @@ export class EnvelopeExceptionFilter implements ExceptionFilter {
     const m = mapError(exception);
     const fields = { reqId: req.id, method: req.method, path: req.url.split('?')[0], status: m.status, code: m.code };
     if (m.unexpected) this.log.error({ ...fields, err: exception }, 'request failed');
-    else if (m.status >= 500) this.log.warn({ ...fields, reason: (exception as Error)?.message }, 'request refused: service unavailable');
+    else if (m.status >= 500) this.log.warn({ ...fields, err: exception }, 'request refused: service unavailable');
     else this.log.debug(fields, m.message);
     if (reply.sent) return;
     void reply.status(m.status).headers(m.headers).send(errorBody(m, String(req.id)));

@@ -14,7 +14,10 @@ import { errorBody, mapError } from './error-envelope';
 import { EnvelopeExceptionFilter } from './exception.filter';
 import { createValidationPipe } from './validation';
 import { registerRequestLog } from './request-log';
-import { UnavailableError } from '../core/errors';
+import { UnavailableError, ValidationError } from '../core/errors';
+import { CLAIM_LIMITS } from '../external/dto/claim.dto';
+import { createClientErrorHandler } from './client-error';
+import { findBadJsonString, findBadParam, jsonDepthExceeds, MAX_JSON_DEPTH } from './json-guard';
 import { installLeanAsyncBind } from './lean-async-bind';
 import { cacheValidationMetadata } from './validation-metadata-cache';
 import { assertEveryRouteDeclared } from '../auth/route-table';
@@ -43,6 +46,37 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
   return typeof h === 'string' && /^[\x20-\x7e]{1,200}$/.test(h) && h.trim() !== '' ? h : randomUUID();
 }
 
+/** Longest path parameter (a job id, a queue name), characters; longer ones answer 414. */
+const MAX_PARAM_LENGTH = 100;
+
+/**
+ * The HTTP server's limits on slow and idle clients (Fastify/Node options), ms:
+ * - `requestTimeout`: the whole request (headers and body) must arrive within
+ *   HTTP_REQUEST_TIMEOUT_MS of its first byte, else 408 and the socket closes;
+ *   it stops counting once the request is in, so a long poll is not cut;
+ * - `headersTimeout`: the request line and headers within HTTP_HEADERS_TIMEOUT_MS;
+ * - `keepAliveTimeout`: an idle keep-alive connection closes after HTTP_KEEP_ALIVE_TIMEOUT_MS;
+ * - `connectionTimeout`: a socket silent in both directions for longer than the
+ *   longest legitimate silence (a claim's long poll, CLAIM_LIMITS.maxWaitMs,
+ *   or a whole request) plus 30 s is destroyed (a client that stopped reading);
+ * - `connectionsCheckingInterval`: how often Node checks the first two (its
+ *   default, 30 s, would let a slow client overstay by that much).
+ */
+export function serverTimeouts(config: Pick<SluiceConfig, 'httpRequestTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpKeepAliveTimeoutMs'>) {
+  return {
+    requestTimeout: config.httpRequestTimeoutMs,
+    headersTimeout: config.httpHeadersTimeoutMs,
+    keepAliveTimeout: config.httpKeepAliveTimeoutMs,
+    connectionTimeout: Math.max(config.httpRequestTimeoutMs, CLAIM_LIMITS.maxWaitMs) + 30_000,
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(config.httpHeadersTimeoutMs / 4))),
+  };
+}
+
+/** The 400 of a refused string (NUL, lone surrogate) or an over-deep body. */
+function refused(what: string, detail: { path: string; message: string }): ValidationError {
+  return new ValidationError(`${what}: ${detail.path || 'body'} ${detail.message}`, [detail]);
+}
+
 /** Paths served even while Redis is down (they report on it, or need nothing). */
 const OPS_PATHS = /^\/(healthz|readyz|metrics|docs)(\/|-json|\?|$)/;
 /** The OpenAPI document and Swagger UI (served outside Nest's router, so outside the guard). */
@@ -50,8 +84,14 @@ const DOCS_PATHS = /^\/docs(\/|-json|\?|$)/;
 
 /**
  * Creates the HTTP application (not yet listening) on the Fastify adapter:
- * - body limit {@link bodyLimitBytes} per route (413), JSON only; an empty JSON body is
- *   treated as no body, prototype-poisoning keys are refused (400);
+ * - body limit {@link bodyLimitBytes} per route (413), JSON only (a body of any other
+ *   content type: 415); an empty body is treated as no body, prototype-poisoning keys
+ *   are refused (400), and so are bodies nested deeper than MAX_JSON_DEPTH levels and
+ *   strings (keys and values, of bodies, query strings and path parameters) holding
+ *   NUL or a lone surrogate (src/http/json-guard.ts; 400 naming the field);
+ * - every error of the router and of Node's HTTP parser in the envelope too: bad URL
+ *   400, over-long path segment 414, headers too large 431, malformed request 400,
+ *   slow client 408 (see {@link serverTimeouts}; at most HTTP_MAX_CONNECTIONS sockets);
  * - `X-Request-Id` on every response (echoed or generated);
  * - one exception filter for the API.md error envelope and one validation
  *   pipe (class-validator DTOs, unknown fields rejected);
@@ -70,6 +110,7 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   // Per-request costs of the libraries, removed without changing behaviour (see each file).
   installLeanAsyncBind();
   cacheValidationMetadata();
+  const t = serverTimeouts(config);
   const adapter = new FastifyAdapter({
     bodyLimit: READ_LIMIT_BYTES,
     genReqId: requestId,
@@ -78,16 +119,44 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
     return503OnClosing: true,
     // TRUST_PROXY (default off): req.ip and req.protocol from X-Forwarded-* only behind a proxy named there.
     trustProxy: config.trustProxy,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    requestTimeout: t.requestTimeout,
+    keepAliveTimeout: t.keepAliveTimeout,
+    connectionTimeout: t.connectionTimeout,
+    http: { requestTimeout: t.requestTimeout, headersTimeout: t.headersTimeout, connectionsCheckingInterval: t.connectionsCheckingInterval },
+    // Bad URL (400) and over-long path segment (414): found by the router, before any hook.
+    frameworkErrors: (err: Error, req: FastifyRequest, reply: FastifyReply) => {
+      const m = mapError(err);
+      void reply.header('x-request-id', req.id).status(m.status).send(errorBody(m, String(req.id)));
+    },
+    clientErrorHandler: createClientErrorHandler(log),
   });
   const fastify = adapter.getInstance();
+  fastify.server.maxConnections = config.httpMaxConnections;
   const jsonParser = fastify.getDefaultJsonParser('error', 'error');
   fastify.removeContentTypeParser('application/json');
+  fastify.removeContentTypeParser('text/plain');
   fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (typeof body === 'string' && body.length > bodyLimitBytes(config, req.url) && Buffer.byteLength(body) > bodyLimitBytes(config, req.url)) {
+    const text = body as string;
+    if (text.length > bodyLimitBytes(config, req.url) && Buffer.byteLength(text) > bodyLimitBytes(config, req.url)) {
       return done(Object.assign(new Error('request body too large'), { statusCode: 413 }), undefined);
     }
-    if (body === '' || (typeof body === 'string' && body.trim() === '')) return done(null, undefined);
-    jsonParser(req, body as string, done);
+    if (text === '' || text.trim() === '') return done(null, undefined);
+    // Before the parse: every later walk of the value (prototype-key scan, validation) recurses.
+    if (jsonDepthExceeds(text)) {
+      return done(refused('JSON body too deep', { path: '', message: `must not nest objects and arrays deeper than ${MAX_JSON_DEPTH} levels` }), undefined);
+    }
+    jsonParser(req, text, (err, value) => {
+      if (err) return done(err, undefined);
+      const bad = findBadJsonString(value, text);
+      done(bad ? refused('invalid string', bad) : null, bad ? undefined : value);
+    });
+  });
+  // Any other content type: no body (e.g. a bodiless POST .../pause) passes, a body is 415.
+  fastify.addContentTypeParser('*', (req, _payload, done) => {
+    const h = req.headers;
+    if (h['transfer-encoding'] === undefined && (h['content-length'] === undefined || h['content-length'] === '0')) return done(null, undefined);
+    done(Object.assign(new Error('unsupported media type'), { statusCode: 415 }), undefined);
   });
 
   // Every route the router holds, for the route-table tests (test/e2e/auth-matrix.test.ts).
@@ -96,10 +165,6 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
     for (const m of ([] as string[]).concat(r.method)) liveRoutes.push({ method: m, url: r.url });
   });
   fastify.decorate('sluiceRoutes', liveRoutes);
-  // JSON only: Fastify's built-in text/plain parser would let a cross-site `no-cors`
-  // form post (text/plain) reach a route; any other content type is 415.
-  fastify.removeContentTypeParser('text/plain');
-
   const app = await NestFactory.create<NestFastifyApplication>(module, adapter, { logger: false, abortOnError: false, bodyParser: false });
   // Routes are data: one without an @Access declaration stops the boot.
   assertEveryRouteDeclared(app);
@@ -114,6 +179,12 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
     // Swagger UI's assets are relative: served from `/docs/` they would be looked for under /docs/docs/.
     if (req.url === '/docs/') {
       void reply.redirect('/docs', 301);
+      return;
+    }
+    const bad = findBadParam(req.query) ?? findBadParam(req.params);
+    if (bad) {
+      const m = mapError(refused('invalid parameter', bad));
+      void reply.status(m.status).send(errorBody(m, String(req.id)));
       return;
     }
     if (config.auth && DOCS_PATHS.test(req.url)) {

@@ -1,7 +1,9 @@
 import { ValidationPipe } from '@nestjs/common';
+import type { ValidatorOptions } from '@nestjs/common/interfaces/external/validator-options.interface';
 import type { ValidationError as ClassValidatorError } from 'class-validator';
 import { ValidationError } from '../core/errors';
 import type { ErrorDetail } from './error-envelope';
+import { nullFieldDetails } from './null-fields';
 
 /**
  * Flattens class-validator's error tree into API.md `details`:
@@ -24,22 +26,35 @@ function escapeRe(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+/** The 400 `validation_failed` error for these field problems. */
+export function validationFailure(details: ErrorDetail[]): ValidationError {
+  return new ValidationError(details.length ? `invalid request: ${details.map((d) => d.path || 'body').join(', ')}` : 'invalid request', details);
+}
+
+/** The ValidationPipe plus {@link nullFieldDetails}: `null` only where a field is documented nullable. */
+class SluiceValidationPipe extends ValidationPipe {
+  protected override async validate(object: object, options?: ValidatorOptions): Promise<ClassValidatorError[]> {
+    const errors = await super.validate(object, options);
+    const nulls = nullFieldDetails(object);
+    if (nulls.length) throw validationFailure([...flattenValidationErrors(errors), ...nulls]);
+    return errors;
+  }
+}
+
 /**
  * The one global pipe: DTOs are validated with class-validator, unknown
- * fields are rejected (not silently dropped), query strings are converted
+ * fields are rejected (not silently dropped), `null` is refused unless the
+ * field is documented nullable, query strings are converted
  * to the DTO's types, and a failure throws the core ValidationError that the
  * exception filter renders as 400 `validation_failed` with `details`.
  */
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new SluiceValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     transform: true,
     forbidUnknownValues: false,
     validationError: { target: false, value: false },
-    exceptionFactory: (errors) => {
-      const details = flattenValidationErrors(errors);
-      return new ValidationError(details.length ? `invalid request: ${details.map((d) => d.path || 'body').join(', ')}` : 'invalid request', details);
-    },
+    exceptionFactory: (errors) => validationFailure(flattenValidationErrors(errors)),
   });
 }

@@ -80,7 +80,7 @@ describe('POST /jobs (e2e)', () => {
   it('the 201 body is the stored job (rendered from the enqueue reply, not read back)', async () => {
     await api.http.put('/queues/render').send({ defaults: { maxAttempts: 7, timeoutMs: 4321 } }).expect(200);
     for (const body of [
-      { type: 'diag.echo', queue: 'render', payload: { s: 'é\u0000' }, delayMs: 60000, backoff: { type: 'linear', delayMs: 5 }, priority: 'low', idempotencyKey: 'render-1' },
+      { type: 'diag.echo', queue: 'render', payload: { s: 'é\t"\\' }, delayMs: 60000, backoff: { type: 'linear', delayMs: 5 }, priority: 'low', idempotencyKey: 'render-1' },
       { type: 'diag.echo', queue: 'render', runAt: '2020-01-01T00:00:00.000Z' },
       { type: 'diag.echo', queue: 'render', runAt: new Date(Date.now() + 3_600_000).toISOString(), maxAttempts: 2, timeoutMs: 10 },
     ]) {

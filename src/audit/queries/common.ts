@@ -143,6 +143,23 @@ export function badCursor(): never {
   throw new ValidationError('invalid cursor', [{ path: 'cursor', message: 'not a cursor returned by this endpoint' }]);
 }
 
+/**
+ * True when `ts` is a real UTC time `YYYY-MM-DDTHH:MM:SS.ffffffZ` (years
+ * 0001..9999, a day that exists in that month, no leap second): the form of
+ * the DLQ cursor's key. A look-alike (`2026-13-45T99:...`) would reach
+ * PostgreSQL as a timestamptz parameter and fail there.
+ */
+export function isUtcMicros(ts: string): boolean {
+  const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.\d{6}Z$/.exec(ts);
+  if (!m) return false;
+  const [y, mo, d, h, mi, s] = m.slice(1).map(Number);
+  if (y < 1 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return false;
+  // Day 0 of the next month is the last day of this one (UTC, any year ≥ 1).
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo, 0);
+  return d <= date.getUTCDate();
+}
+
 /** A job id → opaque cursor: base64url of its 16 bytes (22 characters). */
 export function encodeIdCursor(id: string): string {
   return Buffer.from(id.replace(/-/g, ''), 'hex').toString('base64url');
@@ -150,11 +167,13 @@ export function encodeIdCursor(id: string): string {
 
 /**
  * Inverse of {@link encodeIdCursor}.
- * @throws ValidationError when `cursor` is not one.
+ * @throws ValidationError when `cursor` is not one (exactly as encoded).
  */
 export function decodeIdCursor(cursor: string): string {
   if (!/^[A-Za-z0-9_-]{22}$/.test(cursor)) badCursor();
-  const hex = Buffer.from(cursor, 'base64url').toString('hex');
-  if (hex.length !== 32) badCursor();
+  const bytes = Buffer.from(cursor, 'base64url');
+  // Canonical only: the two spare bits of the last character must be zero.
+  if (bytes.length !== 16 || bytes.toString('base64url') !== cursor) badCursor();
+  const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

@@ -20,20 +20,36 @@ async function fromPostgres(db: DataSource, id: string): Promise<Job | null> {
  * HGETALL of that queue's job hash. A job too new to be mirrored yet (no row)
  * is looked for in every queue of `store.listQueues()` (in parallel), and
  * Postgres is read once more if Redis does not have it either (the job may
- * have been mirrored and pruned from Redis in between).
+ * have been mirrored and pruned from Redis in between). When the Postgres
+ * read fails (PostgreSQL down), the job is looked for in every queue the
+ * same way: a live job never depends on PostgreSQL.
  *
  * @param id job id; anything that is not a UUID is simply not found.
  * @returns the Job shape of src/core/job.ts (times epoch ms), or null when
  *   neither store knows the id.
- * @throws whatever the Redis or Postgres client throws when unreachable
- *   (the API maps it to 503); a corrupted Redis hash is decoded leniently.
+ * @throws whatever the Redis client throws when unreachable, and the Postgres
+ *   client's error when PostgreSQL fails and Redis does not have the job
+ *   (the API maps both to 503); a corrupted Redis hash is decoded leniently.
  */
 export async function getJob(db: DataSource, store: RedisJobStore, id: string): Promise<Job | null> {
   if (!UUID_RE.test(id)) return null;
   const id_ = id.toLowerCase();
-  const row = await fromPostgres(db, id_);
+  let row: Job | null;
+  try {
+    row = await fromPostgres(db, id_);
+  } catch (e) {
+    // PostgreSQL failing: a live job is still answered from Redis alone (API.md).
+    const live = await fromAnyQueue(store, id_);
+    if (live) return live;
+    throw e;
+  }
   if (row) return (await store.getJob(row.queue, id_)) ?? row;
+  return (await fromAnyQueue(store, id_)) ?? (await fromPostgres(db, id_));
+}
+
+/** The job's hash looked for in every known queue (in parallel); null when none has it. */
+async function fromAnyQueue(store: RedisJobStore, id: string): Promise<Job | null> {
   const queues = await store.listQueues();
-  const live = await Promise.all(queues.map((q) => store.getJob(q, id_)));
-  return live.find((j) => j !== null) ?? (await fromPostgres(db, id_));
+  const live = await Promise.all(queues.map((q) => store.getJob(q, id)));
+  return live.find((j) => j !== null) ?? null;
 }

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { DEFAULT_BACKOFF } from '../../core/backoff';
 import type { Job } from '../../core/job';
-import { badCursor, checkLimit, epochMs, JOB_SELECT, JobRow, parsePayload, rowToJob, UUID_RE } from './common';
+import { badCursor, checkLimit, epochMs, isUtcMicros, JOB_SELECT, JobRow, parsePayload, rowToJob, UUID_RE } from './common';
 import type { Page } from './list-jobs';
 
 export interface ListDlqFilter {
@@ -21,21 +21,22 @@ interface DlqKey {
   jobId: string;
 }
 
-const KEY_TS_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
-
 /** (failed_at, job_id) → opaque base64url cursor. failed_at keeps its µs, so the bound is exact. */
 export function encodeDlqCursor(k: DlqKey): string {
   return Buffer.from(`${k.failedAt}|${k.jobId}`, 'utf8').toString('base64url');
 }
 
 /**
- * Inverse of {@link encodeDlqCursor}.
+ * Inverse of {@link encodeDlqCursor}: validated in full (a real time, a UUID),
+ * so nothing a client makes up reaches PostgreSQL as a parameter it refuses.
  * @throws ValidationError when `cursor` is not one.
  */
 export function decodeDlqCursor(cursor: string): DlqKey {
   if (!/^[A-Za-z0-9_-]{1,120}$/.test(cursor)) badCursor();
-  const [failedAt, jobId, extra] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (extra !== undefined || !KEY_TS_RE.test(failedAt ?? '') || !UUID_RE.test(jobId ?? '')) badCursor();
+  const bytes = Buffer.from(cursor, 'base64url');
+  if (bytes.toString('base64url') !== cursor) badCursor();
+  const [failedAt, jobId, extra] = bytes.toString('utf8').split('|');
+  if (extra !== undefined || !isUtcMicros(failedAt ?? '') || !UUID_RE.test(jobId ?? '')) badCursor();
   return { failedAt, jobId };
 }
 

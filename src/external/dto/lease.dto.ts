@@ -74,7 +74,7 @@ export class HeartbeatDto extends LeaseDto {
 
 /** The `POST /jobs/:id/complete` body. */
 export class CompleteDto extends LeaseDto {
-  @ApiJsonProperty('any JSON value; at most MAX_PAYLOAD_BYTES serialized')
+  @ApiJsonProperty('any JSON value (null included); at most MAX_PAYLOAD_BYTES serialized', { nullable: true })
   @Allow()
   result?: unknown;
 }

@@ -40,6 +40,6 @@ export function ApiErrors(...errors: [status: number, description: string][]): M
  * or null): documented as the empty schema, which openapi-typescript types
  * `unknown`. `oneOf` narrows it (e.g. `progress`: a number or an object).
  */
-export function ApiJsonProperty(description: string, opts: { required?: boolean; oneOf?: SchemaObject[] } = {}): PropertyDecorator {
-  return ApiProperty({ description, required: opts.required ?? false, ...(opts.oneOf ? { oneOf: opts.oneOf } : {}), [JSON_MARKER]: true } as Parameters<typeof ApiProperty>[0]);
+export function ApiJsonProperty(description: string, opts: { required?: boolean; oneOf?: SchemaObject[]; nullable?: boolean } = {}): PropertyDecorator {
+  return ApiProperty({ description, required: opts.required ?? false, ...(opts.oneOf ? { oneOf: opts.oneOf } : {}), ...(opts.nullable ? { nullable: true } : {}), [JSON_MARKER]: true } as Parameters<typeof ApiProperty>[0]);
 }

@@ -1,6 +1,7 @@
 import { PipeTransform } from '@nestjs/common';
 import { validateSync, ValidatorOptions } from 'class-validator';
 import { ValidationError } from '../../core/errors';
+import { nullFieldDetails } from '../../http/null-fields';
 import { flattenValidationErrors } from '../../http/validation';
 import { BackoffDto, EnqueueBatchDto, EnqueueJobDto } from './enqueue-job.dto';
 
@@ -40,8 +41,9 @@ function toJobDto(v: unknown, path: string, extra: Details): unknown {
 
 function check<T extends object>(dto: T, extra: Details): T {
   const errors = validateSync(dto, OPTIONS);
-  if (errors.length || extra.length) {
-    const details = [...extra, ...flattenValidationErrors(errors)];
+  const nulls = nullFieldDetails(dto);
+  if (errors.length || extra.length || nulls.length) {
+    const details = [...extra, ...flattenValidationErrors(errors), ...nulls];
     throw new ValidationError(`invalid request: ${details.map((d) => d.path || 'body').join(', ')}`, details);
   }
   return dto;
@@ -55,7 +57,8 @@ function requireObject(body: unknown): asserts body is Record<string, unknown> {
  * Validation of the `POST /jobs` body: the same class-validator rules and
  * options as the global pipe, on the same DTO, but without class-transformer
  * (its deep copy of the payload was the largest single cost of the enqueue
- * hot path; the DTO only needs its nested `backoff` as a class instance).
+ * hot path; the DTO only needs its nested `backoff` as a class instance),
+ * and the same `null` rule (src/http/null-fields.ts).
  * The route's parameter is typed with an interface so the global pipe skips it.
  * @throws ValidationError (400) with `{path, message}` per failed rule.
  */
