@@ -1,6 +1,7 @@
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { ROLES } from '../../core/access';
 import { JOB_STATUSES } from '../../core/job-status';
+import { RATE_LIMIT_MAX } from '../../auth/key-rate-limiter';
 
 /**
  * Response schemas of the OpenAPI document (components.schemas), written as
@@ -103,6 +104,13 @@ const KEY_PROPERTIES: Record<string, SchemaObject> = {
   root: { type: 'boolean', description: 'admin of every project (the bootstrap key)' },
   createdAt: time(),
   expiresAt: time('null = never', true),
+  rateLimit: obj(
+    {
+      perSec: int('requests per second (refill rate), across every api replica', { minimum: 1, maximum: RATE_LIMIT_MAX }),
+      burst: int('requests at once (bucket size)', { minimum: 1, maximum: RATE_LIMIT_MAX }),
+    },
+    { nullable: true, description: "this key's own token bucket; null = KEY_RATE_LIMIT_PER_SEC / KEY_RATE_LIMIT_BURST (addition to API.md)" },
+  ),
 };
 
 const QUEUE_EXAMPLE = {
