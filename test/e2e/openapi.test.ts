@@ -122,6 +122,12 @@ test('the statuses of API.md are documented where they apply (201/200 replay, 20
   );
 });
 
+test('GET /auth/session with AUTH off answers the documented anonymous shape (validated like every answer here)', async () => {
+  const res = await api.http.get('/auth/session');
+  expect(res.status).toBe(200);
+  expect(res.body).toEqual({ kind: 'anonymous', user: null, keyId: null, project: 'default', role: 'admin', expiresAt: null });
+});
+
 test('a client generated with openapi-typescript gets typed answers, optional defaulted fields and free JSON as unknown', () => {
   const ts = runScript('openapi-types.mjs');
   const block = (name: string) => {
