@@ -15,8 +15,8 @@ export interface KeyRecord {
   root: boolean;
   createdAt: string;
   expiresAt: string | null;
-  /** This key's own token bucket (overrides KEY_RATE_LIMIT_*); absent or null = the defaults. */
-  rateLimit?: RateLimit | null;
+  /** This key's own token bucket (overrides KEY_RATE_LIMIT_*); null = the defaults. */
+  rateLimit: RateLimit | null;
 }
 
 /** A key as listed by `GET /keys`: the record plus when it was last used (≤ ~5 s stale). */
@@ -237,7 +237,8 @@ export class KeyStore {
 function parseRecord(raw: string): KeyRecord | null {
   try {
     const r = JSON.parse(raw) as KeyRecord;
-    return r && typeof r.id === 'string' && typeof r.role === 'string' ? r : null;
+    // A record stored before keys had their own limit has no `rateLimit`: every answer names it (null = the defaults).
+    return r && typeof r.id === 'string' && typeof r.role === 'string' ? { ...r, rateLimit: r.rateLimit ?? null } : null;
   } catch {
     return null;
   }

@@ -11,6 +11,7 @@ import { LoginService, type LoginAnswer } from './login.service';
 import { principalOf } from './principal';
 import { cookieCsrfRefusal, overTls, sessionCookie, sessionToken } from './session-cookie';
 import { SessionStore } from './session-store';
+import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 
 /** `GET /auth/session`: who the request acts as. */
 export interface SessionAnswer {
@@ -38,7 +39,9 @@ export class LoginController {
   @HttpCode(200)
   @Access('public')
   @Audited('auth.login', { body: 'username' })
-  @ApiOperation({ summary: 'Log in: sets the session cookie (HttpOnly, SameSite=Strict; Secure over TLS). 5 failures per 15 min per user and per address → 429' })
+  @ApiOperation({ operationId: 'login', summary: 'Log in: sets the session cookie (HttpOnly, SameSite=Strict; Secure over TLS). 5 failures per 15 min per user and per address → 429' })
+  @ApiAnswer(200, 'LoginSession', 'Signed in: the session cookie is in `Set-Cookie` (never in the body).', ['Set-Cookie'])
+  @ApiErrors([401, 'Wrong username or password, a disabled user, or no role in the project asked for: one message for all (code unauthorized).'])
   async signIn(@Body() body: LoginDto, @Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<LoginAnswer> {
     const { answer, token } = await this.login.login(body, req);
     void reply.header('set-cookie', sessionCookie(token, { secure: overTls(req), maxAgeMs: this.config.sessionMaxMs }));
@@ -50,7 +53,8 @@ export class LoginController {
   @HttpCode(200)
   @Access('public')
   @Audited('auth.logout')
-  @ApiOperation({ summary: 'Log out: ends the session of the cookie and clears it' })
+  @ApiOperation({ operationId: 'logout', summary: 'Log out: ends the session of the cookie and clears it' })
+  @ApiAnswer(200, 'LoggedOut', 'Signed out (also without a session): `Set-Cookie` clears the cookie.', ['Set-Cookie'])
   async signOut(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<{ loggedOut: true }> {
     const token = sessionToken(req.headers.cookie);
     if (token) {
@@ -64,7 +68,8 @@ export class LoginController {
 
   @Get('session')
   @Access(...ROLES)
-  @ApiOperation({ summary: 'Who this request acts as (the console asks on load); 401 without a session or key' })
+  @ApiOperation({ operationId: 'getSession', summary: 'Who this request acts as (the console asks on load); 401 without a session or key' })
+  @ApiAnswer(200, 'Session', 'Who the request acts as: a signed-in user, an API key, or anonymous (AUTH off).')
   async whoAmI(@Req() req: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<SessionAnswer> {
     const p = principalOf(req);
     void reply.header('cache-control', 'no-store');

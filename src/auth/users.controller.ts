@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Req } from '@nestjs/common';
 import { Audited } from '../oplog/audited.decorator';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import type { FastifyRequest } from 'fastify';
 import { Access } from './access.decorator';
 import { CreateUserDto, UpdateUserDto } from './dto/users.dto';
@@ -10,7 +11,6 @@ import { UsersService } from './users.service';
 
 /** Dashboard users of your project (`admin`): no answer ever holds a password or its hash. */
 @ApiTags('users')
-@ApiBearerAuth()
 @Controller('users')
 export class UsersController {
   constructor(private readonly users: UsersService) {}
@@ -18,14 +18,17 @@ export class UsersController {
   @Post()
   @Access('admin')
   @Audited('user.create', { result: 'id' })
-  @ApiOperation({ summary: 'Create a dashboard user with a role in your project' })
+  @ApiOperation({ operationId: 'createUser', summary: 'Create a dashboard user with a role in your project' })
+  @ApiAnswer(201, 'User', 'The new user (never its password).')
+  @ApiErrors([409, 'A user with this username exists, whatever its case (code conflict).'])
   create(@Body() body: CreateUserDto, @Req() req: FastifyRequest): Promise<UserView> {
     return this.users.create(principalOf(req), body);
   }
 
   @Get()
   @Access('admin')
-  @ApiOperation({ summary: "Your project's users with their role" })
+  @ApiOperation({ operationId: 'listUsers', summary: "Your project's users with their role" })
+  @ApiAnswer(200, ['User'], 'Every user with a role in your project, oldest first.')
   list(@Req() req: FastifyRequest): Promise<UserView[]> {
     return this.users.list(principalOf(req));
   }
@@ -33,7 +36,8 @@ export class UsersController {
   @Patch(':id')
   @Access('admin')
   @Audited('user.update', { param: 'id' })
-  @ApiOperation({ summary: "Change a user's role, password or disabled flag; a role, password or disable change ends its sessions at once" })
+  @ApiOperation({ operationId: 'updateUser', summary: "Change a user's role, password or disabled flag; a role, password or disable change ends its sessions at once" })
+  @ApiAnswer(200, 'User', 'The user as changed.')
   update(@Param('id') id: string, @Body() body: UpdateUserDto, @Req() req: FastifyRequest): Promise<UserView> {
     return this.users.update(principalOf(req), id, body);
   }
@@ -42,7 +46,8 @@ export class UsersController {
   @HttpCode(200)
   @Access('admin')
   @Audited('user.delete', { param: 'id' })
-  @ApiOperation({ summary: 'Remove a user from your project (deleted when it has no other project); its sessions end at once' })
+  @ApiOperation({ operationId: 'deleteUser', summary: 'Remove a user from your project (deleted when it has no other project); its sessions end at once' })
+  @ApiAnswer(200, 'DeletedUser', 'The removed user.')
   remove(@Param('id') id: string, @Req() req: FastifyRequest): Promise<UserView & { deleted: true }> {
     return this.users.remove(principalOf(req), id);
   }

@@ -3,7 +3,8 @@ import { hashSecret } from '../../src/core/api-key';
 import { KEY_CACHE_MS } from '../../src/auth/key-store';
 import { createRedis } from '../../src/redis/connection';
 import { REDIS_URL, sleep } from '../support/redis';
-import { startTestApi, type TestApi } from '../support/http';
+import { startTestApi, validatorFor, type TestApi } from '../support/http';
+import { validatingAgent } from '../support/openapi-validator';
 import { AppModule } from '../../src/app.module';
 import { createHttpApp } from '../../src/http/http-app';
 import { createLogger } from '../../src/logging/logger';
@@ -27,7 +28,7 @@ async function replica() {
   const app = await createHttpApp(AppModule.forRoles(config, log), config, log);
   await app.listen(0, '127.0.0.1');
   const port = (app.getHttpServer().address() as { port: number }).port;
-  return { app, http: request(`http://127.0.0.1:${port}`) };
+  return { app, http: validatingAgent(request(`http://127.0.0.1:${port}`), () => validatorFor(app)) };
 }
 
 test('create: 201 with the secret once; GET /keys lists it without any secret; the key works for its role', async () => {
@@ -134,6 +135,26 @@ test('last use is recorded without a write per request', async () => {
   } finally {
     redis.disconnect();
   }
+});
+
+test('a key stored before keys had their own limit (no rateLimit in its record) is listed and revoked with rateLimit null', async () => {
+  const c = await api.http.post('/keys').set('authorization', admin()).send({ name: 'older', role: 'viewer' });
+  const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
+  try {
+    const hash = hashSecret(c.body.secret);
+    const { rateLimit, ...older } = JSON.parse((await redis.hget(`${api.prefix}:auth:keys`, hash)) as string) as Record<string, unknown>;
+    expect(rateLimit).toBeNull();
+    await redis.hset(`${api.prefix}:auth:keys`, hash, JSON.stringify(older));
+  } finally {
+    redis.disconnect();
+  }
+  // Validated against the document too (KeyView: rateLimit is required, null = the defaults).
+  const list = await api.http.get('/keys').set('authorization', admin());
+  expect(list.status).toBe(200);
+  expect(list.body.find((k: { id: string }) => k.id === c.body.id)).toMatchObject({ id: c.body.id, rateLimit: null });
+  const revoked = await api.http.delete(`/keys/${c.body.id}`).set('authorization', admin());
+  expect(revoked.status).toBe(200);
+  expect(revoked.body).toMatchObject({ id: c.body.id, revoked: true, rateLimit: null });
 });
 
 test('a revoked bootstrap key is not brought back by a restart', async () => {

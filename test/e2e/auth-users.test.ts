@@ -8,6 +8,8 @@ import { loadConfig } from '../../src/config/config';
 import { createHttpApp } from '../../src/http/http-app';
 import { createRedis } from '../../src/redis/connection';
 import { SESSION_CACHE_MS } from '../../src/auth/session-store';
+import { validatorFor } from '../support/http';
+import { validatingAgent } from '../support/openapi-validator';
 import { openTestDb, type TestDb } from '../support/postgres';
 import { deleteByPrefix, REDIS_URL, sleep, testPrefix } from '../support/redis';
 import type Redis from 'ioredis';
@@ -51,7 +53,8 @@ async function start(extra: Record<string, string> = {}) {
   const a = await createHttpApp(AppModule.forRoles(config, log), config, log);
   await a.listen(0, '127.0.0.1');
   const port = (a.getHttpServer().address() as { port: number }).port;
-  return { app: a, http: request(`http://127.0.0.1:${port}`), origin: `http://127.0.0.1:${port}` };
+  // Every answer is checked against the OpenAPI document, as startTestApi does (test/support/http.ts).
+  return { app: a, http: validatingAgent(request(`http://127.0.0.1:${port}`), () => validatorFor(a)), origin: `http://127.0.0.1:${port}` };
 }
 
 beforeAll(async () => {

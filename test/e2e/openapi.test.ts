@@ -85,19 +85,23 @@ test('every operation has a 2xx answer with a schema; every error answer is the 
   expect(problems).toEqual([]);
 });
 
-test('security follows each route\'s @Access: public routes need none, the others an API key and may answer 401', () => {
+test('security follows each route\'s @Access: public routes need none, the others an API key or the session cookie, may answer 401 and take X-Sluice-Project', () => {
   const access = new Map(routeTable(api.app).map((r) => [`${r.method.toLowerCase()} ${r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`, r.required ?? []]));
   for (const { method, path, op } of operations()) {
     const req = access.get(`${method} ${path}`)!;
     if (req.includes('public')) {
       expect([`${method} ${path}`, op.security]).toEqual([`${method} ${path}`, []]);
-      expect(op.responses['401']).toBeUndefined();
+      // No credentials asked, so not the shared 401 (a login's own 401, wrong password, is route-specific).
+      expect(op.responses['401']).not.toEqual({ $ref: '#/components/responses/Unauthorized' });
     } else {
       expect(op.responses['401']).toEqual({ $ref: '#/components/responses/Unauthorized' });
-      expect(op.security).toEqual(req.includes('metrics') ? [{}, { metricsToken: [] }] : [{ apiKey: [] }]);
+      expect(op.security).toEqual(req.includes('metrics') ? [{}, { metricsToken: [] }] : [{ apiKey: [] }, { sessionCookie: [] }]);
     }
+    const takesProject = ((op as { parameters?: { $ref?: string }[] }).parameters ?? []).some((p) => p.$ref === '#/components/parameters/Project');
+    expect([`${method} ${path}`, takesProject]).toEqual([`${method} ${path}`, !req.includes('public') && !req.includes('metrics')]);
   }
-  expect(doc.components!.securitySchemes).toMatchObject({ apiKey: { type: 'http', scheme: 'bearer' } });
+  expect(doc.components!.securitySchemes).toMatchObject({ apiKey: { type: 'http', scheme: 'bearer' }, sessionCookie: { type: 'apiKey', in: 'cookie', name: 'sluice_session' } });
+  expect(doc.components!.parameters!.Project).toMatchObject({ name: 'X-Sluice-Project', in: 'header', required: false });
 });
 
 test('the statuses of API.md are documented where they apply (201/200 replay, 202, 409, 409 lease_lost, 429 with Retry-After)', () => {
@@ -107,11 +111,21 @@ test('the statuses of API.md are documented where they apply (201/200 replay, 20
   expect(enqueue.responses['200'].headers).toHaveProperty('Idempotent-Replayed');
   expect(Object.keys(op('/jobs/{id}', 'delete').responses)).toEqual(expect.arrayContaining(['200', '202', '404', '409']));
   for (const p of ['/jobs/{id}/heartbeat', '/jobs/{id}/complete', '/jobs/{id}/fail']) expect(JSON.stringify(op(p, 'post').responses['409'])).toMatch(/lease_lost/);
+  const login = op('/auth/login', 'post').responses['200'] as { headers: Record<string, { $ref?: string }> };
+  expect(login.headers['Set-Cookie']).toEqual({ $ref: '#/components/headers/Set-Cookie' });
+  expect(Object.keys(op('/auth/login', 'post').responses)).toEqual(expect.arrayContaining(['200', '400', '401', '429']));
+  expect(Object.keys(op('/users', 'post').responses)).toEqual(expect.arrayContaining(['201', '400', '401', '403', '409']));
   const limited = doc.components!.responses!.TooManyRequests as { headers: Record<string, { required?: boolean }> };
   expect(limited.headers['Retry-After'].required).toBe(true);
   expect((doc.components!.schemas!.Error as { properties: { error: { properties: { code: { enum: string[] } } } } }).properties.error.properties.code.enum).toEqual(
     expect.arrayContaining(['validation_failed', 'unauthorized', 'forbidden', 'not_found', 'conflict', 'lease_lost', 'payload_too_large', 'unsupported_media_type', 'rate_limited', 'unavailable', 'internal']),
   );
+});
+
+test('GET /auth/session with AUTH off answers the documented anonymous shape (validated like every answer here)', async () => {
+  const res = await api.http.get('/auth/session');
+  expect(res.status).toBe(200);
+  expect(res.body).toEqual({ kind: 'anonymous', user: null, keyId: null, project: 'default', role: 'admin', expiresAt: null });
 });
 
 test('a client generated with openapi-typescript gets typed answers, optional defaulted fields and free JSON as unknown', () => {

@@ -9,6 +9,8 @@ import { createLogger } from '../../src/logging/logger';
 import { OplogFlusher } from '../../src/oplog/oplog-flusher';
 import { oplogKeys, parseRecord } from '../../src/oplog/oplog-record';
 import { createRedis, type RedisClient } from '../../src/redis/connection';
+import { validatorFor } from '../support/http';
+import { validatingAgent } from '../support/openapi-validator';
 import { privatePostgres, type PrivatePostgres } from '../support/private-postgres';
 import { deleteByPrefix, REDIS_URL, sleep, testPrefix } from '../support/redis';
 import { waitUntil } from '../support/timing';
@@ -37,7 +39,8 @@ async function replica(): Promise<void> {
   const app = await createHttpApp(AppModule.forRoles(config, log), config, log);
   await app.listen(0, '127.0.0.1');
   apps.push(app);
-  https.push(request(`http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`));
+  // Every answer is checked against the OpenAPI document, as startTestApi does (test/support/http.ts).
+  https.push(validatingAgent(request(`http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`), () => validatorFor(app)));
 }
 
 beforeAll(async () => {

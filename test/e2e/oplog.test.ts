@@ -95,6 +95,8 @@ test('operator actions are recorded with actor, target, address, status and requ
   did(await api.http.post('/queues/ops-q/pause'), 'queue.pause', 'ops-q', 401, 'none', 'POST', '/queues/:name/pause');
   did(await api.http.delete('/jobs/0190f5a0-0000-7000-8000-000000000001').set('authorization', opKey), 'job.cancel', '0190f5a0-0000-7000-8000-000000000001', 404, opActor, 'DELETE', '/jobs/:id');
   did(await api.http.delete(`/keys/${op.body.id}`).set('authorization', admin()), 'key.revoke', op.body.id, 200, `key:${bootstrapId}`, 'DELETE', '/keys/:id');
+  // A public route acts as `public` (no credentials are looked at): a failed login, with the username as target.
+  did(await api.http.post('/auth/login').send({ username: 'nobody@example.com', password: secretMarker }), 'auth.login', 'nobody@example.com', 401, 'public', 'POST', '/auth/login');
 
   for (const d of done) {
     const r = await rowOf(d.rid);
@@ -106,7 +108,7 @@ test('operator actions are recorded with actor, target, address, status and requ
       method: d.method,
       path: d.path,
     });
-    expect(r.actor_kind).toBe(d.actor === 'none' ? 'none' : 'key');
+    expect(r.actor_kind).toBe(['none', 'public'].includes(d.actor) ? d.actor : 'key');
     expect(r.project).toBe('default');
     expect(r.address).toBe('127.0.0.1');
   }

@@ -3,6 +3,7 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import type { OperationObject, ParameterObject, ResponseObject, SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import type { Requirement } from '../../core/access';
 import { routeTable } from '../../auth/route-table';
+import { SESSION_COOKIE } from '../../auth/session-cookie';
 import { headerRef, JSON_MARKER, schemaRef } from './decorators';
 import { RESPONSE_SCHEMAS } from './schemas';
 
@@ -11,7 +12,7 @@ const COMMON: Record<string, { status: number; code: string; description: string
   BadRequest: { status: 400, code: 'validation_failed', description: 'Bad request: a body or query field fails validation, or the body is not JSON (`details` lists `{path, message}` per field).' },
   Unauthorized: { status: 401, code: 'unauthorized', description: 'AUTH is on and the request carries no valid credentials (missing, unknown, revoked or expired key).' },
   Forbidden: { status: 403, code: 'forbidden', description: "The key's role may not do this; or a state-changing request from a foreign Origin; or, with AUTH off, a Host that is not allowed." },
-  NotFound: { status: 404, code: 'not_found', description: 'Unknown id or name (another project’s too).' },
+  NotFound: { status: 404, code: 'not_found', description: 'Unknown id or name (another project’s too); or a project that does not exist (`X-Sluice-Project` of a root key).' },
   RequestTimeout: { status: 408, code: 'validation_failed', description: 'The request was not received in time.' },
   PayloadTooLarge: { status: 413, code: 'payload_too_large', description: 'The body (or a payload) is over MAX_PAYLOAD_BYTES.' },
   UriTooLong: { status: 414, code: 'validation_failed', description: 'The request line is too long.' },
@@ -25,7 +26,24 @@ const HEADERS = {
   'X-Request-Id': { description: 'The request id: echoed when the client sent a printable one (1..200 characters), else generated. On every response.', required: true, schema: { type: 'string' } },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
   'Idempotent-Replayed': { description: '`true`: the idempotency key matched an existing job with the same body; this is that job.', required: true, schema: { type: 'string', enum: ['true'] } },
+  'Set-Cookie': {
+    description: `The dashboard session cookie \`${SESSION_COOKIE}\`: HttpOnly, SameSite=Strict, Path=/, Max-Age = the session's absolute lifetime (0 and an empty value clear it), Secure over TLS.`,
+    required: true,
+    schema: { type: 'string', example: `${SESSION_COOKIE}=…; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200` },
+  },
 };
+
+/** The root key's project header (src/auth/auth.guard.ts PROJECT_HEADER), a parameter of every route that takes credentials. */
+const PROJECT_PARAMETER = {
+  name: 'X-Sluice-Project',
+  in: 'header',
+  required: false,
+  description: 'Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404.',
+  schema: { type: 'string', example: 'default' },
+};
+
+/** Who may call a route that takes credentials: an API key, or the dashboard's session cookie (either). */
+const credentials = (): Record<string, string[]>[] => [{ apiKey: [] }, { sessionCookie: [] }];
 
 const TAGS: [string, string][] = [
   ['jobs', 'Enqueue, read, list and cancel jobs; their events, executions and logs.'],
@@ -36,6 +54,9 @@ const TAGS: [string, string][] = [
   ['workers', 'Registered worker processes.'],
   ['dashboard', 'Aggregates for the web dashboard.'],
   ['keys', 'API keys of your project (admin).'],
+  ['users', 'Dashboard users of your project (admin): never a password or its hash.'],
+  ['auth', 'Dashboard sign-in: the session cookie, and who a request acts as.'],
+  ['audit log', 'Operator actions of your project (admin).'],
   ['ops', 'Liveness, readiness and metrics: served by every process.'],
 ];
 
@@ -59,6 +80,13 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setLicense('MIT', 'https://opensource.org/licenses/MIT')
     .addServer('/', 'The server that serves this document')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key (`sk_…`, POST /keys or SLUICE_BOOTSTRAP_ADMIN_KEY). Needed when AUTH is on.' }, 'apiKey')
+    .addSecurity('sessionCookie', {
+      type: 'apiKey',
+      in: 'cookie',
+      name: SESSION_COOKIE,
+      description:
+        'The dashboard session (POST /auth/login sets it), used when the request has no `Authorization` header. A state-changing request (POST, PUT, PATCH, DELETE) with it must also carry `Origin` or `Sec-Fetch-Site: same-origin` (403 otherwise).',
+    })
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when it is set.' }, 'metricsToken');
   for (const [name, description] of TAGS) builder.addTag(name, description);
   const doc = SwaggerModule.createDocument(app, builder.build(), {
@@ -73,10 +101,11 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
  * Completes Nest's document in place, from each route's declaration rather
  * than per-route boilerplate:
  * - components: the response schemas, the common error answers, the headers;
- * - `security` per operation from its `@Access` (public: none; metrics: optional METRICS_TOKEN; else an API key);
+ * - `security` per operation from its `@Access` (public: none; metrics: optional METRICS_TOKEN; else an API key
+ *   or the session cookie), and the optional `X-Sluice-Project` header of root keys where credentials are taken;
  * - the common error answers each operation can give: 401 unless public; 403
  *   (roles, cross-site, Host); 400 for a method that takes a body, or a query; 404 with a path
- *   parameter; 413/415 for methods that take a body; 429 unless exempt from the
+ *   parameter or credentials (an unknown project); 413/415 for methods that take a body; 429 unless exempt from the
  *   rate limit; 503 except /healthz; 408/414/431 (the HTTP server's limits);
  * - `X-Request-Id` on every answer;
  * - request schemas: "any JSON" markers become the empty schema, and a `default`
@@ -90,6 +119,7 @@ export function completeDocument(doc: OpenAPIObject, requirementOf: (method: str
   for (const s of Object.values(requestSchemas)) fixRequestSchema(s as SchemaObject);
   components.schemas = { ...requestSchemas, ...RESPONSE_SCHEMAS };
   components.headers = { ...HEADERS } as typeof components.headers;
+  components.parameters = { Project: PROJECT_PARAMETER } as typeof components.parameters;
   components.responses = {};
   for (const [name, c] of Object.entries(COMMON)) {
     const headers: Record<string, unknown> = { 'X-Request-Id': headerRef('X-Request-Id') };
@@ -100,7 +130,7 @@ export function completeDocument(doc: OpenAPIObject, requirementOf: (method: str
       content: { 'application/json': { schema: schemaRef('Error'), example: { error: { code: c.code, message: c.description.split(/[.;:]/)[0], details: [], requestId: 'b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d' } } } },
     } as ResponseObject;
   }
-  doc.security = [{ apiKey: [] }];
+  doc.security = credentials();
 
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
@@ -108,8 +138,11 @@ export function completeDocument(doc: OpenAPIObject, requirementOf: (method: str
       if (!op) continue;
       const req = requirementOf(method, path);
       const isPublic = req.includes('public');
-      op.security = isPublic ? [] : req.includes('metrics') ? [{}, { metricsToken: [] }] : [{ apiKey: [] }];
+      const isMetrics = req.includes('metrics');
+      const takesCredentials = !isPublic && !isMetrics;
+      op.security = isPublic ? [] : isMetrics ? [{}, { metricsToken: [] }] : credentials();
       const params = (op.parameters ?? []) as ParameterObject[];
+      if (takesCredentials) op.parameters = [...params, { $ref: '#/components/parameters/Project' }];
       for (const p of params) if (p.schema) fixRequestSchema(p.schema as SchemaObject);
       if (op.requestBody && 'content' in op.requestBody) {
         for (const media of Object.values(op.requestBody.content)) if (media.schema) fixRequestSchema(media.schema as SchemaObject);
@@ -119,7 +152,7 @@ export function completeDocument(doc: OpenAPIObject, requirementOf: (method: str
       if (BODY_METHODS.has(method) || op.requestBody || params.some((p) => p.in === 'query')) common.push('BadRequest');
       if (!isPublic) common.push('Unauthorized');
       common.push('Forbidden');
-      if (path.includes('{')) common.push('NotFound');
+      if (path.includes('{') || takesCredentials) common.push('NotFound');
       common.push('RequestTimeout');
       if (BODY_METHODS.has(method)) common.push('PayloadTooLarge', 'UnsupportedMediaType');
       common.push('UriTooLong');

@@ -1,6 +1,7 @@
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { ROLES } from '../../core/access';
 import { JOB_STATUSES } from '../../core/job-status';
+import { RATE_LIMIT_MAX } from '../../auth/key-rate-limiter';
 
 /**
  * Response schemas of the OpenAPI document (components.schemas), written as
@@ -103,6 +104,13 @@ const KEY_PROPERTIES: Record<string, SchemaObject> = {
   root: { type: 'boolean', description: 'admin of every project (the bootstrap key)' },
   createdAt: time(),
   expiresAt: time('null = never', true),
+  rateLimit: obj(
+    {
+      perSec: int('requests per second (refill rate), across every api replica', { minimum: 1, maximum: RATE_LIMIT_MAX }),
+      burst: int('requests at once (bucket size)', { minimum: 1, maximum: RATE_LIMIT_MAX }),
+    },
+    { nullable: true, description: "this key's own token bucket; null = KEY_RATE_LIMIT_PER_SEC / KEY_RATE_LIMIT_BURST (addition to API.md)" },
+  ),
 };
 
 const QUEUE_EXAMPLE = {
@@ -311,3 +319,93 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
 RESPONSE_SCHEMAS.KeyView = obj({ ...KEY_PROPERTIES, lastUsedAt: time('≤ ~5 s stale; null = never used', true) }, { description: 'An API key, without its secret.' });
 RESPONSE_SCHEMAS.CreatedKey = obj({ ...KEY_PROPERTIES, secret: str('`sk_…`: shown in this answer only') }, { description: 'A new API key with its secret.' });
 RESPONSE_SCHEMAS.RevokedKey = obj({ ...KEY_PROPERTIES, revoked: { type: 'boolean', enum: [true] } }, { description: 'A revoked API key.' });
+
+const USER_REF_EXAMPLE = { id: EXAMPLE_ID, username: 'ana@example.com' };
+const userRef = (description: string, nullable = false): SchemaObject =>
+  obj({ id: str('UUIDv7'), username: str() }, { description, ...(nullable ? { nullable: true } : {}) });
+const USER_PROPERTIES: Record<string, SchemaObject> = {
+  id: str('UUIDv7, made by the server'),
+  username: str('unique whatever its case'),
+  project: str('the project this view is in (a user may have a role in several)'),
+  role: { type: 'string', enum: [...ROLES], description: 'role in this project' },
+  createdAt: time(),
+  disabledAt: time('when the user was disabled (cannot log in, sessions ended); null = enabled', true),
+};
+const USER_EXAMPLE = { id: EXAMPLE_ID, username: 'ana@example.com', project: 'default', role: 'operator', createdAt: '2026-12-01T10:00:00.000Z', disabledAt: null };
+
+/** Dashboard users (src/auth/user-store.ts UserView): never a password or its hash. */
+RESPONSE_SCHEMAS.User = obj(USER_PROPERTIES, { description: 'A dashboard user, within one project: never a password or its hash.', example: USER_EXAMPLE });
+RESPONSE_SCHEMAS.DeletedUser = obj(
+  { ...USER_PROPERTIES, deleted: { type: 'boolean', enum: [true] } },
+  { description: 'A user removed from the project (and deleted when it had no other project).', example: { ...USER_EXAMPLE, deleted: true } },
+);
+
+/** `POST /auth/login` (src/auth/login.service.ts LoginAnswer), `POST /auth/logout`, `GET /auth/session` (src/auth/login.controller.ts SessionAnswer). */
+RESPONSE_SCHEMAS.LoginSession = obj(
+  {
+    user: userRef('the signed-in user'),
+    project: str('the project the session acts in'),
+    role: { type: 'string', enum: [...ROLES], description: "the user's role in that project" },
+    expiresAt: time('when the session ends unless activity refreshes it'),
+  },
+  { description: 'A new dashboard session; its token is only in the `Set-Cookie` header.', example: { user: USER_REF_EXAMPLE, project: 'default', role: 'operator', expiresAt: '2026-12-01T18:00:00.000Z' } },
+);
+RESPONSE_SCHEMAS.LoggedOut = obj({ loggedOut: { type: 'boolean', enum: [true] } }, { example: { loggedOut: true } });
+RESPONSE_SCHEMAS.Session = obj(
+  {
+    kind: { type: 'string', enum: ['user', 'key', 'anonymous'], description: '`user`: the session cookie; `key`: an API key; `anonymous`: AUTH is off' },
+    user: userRef('the signed-in user; null unless kind is `user`', true),
+    keyId: str('the API key; null unless kind is `key`', true),
+    project: str('the project the request acts in'),
+    role: { type: 'string', enum: [...ROLES, null], nullable: true, description: 'the role the request acts with' },
+    expiresAt: time('when the session ends unless activity refreshes it; null for keys and AUTH=off', true),
+  },
+  {
+    description: 'Who a request acts as.',
+    example: { kind: 'user', user: USER_REF_EXAMPLE, keyId: null, project: 'default', role: 'operator', expiresAt: '2026-12-01T18:00:00.000Z' },
+  },
+);
+
+/** `GET /audit-log` (src/oplog/oplog-queries.ts ApiOplogEntry). */
+RESPONSE_SCHEMAS.AuditLogEntry = obj(
+  {
+    id: str('UUIDv7 made when the answer was sent'),
+    at: time('when the request was answered'),
+    project: str(),
+    actor: str('`key:<id>`, `user:<id>`, `anonymous` (AUTH=off), `public` (a route that needs no credentials, e.g. login) or `none` (credentials refused)'),
+    actorKind: { type: 'string', enum: ['key', 'user', 'anonymous', 'public', 'none'] },
+    action: str('what was asked, e.g. `queue.pause`, `user.create`, `auth.login`'),
+    target: str('the queue, job, schedule, key or user acted on; null when the call names none', true),
+    method: str('HTTP method'),
+    path: str('the route pattern, e.g. `/queues/:name/pause` (never the raw URL or its query)'),
+    status: int('HTTP status of the answer (refusals are recorded too)', { minimum: 100, maximum: 599 }),
+    address: str('the client address (TCP peer)', true),
+    requestId: str('the X-Request-Id of the request', true),
+  },
+  { description: 'One operator action: who, what, target, when, from where, answered how. Never a body, payload or secret.' },
+);
+RESPONSE_SCHEMAS.AuditLogPage = obj(
+  { items: { type: 'array', items: ref('AuditLogEntry'), description: 'newest first' }, nextCursor: str('pass as `cursor` for the next page; null on the last page', true) },
+  {
+    description: 'One page of the operator audit log, newest first.',
+    example: {
+      items: [
+        {
+          id: EXAMPLE_ID,
+          at: '2026-12-01T10:00:00.000Z',
+          project: 'default',
+          actor: `key:${EXAMPLE_ID}`,
+          actorKind: 'key',
+          action: 'queue.pause',
+          target: 'emails',
+          method: 'POST',
+          path: '/queues/:name/pause',
+          status: 200,
+          address: '10.0.0.7',
+          requestId: 'b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d',
+        },
+      ],
+      nextCursor: null,
+    },
+  },
+);
