@@ -42,8 +42,8 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
   return typeof h === 'string' && /^[\x20-\x7e]{1,200}$/.test(h) && h.trim() !== '' ? h : randomUUID();
 }
 
-/** Paths served even while Redis is down (they report on it, or need nothing). */
-const OPS_PATHS = /^\/(healthz|readyz|metrics|docs)(\/|-json|\?|$)/;
+/** Paths served even while Redis is down (they report on it, or need nothing: the console's static files). */
+const OPS_PATHS = /^\/(healthz|readyz|metrics|docs|ui)(\/|-json|\?|$)/;
 /** The OpenAPI document and Swagger UI (served outside Nest's router, so outside the guard). */
 const DOCS_PATHS = /^\/docs(\/|-json|\?|$)/;
 
