@@ -5,7 +5,8 @@
  * the server's OpenAPI document. Without an argument it starts `node dist/main.js`
  * (ROLE=api, a free port, a throwaway REDIS_PREFIX; needs `npm run build`, Redis and
  * PostgreSQL as for the server) and reads its `/docs-json`; the document is
- * also saved to docs/openapi.json so the types can be made again without a server.
+ * also saved to dist/openapi.json so the types can be made again without a server
+ * (`npm run console:types -- dist/openapi.json`).
  * The server uses the environment's DATABASE_URL (default: the local `sluice` database, as `npm start`).
  */
 const { spawn, execFileSync } = require('node:child_process');
@@ -15,7 +16,7 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 const out = path.join(root, 'src/dashboard/console/api/schema.d.ts');
-const saved = path.join(root, 'docs/openapi.json');
+const saved = path.join(root, 'dist/openapi.json');
 
 function freePort() {
   return new Promise((resolve, reject) => {

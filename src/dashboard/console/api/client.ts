@@ -34,7 +34,7 @@ export class ApiError extends Error {
  * The one HTTP client of the console (openapi-fetch over the generated types):
  * same origin, the session cookie rides along; JSON only. Nothing else in the app calls fetch.
  */
-export const client = createClient<Paths>({ baseUrl: '', credentials: 'same-origin', headers: { accept: 'application/json' } });
+export const client = createClient<Paths>({ baseUrl: typeof location === 'undefined' ? '' : location.origin, credentials: 'same-origin', headers: { accept: 'application/json' } });
 
 interface FetchResult {
   data?: unknown;
