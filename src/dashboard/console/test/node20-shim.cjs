@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-require-imports, no-undef -- a CommonJS file Node preloads (--require) */
 /*
  * jsdom 31 (through undici 8) wants Node >= 22: at load it binds
  * zlib.createZstdDecompress, which Node 20 lacks. The component tests never

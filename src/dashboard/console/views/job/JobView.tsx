@@ -95,42 +95,42 @@ export function JobView() {
         }
       >
         <dl className="facts">
-          <dt>Status</dt>
+          <div><dt>Status</dt>
           <dd>
             <StatusBadge status={j.status} />
-          </dd>
-          <dt>Queue</dt>
+          </dd></div>
+          <div><dt>Queue</dt>
           <dd>
             <Link to={`/queues/${encodeURIComponent(j.queue)}`}>{j.queue}</Link>
-          </dd>
-          <dt>Type</dt>
-          <dd>{j.type}</dd>
-          <dt>Attempts</dt>
+          </dd></div>
+          <div><dt>Type</dt>
+          <dd>{j.type}</dd></div>
+          <div><dt>Attempts</dt>
           <dd>
             {j.attempts} of {j.maxAttempts}
-          </dd>
-          <dt>Priority</dt>
-          <dd>{j.priority}</dd>
-          <dt>Worker</dt>
-          <dd>{j.workerId ?? '—'}</dd>
-          <dt>Created</dt>
+          </dd></div>
+          <div><dt>Priority</dt>
+          <dd>{j.priority}</dd></div>
+          <div><dt>Worker</dt>
+          <dd>{j.workerId ?? '—'}</dd></div>
+          <div><dt>Created</dt>
           <dd>
             <Time at={j.createdAt} />
-          </dd>
-          <dt>Run at</dt>
+          </dd></div>
+          <div><dt>Run at</dt>
           <dd>
             <Time at={j.runAt} />
-          </dd>
-          <dt>Started</dt>
+          </dd></div>
+          <div><dt>Started</dt>
           <dd>
             <Time at={j.startedAt} />
-          </dd>
-          <dt>Finished</dt>
+          </dd></div>
+          <div><dt>Finished</dt>
           <dd>
             <Time at={j.finishedAt} />
-          </dd>
-          <dt>Progress</dt>
-          <dd>{typeof j.progress === 'number' ? <progress max={100} value={j.progress} aria-label="Progress">{j.progress}%</progress> : <span>{j.progress === null || j.progress === undefined ? '—' : text(j.progress)}</span>}</dd>
+          </dd></div>
+          <div><dt>Progress</dt>
+          <dd>{typeof j.progress === 'number' ? <progress max={100} value={j.progress} aria-label="Progress">{j.progress}%</progress> : <span>{j.progress === null || j.progress === undefined ? '—' : text(j.progress)}</span>}</dd></div>
         </dl>
         {outcome && (
           <p role="status" className={outcome.ok ? 'ok' : 'err'}>
