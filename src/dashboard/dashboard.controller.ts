@@ -1,39 +1,60 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Get, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Access } from '../auth/access.decorator';
-import { ApiExcludeEndpoint, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiExcludeEndpoint, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiJob, toApiJob } from '../http/api-job';
 import { ApiAnswer } from '../http/openapi/decorators';
-import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard-page';
+import { ConsoleAssets } from './console-assets';
 import { DashboardService, DashboardStats } from './dashboard.service';
 
-/** API.md "Dashboard": the stats and recent-jobs feeds, and the web page that polls them. */
+/** API.md "Dashboard": the stats and recent-jobs feeds, and the operator console's static files under `/ui/`. */
 @ApiTags('dashboard')
 @Controller()
 export class DashboardController {
+  private readonly assets = new ConsoleAssets();
+
   constructor(private readonly dashboard: DashboardService) {}
 
   @Get()
   @Access('public')
   @ApiExcludeEndpoint()
-  @Header('content-type', 'text/html; charset=utf-8')
-  @Header('cache-control', 'no-store')
-  @Header('content-security-policy', DASHBOARD_CSP)
-  @Header('x-content-type-options', 'nosniff')
-  root(): string {
-    return DASHBOARD_HTML;
+  root(@Res() reply: FastifyReply): void {
+    void reply.redirect('/ui/', 302);
   }
 
   @Get('dashboard')
   @Access('public')
-  @ApiOperation({ operationId: 'getDashboardPage', summary: 'The web dashboard (HTML)' })
-  @ApiProduces('text/html')
-  @ApiAnswer(200, { type: 'string' }, 'The dashboard page.')
-  @Header('content-type', 'text/html; charset=utf-8')
-  @Header('cache-control', 'no-store')
-  @Header('content-security-policy', DASHBOARD_CSP)
-  @Header('x-content-type-options', 'nosniff')
-  page(): string {
-    return DASHBOARD_HTML;
+  @ApiOperation({ operationId: 'getDashboardPage', summary: 'Redirects to the operator console at /ui/ (the old page moved there)' })
+  @ApiAnswer(302, { type: 'string' }, 'Redirect to /ui/.')
+  page(@Res() reply: FastifyReply): void {
+    void reply.redirect('/ui/', 302);
+  }
+
+  /**
+   * The operator console (src/dashboard/console, built into dist/console): hashed
+   * assets with a year's cache, every other `/ui/*` path the app's index.html (its
+   * router picks the view). No credentials: the app asks `GET /auth/session`.
+   * 404 for a missing asset; 503 when the console was not built.
+   */
+  @Get(['ui', 'ui/*'])
+  @Access('public')
+  @ApiExcludeEndpoint()
+  console(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
+    const path = decodeURIComponentSafe(req.url.split('?')[0]);
+    if (path === '/ui') {
+      void reply.redirect('/ui/', 302);
+      return;
+    }
+    if (!this.assets.built()) {
+      void reply.status(503).type('text/plain; charset=utf-8').header('cache-control', 'no-store').send('The operator console is not built: run `npm run build`.\n');
+      return;
+    }
+    const file = this.assets.lookup(path.replace(/^\/ui\//, ''));
+    if (!file) {
+      void reply.status(404).type('text/plain; charset=utf-8').send('Not found\n');
+      return;
+    }
+    void reply.type(file.contentType).header('cache-control', file.cacheControl).send(file.body);
   }
 
   @Get('dashboard/stats')
@@ -50,5 +71,14 @@ export class DashboardController {
   @ApiAnswer(200, ['Job'], 'Up to 20 jobs, newest update first.')
   async recent(): Promise<ApiJob[]> {
     return (await this.dashboard.recent()).map(toApiJob);
+  }
+}
+
+/** `%2e%2e` and friends decoded; a malformed escape leaves the path as it was (it then matches no file). */
+function decodeURIComponentSafe(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
   }
 }

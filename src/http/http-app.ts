@@ -77,8 +77,8 @@ function refused(what: string, detail: { path: string; message: string }): Valid
   return new ValidationError(`${what}: ${detail.path || 'body'} ${detail.message}`, [detail]);
 }
 
-/** Paths served even while Redis is down (they report on it, or need nothing). */
-const OPS_PATHS = /^\/(healthz|readyz|metrics|docs)(\/|-json|\?|$)/;
+/** Paths served even while Redis is down (they report on it, or need nothing: the console's static files). */
+const OPS_PATHS = /^\/(healthz|readyz|metrics|docs|ui)(\/|-json|\?|$)/;
 /** The OpenAPI document and Swagger UI (served outside Nest's router, so outside the guard). */
 const DOCS_PATHS = /^\/docs(\/|-json|\?|$)/;
 

@@ -65,7 +65,7 @@ test('AUTH=off: a foreign Host is refused (DNS rebinding); loopback names and AL
 });
 
 test('HTML responses carry CSP, frame-ancestors none, nosniff and Referrer-Policy; inline code only by hash', async () => {
-  for (const path of ['/dashboard', '/docs']) {
+  for (const path of ['/ui/', '/docs']) {
     const r = await api.http.get(path).redirects(1);
     expect(r.status).toBe(200);
     const csp = r.headers['content-security-policy'];

@@ -1,0 +1,28 @@
+import { client, unwrap } from './client';
+import type { Execution, Job, JobEvent, JobStatus, LogLine, Page } from './types';
+
+/** Explorer filters (URL query of /ui/jobs): every field optional. */
+export interface JobFilter {
+  queue?: string;
+  status?: JobStatus;
+  type?: string;
+}
+
+/** `GET /jobs`: one keyset page, newest first. */
+export const listJobs = (f: JobFilter, cursor?: string, limit = 50) =>
+  unwrap<Page<Job>>(client.GET('/jobs', { params: { query: { ...f, cursor, limit } } }));
+export const getJob = (id: string) => unwrap<Job>(client.GET('/jobs/{id}', { params: { path: { id } } }));
+export const jobEvents = (id: string) => unwrap<{ items: JobEvent[] }>(client.GET('/jobs/{id}/events', { params: { path: { id } } }));
+export const jobExecutions = (id: string) => unwrap<{ items: Execution[] }>(client.GET('/jobs/{id}/executions', { params: { path: { id } } }));
+export const jobLogs = (id: string) => unwrap<{ items: LogLine[] }>(client.GET('/jobs/{id}/logs', { params: { path: { id } } }));
+/** `DELETE /jobs/:id`: 200 cancelled, 202 cancel requested (active), 409 terminal. */
+export const cancelJob = (id: string) => unwrap<Job>(client.DELETE('/jobs/{id}', { params: { path: { id } } }));
+/** `POST /jobs/:id/retry`, optionally with a new payload (only failed or cancelled jobs; else 409). */
+export const retryJob = (id: string, payload?: Record<string, unknown>) =>
+  unwrap<Job>(client.POST('/jobs/{id}/retry', { params: { path: { id } }, body: payload === undefined ? {} : { payload } }));
+
+/** The `POST /jobs` body of a copy of `job` (same queue, type, priority, attempts, backoff, timeout; no idempotency key). */
+export function cloneBody(job: Job, payload: Record<string, unknown>) {
+  return { queue: job.queue, type: job.type, payload, priority: job.priority, maxAttempts: job.maxAttempts, backoff: job.backoff, timeoutMs: job.timeoutMs };
+}
+export const enqueueJob = (body: ReturnType<typeof cloneBody>) => unwrap<Job>(client.POST('/jobs', { body }));

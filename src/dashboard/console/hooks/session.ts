@@ -1,0 +1,28 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { getSession, login, logout } from '../api/auth';
+import { ApiError } from '../api/client';
+import type { Role } from '../api/types';
+
+/** Who the console acts as (`GET /auth/session`); a 401 means: log in. */
+export function useSession() {
+  return useQuery({ queryKey: ['session'], queryFn: getSession, retry: (n, e) => !(e instanceof ApiError && e.status === 401) && n < 2, staleTime: 60_000 });
+}
+
+const OPERATE: Role[] = ['admin', 'operator'];
+const ENQUEUE: Role[] = ['admin', 'operator', 'producer'];
+
+/** What the session's role may do (API.md v1.1 roles): which controls exist at all. */
+export function usePermissions() {
+  const role = useSession().data?.role ?? null;
+  return { role, canOperate: role !== null && OPERATE.includes(role), canEnqueue: role !== null && ENQUEUE.includes(role) };
+}
+
+export function useLogin() {
+  const qc = useQueryClient();
+  return useMutation({ mutationFn: (v: { username: string; password: string }) => login(v.username, v.password), onSuccess: () => qc.resetQueries() });
+}
+
+export function useLogout() {
+  const qc = useQueryClient();
+  return useMutation({ mutationFn: logout, onSuccess: () => qc.resetQueries() });
+}
