@@ -60,7 +60,5 @@ export default defineConfig({
     include: ['**/*.test.{ts,tsx}'],
     setupFiles: ['./test/setup.ts'],
     css: false,
-    // jsdom 31 on Node 20 (see the file).
-    execArgv: ['--require', join(__dirname, 'test', 'node20-shim.cjs')],
   },
 });
