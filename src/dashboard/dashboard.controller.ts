@@ -15,6 +15,11 @@ export class DashboardController {
 
   constructor(private readonly dashboard: DashboardService) {}
 
+  /**
+   * `GET /` and `GET /dashboard` (API.md: the web dashboard) redirect to the console.
+   * Like the console's files below, browser routes rather than API operations: outside
+   * the OpenAPI document (a redirect has no 2xx answer to describe; see its info.description).
+   */
   @Get()
   @Access('public')
   @ApiExcludeEndpoint()
@@ -24,8 +29,7 @@ export class DashboardController {
 
   @Get('dashboard')
   @Access('public')
-  @ApiOperation({ operationId: 'getDashboardPage', summary: 'Redirects to the operator console at /ui/ (the old page moved there)' })
-  @ApiAnswer(302, { type: 'string' }, 'Redirect to /ui/.')
+  @ApiExcludeEndpoint()
   page(@Res() reply: FastifyReply): void {
     void reply.redirect('/ui/', 302);
   }

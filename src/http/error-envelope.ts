@@ -37,8 +37,12 @@ const STATUS_BY_CODE: Record<string, number> = {
   unavailable: 503,
 };
 
-/** HTTP status → envelope code, for errors that only carry a status (Nest, Fastify). */
-const CODE_BY_STATUS: Record<number, string> = {
+/**
+ * HTTP status → envelope code, for errors that only carry a status (Nest,
+ * Fastify, Node's HTTP parser: src/http/client-error.ts). The OpenAPI
+ * document's common answers take their codes from here too.
+ */
+export const CODE_BY_STATUS: Readonly<Record<number, string>> = {
   400: 'validation_failed',
   401: 'unauthorized',
   403: 'forbidden',

@@ -11,8 +11,13 @@ export interface CheckedResponse {
   text?: string;
 }
 
-/** Paths the API serves outside the document: Swagger UI and the document itself, and the dashboard's root page. */
-const UNDOCUMENTED = /^\/(docs(\/.*|-json)?|)$/;
+/**
+ * Paths the server answers outside the document (its info.description says so): Swagger UI
+ * and the document itself, and the browser routes: `/` and `/dashboard` (302 to the
+ * console) and the operator console's files under `/ui`. Their answers are checked only
+ * for `X-Request-Id` (every answer carries it); test/e2e/dashboard.test.ts checks the rest.
+ */
+const UNDOCUMENTED = /^\/(docs(\/.*|-json)?|dashboard|ui(\/.*)?|)$/;
 
 type Json = Record<string, unknown>;
 
@@ -55,12 +60,14 @@ export class OpenApiValidator {
    *   request, the status and what is wrong (ajv's errors for a body).
    */
   check(method: string, url: string, res: CheckedResponse): string | null {
-    const path = decodeURIComponent(new URL(url, 'http://x').pathname);
+    // Segment by segment, as the router does: a segment that is not valid percent-encoding (the server's 400) stays as sent.
+    const path = new URL(url, 'http://x').pathname.split('/').map(decodeSegment).join('/');
     const m = method.toLowerCase() === 'head' ? 'get' : method.toLowerCase();
     const where = `${method.toUpperCase()} ${url} → ${res.status}`;
     const route = this.routes.find((r) => r.method === m && r.re.test(path));
     if (!route) {
-      if (UNDOCUMENTED.test(path) || m === 'options') return null;
+      if (m === 'options') return null;
+      if (UNDOCUMENTED.test(path)) return res.headers['x-request-id'] === undefined ? `${where}: header X-Request-Id is missing` : null;
       if ((res.status === 404 || res.status === 405) && this.matches('Error', res.body)) return null;
       return `${where}: no documented operation for ${m.toUpperCase()} ${path}`;
     }
@@ -101,6 +108,15 @@ export class OpenApiValidator {
   private matches(schema: string, body: unknown): boolean {
     const v = this.ajv.getSchema(schema);
     return !!v && v(body) === true;
+  }
+}
+
+/** A path segment percent-decoded; as sent when it is not valid percent-encoded UTF-8. A decoded `/` cannot split it: the route patterns match `[^/]+` per parameter. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment).replace(/\//g, '%2F');
+  } catch {
+    return segment;
   }
 }
 

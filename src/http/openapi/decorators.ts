@@ -39,6 +39,9 @@ export function ApiErrors(...errors: [status: number, description: string][]): M
  * A property holding any JSON value (object, array, string, number, boolean
  * or null): documented as the empty schema, which openapi-typescript types
  * `unknown`. `oneOf` narrows it (e.g. `progress`: a number or an object).
+ * `nullable` lets the server's null rule (src/http/null-fields.ts) accept
+ * `null`; the document drops it (the empty schema admits null already), so
+ * say "null included" in the description.
  */
 export function ApiJsonProperty(description: string, opts: { required?: boolean; oneOf?: SchemaObject[]; nullable?: boolean } = {}): PropertyDecorator {
   return ApiProperty({ description, required: opts.required ?? false, ...(opts.oneOf ? { oneOf: opts.oneOf } : {}), ...(opts.nullable ? { nullable: true } : {}), [JSON_MARKER]: true } as Parameters<typeof ApiProperty>[0]);

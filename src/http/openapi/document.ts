@@ -5,21 +5,31 @@ import type { Requirement } from '../../core/access';
 import { routeTable } from '../../auth/route-table';
 import { SESSION_COOKIE } from '../../auth/session-cookie';
 import { headerRef, JSON_MARKER, schemaRef } from './decorators';
+import { CODE_BY_STATUS } from '../error-envelope';
 import { RESPONSE_SCHEMAS } from './schemas';
 
-/** Answers any route may give, added to each operation that can give them (see {@link completeDocument}). */
-const COMMON: Record<string, { status: number; code: string; description: string; retryAfter?: 'required' | 'optional' }> = {
-  BadRequest: { status: 400, code: 'validation_failed', description: 'Bad request: a body or query field fails validation, or the body is not JSON (`details` lists `{path, message}` per field).' },
-  Unauthorized: { status: 401, code: 'unauthorized', description: 'AUTH is on and the request carries no valid credentials (missing, unknown, revoked or expired key).' },
-  Forbidden: { status: 403, code: 'forbidden', description: "The key's role may not do this; or a state-changing request from a foreign Origin; or, with AUTH off, a Host that is not allowed." },
-  NotFound: { status: 404, code: 'not_found', description: 'Unknown id or name (another project’s too); or a project that does not exist (`X-Sluice-Project` of a root key).' },
-  RequestTimeout: { status: 408, code: 'validation_failed', description: 'The request was not received in time.' },
-  PayloadTooLarge: { status: 413, code: 'payload_too_large', description: 'The body (or a payload) is over MAX_PAYLOAD_BYTES.' },
-  UriTooLong: { status: 414, code: 'validation_failed', description: 'The request line is too long.' },
-  UnsupportedMediaType: { status: 415, code: 'unsupported_media_type', description: 'A body with another Content-Type than application/json.' },
-  TooManyRequests: { status: 429, code: 'rate_limited', description: 'Rate limited (API_RATE_LIMIT_MAX per window); retry after `Retry-After` seconds.', retryAfter: 'required' },
-  HeadersTooLarge: { status: 431, code: 'validation_failed', description: 'The request headers are too large.' },
-  Unavailable: { status: 503, code: 'unavailable', description: 'Redis or PostgreSQL is unreachable, or the audit backlog is over its bound (load shedding); retry later.', retryAfter: 'optional' },
+/**
+ * Answers any route may give, added to each operation that can give them (see
+ * {@link completeDocument}); each one's envelope code is the server's own for
+ * that status (src/http/error-envelope.ts CODE_BY_STATUS).
+ */
+const COMMON: Record<string, { status: number; description: string; retryAfter?: 'required' | 'optional' }> = {
+  BadRequest: {
+    status: 400,
+    description:
+      'Bad request: a body, query or path field fails validation (`details` lists `{path, message}` per field; a NUL or lone surrogate in any string, an invalid name), the body is not JSON, ' +
+      "a path segment is not valid percent-encoded UTF-8, or Node's HTTP parser refused the request (a bad header or chunk).",
+  },
+  Unauthorized: { status: 401, description: 'AUTH is on and the request carries no valid credentials (missing, unknown, revoked or expired key).' },
+  Forbidden: { status: 403, description: "The key's role may not do this; or a state-changing request from a foreign Origin; or, with AUTH off, a Host that is not allowed." },
+  NotFound: { status: 404, description: 'Unknown id or name (another project’s too); or a project that does not exist (`X-Sluice-Project` of a root key).' },
+  RequestTimeout: { status: 408, description: 'The request (headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS) was not received in time; the socket is closed.' },
+  PayloadTooLarge: { status: 413, description: 'The body (or a payload) is over MAX_PAYLOAD_BYTES.' },
+  UriTooLong: { status: 414, description: 'A path segment (an id or a name) is longer than 100 characters.' },
+  UnsupportedMediaType: { status: 415, description: 'A body with another Content-Type than application/json.' },
+  TooManyRequests: { status: 429, description: 'Rate limited (API_RATE_LIMIT_MAX per window); retry after `Retry-After` seconds.', retryAfter: 'required' },
+  HeadersTooLarge: { status: 431, description: 'The request line and headers are over 16 KiB; the socket is closed.' },
+  Unavailable: { status: 503, description: 'Redis or PostgreSQL is unreachable, or the audit backlog is over its bound (load shedding); retry later.', retryAfter: 'optional' },
 };
 
 const HEADERS = {
@@ -74,7 +84,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setDescription(
       'Distributed job queue: Redis hot path, PostgreSQL history. The contract is API.md (v1.1); this document is generated from the same code. ' +
         'Every non-2xx answer carries the error envelope `{error: {code, message, details, requestId}}` and every answer the `X-Request-Id` header. ' +
-        'Response objects may gain fields in later versions (add, never rename): clients must ignore fields they do not know.',
+        'Response objects may gain fields in later versions (add, never rename): clients must ignore fields they do not know. ' +
+        'Browser routes are not operations of this document: `GET /` and `GET /dashboard` redirect (302) to the operator console, whose files `GET /ui/…` serves, and `GET /docs` is Swagger UI.',
     )
     .setVersion('1.1')
     .setLicense('MIT', 'https://opensource.org/licenses/MIT')
@@ -103,12 +114,13 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
  * - components: the response schemas, the common error answers, the headers;
  * - `security` per operation from its `@Access` (public: none; metrics: optional METRICS_TOKEN; else an API key
  *   or the session cookie), and the optional `X-Sluice-Project` header of root keys where credentials are taken;
- * - the common error answers each operation can give: 401 unless public; 403
- *   (roles, cross-site, Host); 400 for a method that takes a body, or a query; 404 with a path
- *   parameter or credentials (an unknown project); 413/415 for methods that take a body; 429 unless exempt from the
- *   rate limit; 503 except /healthz; 408/414/431 (the HTTP server's limits);
+ * - the common error answers each operation can give: 400 everywhere (a body, query or path
+ *   field, a malformed URL, or a request Node's parser refuses); 401 unless public; 403
+ *   (roles, cross-site, Host); 404 with a path parameter or credentials (an unknown project);
+ *   413/415 for methods that take a body; 429 unless exempt from the rate limit; 503 except
+ *   /healthz; 408/414/431 (the HTTP server's limits);
  * - `X-Request-Id` on every answer;
- * - request schemas: "any JSON" markers become the empty schema, and a `default`
+ * - request schemas: "any JSON" markers become the empty schema (no `type`, no `nullable`), and a `default`
  *   moves into the description (openapi-typescript would make a defaulted
  *   field required in the generated client; the server fills it in).
  * `requirementOf` answers the route's `@Access` requirements (empty when unknown).
@@ -127,7 +139,7 @@ export function completeDocument(doc: OpenAPIObject, requirementOf: (method: str
     components.responses[name] = {
       description: c.description,
       headers,
-      content: { 'application/json': { schema: schemaRef('Error'), example: { error: { code: c.code, message: c.description.split(/[.;:]/)[0], details: [], requestId: 'b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d' } } } },
+      content: { 'application/json': { schema: schemaRef('Error'), example: { error: { code: CODE_BY_STATUS[c.status], message: c.description.split(/[.;:]/)[0], details: [], requestId: 'b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d' } } } },
     } as ResponseObject;
   }
   doc.security = credentials();
@@ -148,8 +160,9 @@ export function completeDocument(doc: OpenAPIObject, requirementOf: (method: str
         for (const media of Object.values(op.requestBody.content)) if (media.schema) fixRequestSchema(media.schema as SchemaObject);
       }
       const common: string[] = [];
-      // Any body can be malformed JSON; a query or a body can fail validation; a path name can be invalid (400 for queue names).
-      if (BODY_METHODS.has(method) || op.requestBody || params.some((p) => p.in === 'query')) common.push('BadRequest');
+      // Any request can be refused by Node's parser (bad header, bad chunk), and any field of a body, query or path
+      // validated (NUL, lone surrogates, names): 400 on every route, as 408/431 (src/http/client-error.ts).
+      common.push('BadRequest');
       if (!isPublic) common.push('Unauthorized');
       common.push('Forbidden');
       if (path.includes('{') || takesCredentials) common.push('NotFound');
@@ -181,6 +194,9 @@ function fixRequestSchema(s: SchemaObject): void {
   if (any[JSON_MARKER]) {
     delete any[JSON_MARKER];
     delete any.type;
+    // The empty schema admits null already; OpenAPI 3.0's `nullable` only means something next to a `type`
+    // (the server's null rule reads the decorator's metadata, not this document; the description says "null included").
+    delete any.nullable;
   }
   if ('default' in s && s.default !== undefined) {
     const shown = JSON.stringify(s.default);

@@ -123,17 +123,25 @@ const QUEUE_EXAMPLE = {
   counts: { waiting: 12, delayed: 3, active: 5, completed: 1042, failed: 2, cancelled: 0 },
 };
 
-/** The error envelope's codes: API.md's table plus `lease_lost`, `unsupported_media_type` and `internal` (500). */
+/**
+ * The error envelope's codes: API.md's table plus `lease_lost`,
+ * `unsupported_media_type`, `internal` (500) and the HTTP layer's
+ * `request_timeout` (408), `uri_too_long` (414) and `headers_too_large` (431).
+ * Every code src/http/error-envelope.ts can answer must be here (document.spec.ts).
+ */
 export const ERROR_CODES = [
   'validation_failed',
   'unauthorized',
   'forbidden',
   'not_found',
+  'request_timeout',
   'conflict',
   'lease_lost',
   'payload_too_large',
+  'uri_too_long',
   'unsupported_media_type',
   'rate_limited',
+  'headers_too_large',
   'unavailable',
   'internal',
 ] as const;

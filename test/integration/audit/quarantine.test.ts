@@ -10,7 +10,7 @@
 import { Registry } from 'prom-client';
 import { AuditMetrics } from '../../../src/audit/audit-metrics';
 import { AuditWriter } from '../../../src/audit/audit-writer';
-import { normalizeEnqueue } from '../../../src/core/job-options';
+import { LIMITS, normalizeEnqueue } from '../../../src/core/job-options';
 import { openTestDb, TestDb, v7At } from '../../support/postgres';
 import { openStore, TestStore } from '../../support/redis';
 
@@ -71,25 +71,63 @@ async function drain(w: AuditWriter): Promise<number> {
   return n;
 }
 
-test('the reproduction: a retry whose runAt overflows (backoff 1e19 ms) is quarantined, the job and the stream go on', async () => {
-  const q = 'qa-repro';
-  const { w, metrics, lines } = await writerFor(q, 'qa-repro');
+/**
+ * Enqueues, claims and fails a job with a retry backoff of 1e19 ms (the reproduction of the
+ * overflow). Returns the job's id and the retry_scheduled entry the engine appended.
+ */
+async function failWithHugeBackoff(q: string): Promise<{ id: string; entryId: string; fields: string[]; at: number }> {
   const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'diag.fail', queue: q, payload: { times: 1 } }, 1e6)]);
   const { jobs } = await t.store.claim(q, 1, 5000, 'w1');
   expect(await t.store.fail(q, r.id, jobs[0].lockToken, { error: 'boom', retryable: true, delayMs: 1e19, reason: 'error', workerId: 'w1' })).toBe('delayed');
+  const [[entryId, fields]] = (await t.redis.xrevrange(t.store.keys(q).events, '+', '-', 'COUNT', 1)) as [string, string[]][];
+  const h = fields[fields.indexOf('h') + 1].split('|');
+  expect(h.slice(0, 3)).toEqual(['retry_scheduled', 'active', 'delayed']);
+  return { id: r.id, entryId, fields, at: Number(h[4]) };
+}
+
+test('a retry whose runAt overflows, as the scripts wrote it before the Lua clamps, is quarantined; the job and the stream go on', async () => {
+  const q = 'qa-repro';
+  const { w, metrics, lines } = await writerFor(q, 'qa-repro');
+  const { id, entryId, fields, at } = await failWithHugeBackoff(q);
+  // The entry as failJob wrote it before lua/includes/clamp.lua: runAt = int(now + delay) computed by
+  // Redis's Lua itself, which overflows '%d' (an older version's stream, or a restored one, still holds such entries).
+  const overflowed = String(await t.redis.eval(`return string.format('%d', tonumber(ARGV[1]) + tonumber(ARGV[2]))`, 0, String(at), '1e19'));
+  expect(Math.abs(Number(overflowed))).toBeGreaterThan(8.64e15); // past any PostgreSQL timestamp
+  const h = fields[fields.indexOf('h') + 1].split('|');
+  h[h.length - 1] = overflowed;
+  const hostile = [...fields];
+  hostile[fields.indexOf('h') + 1] = h.join('|');
+  expect(await t.redis.xdel(t.store.keys(q).events, entryId)).toBe(1);
+  await xadd(q, hostile);
   const [other] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
   await drain(w);
   await w.stop();
   expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
   const qs = await quarantined(q);
   expect(qs.map((x) => x.error_code)).toEqual(['22008']);
-  expect(String(qs[0].fields.h)).toMatch(/^retry_scheduled\|active\|delayed\|/);
-  const evs = await db.dataSource.query(`SELECT event FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [r.id]);
+  expect(String(qs[0].fields.h)).toBe(h.join('|'));
+  const evs = await db.dataSource.query(`SELECT event FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [id]);
   expect(evs.map((e: { event: string }) => e.event)).toEqual(['enqueued', 'claimed']);
   expect((await db.dataSource.query(`SELECT status FROM jobs WHERE id = $1`, [other.id]))[0].status).toBe('waiting');
   expect(await metrics.registry.getSingleMetricAsString('sluice_audit_quarantined_entries_total')).toMatch(/^sluice_audit_quarantined_entries_total 1$/m);
   const warn = lines.find((l) => l.msg === 'audit writer: entries quarantined');
   expect(warn?.o).toMatchObject({ count: 1, streamKey: t.store.keys(q).events, codes: { '22008': 1 } });
+});
+
+test('the same retry through today\'s engine neither overflows nor is quarantined: its runAt is clamped to one year ahead and mirrored', async () => {
+  const q = 'qa-clamped';
+  const { w } = await writerFor(q, 'qa-clamped');
+  const { id, fields, at } = await failWithHugeBackoff(q);
+  const ra = Number(fields[fields.indexOf('h') + 1].split('|').pop());
+  expect(ra - at).toBe(LIMITS.maxDelayMs);
+  await drain(w);
+  await w.stop();
+  expect(await quarantined(q)).toEqual([]);
+  expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+  const evs = await db.dataSource.query(`SELECT event FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [id]);
+  expect(evs.map((e: { event: string }) => e.event)).toEqual(['enqueued', 'claimed', 'retry_scheduled']);
+  const [job] = await db.dataSource.query(`SELECT status, run_at FROM jobs WHERE id = $1`, [id]);
+  expect([job.status, (job.run_at as Date).getTime()]).toEqual(['delayed', at + LIMITS.maxDelayMs]);
 });
 
 test('one bad entry in a batch of 1,000: 999 written, 1 quarantined, in one read', async () => {
