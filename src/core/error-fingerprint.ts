@@ -75,3 +75,14 @@ export function errorFingerprint(message: string | null | undefined): string | n
 
 /** A fingerprint as {@link errorFingerprint} makes it (for validating a filter). */
 export const FINGERPRINT_PATTERN = /^[0-9a-f]{16}$/;
+
+/**
+ * The job object's `fingerprint` (API.md v1.1): for a `failed` job the one
+ * stored when it entered the DLQ (`stored`), else computed from its
+ * `lastError` (a live job read from Redis; a missing message counts as
+ * empty, as the audit writer counts it); null for any other status.
+ */
+export function jobFingerprint(job: { status: string; lastError: string | null; fingerprint?: string | null }): string | null {
+  if (job.status !== 'failed') return null;
+  return job.fingerprint ?? errorFingerprint(job.lastError ?? '');
+}

@@ -1,7 +1,8 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { LIMIT_DEFAULT, LIMIT_MAX } from '../../audit/queries/common';
+import { FINGERPRINT_PATTERN } from '../../core/error-fingerprint';
 import { JOB_STATUSES } from '../../core/job-status';
 
 /** Page size and cursor shared by the keyset-paginated lists. */
@@ -50,4 +51,10 @@ export class ListDlqQueryDto extends PageQueryDto {
   @IsOptional()
   @IsString()
   type?: string;
+
+  @ApiPropertyOptional({ pattern: FINGERPRINT_PATTERN.source, description: 'one dead-letter group (GET /jobs/dlq/groups)' })
+  @IsOptional()
+  @IsString()
+  @Matches(FINGERPRINT_PATTERN, { message: `must match ${FINGERPRINT_PATTERN.source}` })
+  fingerprint?: string;
 }
