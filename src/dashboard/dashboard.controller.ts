@@ -1,7 +1,10 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Get, Header, Query, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
 import { ApiExcludeEndpoint, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiJob, toApiJob } from '../http/api-job';
+import { ApiJob, iso, toApiJob } from '../http/api-job';
+import { MetricsQueryDto } from './dto/metrics-query.dto';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard-page';
 import { DashboardService, DashboardStats } from './dashboard.service';
 
@@ -38,6 +41,15 @@ export class DashboardController {
   @ApiOperation({ summary: 'Counts per queue and in total, live workers, throughput, audit lag' })
   stats(): Promise<DashboardStats> {
     return this.dashboard.stats();
+  }
+
+  /** 200 `{series: [{at, completed, failed}], stepMs}` oldest first, zero-filled; 400 names from, to or stepMs. */
+  @Get('dashboard/metrics')
+  @Access('viewer')
+  @ApiOperation({ summary: 'Jobs completed and failed per step (from PostgreSQL), for charts; range ≤ 31 days, ≤ 2000 points' })
+  async metrics(@Query() q: MetricsQueryDto, @Req() req: FastifyRequest): Promise<{ stepMs: number; series: { at: string; completed: number; failed: number }[] }> {
+    const m = await this.dashboard.metrics(principalOf(req).project, q);
+    return { stepMs: m.stepMs, series: m.series.map((p) => ({ at: iso(p.at) as string, completed: p.completed, failed: p.failed })) };
   }
 
   @Get('dashboard/recent')

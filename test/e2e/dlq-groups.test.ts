@@ -44,8 +44,8 @@ describe('dead-letter groups (e2e)', () => {
     const all = [...orders, ...timeouts, ...otherQueue];
     await waitUntil('all in the DLQ copy', async () => (await dlqAll({})).filter((j) => all.includes(j.id)).length === all.length, 20000, 100);
 
-    const fOrder = errorFingerprint('order 1 not found');
-    const fTimeout = errorFingerprint('upstream http://x timed out after 1 ms');
+    const fOrder = errorFingerprint('order 1 not found') as string;
+    const fTimeout = errorFingerprint('upstream http://x timed out after 1 ms') as string;
     // The DLQ copy's fingerprint is the one the writer stored; the live job's is computed from lastError (Redis).
     for (const j of await dlqAll({})) {
       if (!all.includes(j.id)) continue;
