@@ -1,4 +1,10 @@
-import { Controller, Get, Header, Query, Req } from '@nestjs/common';
+import { Controller, Get, Header, Query, Req, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { ApiProduces } from '@nestjs/swagger';
+import { JobNotFoundError } from '../core/errors';
+import { HistoryQueries } from '../audit/queries';
+import { LiveHub } from './live/live-hub';
+import { LiveQueryDto } from './dto/live-query.dto';
 import type { FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
@@ -12,7 +18,11 @@ import { DashboardService, DashboardStats } from './dashboard.service';
 @ApiTags('dashboard')
 @Controller()
 export class DashboardController {
-  constructor(private readonly dashboard: DashboardService) {}
+  constructor(
+    private readonly dashboard: DashboardService,
+    private readonly live: LiveHub,
+    private readonly history: HistoryQueries,
+  ) {}
 
   @Get()
   @Access('public')
@@ -50,6 +60,27 @@ export class DashboardController {
   async metrics(@Query() q: MetricsQueryDto, @Req() req: FastifyRequest): Promise<{ stepMs: number; series: { at: string; completed: number; failed: number }[] }> {
     const m = await this.dashboard.metrics(principalOf(req).project, q);
     return { stepMs: m.stepMs, series: m.series.map((p) => ({ at: iso(p.at) as string, completed: p.completed, failed: p.failed })) };
+  }
+
+  /**
+   * Live updates as Server-Sent Events (README "Live updates"): `counts`
+   * (the stats body, at most once a second, when changed) and `job`
+   * ({id, queue, status, updatedAt}) per job change; with `?job=<id>` that
+   * job's object, `event`s and `log`s instead. A `: heartbeat` comment every
+   * 15 s. 503 when this process holds 100 streams; 404 for an unknown job.
+   */
+  @Get('dashboard/events')
+  @Access('viewer')
+  @ApiProduces('text/event-stream')
+  @ApiOperation({ summary: 'Live updates (Server-Sent Events): counts and job changes; ?job=<id> for one job’s events, logs and progress' })
+  async events(@Query() q: LiveQueryDto, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const project = principalOf(req).project;
+    if (q.job !== undefined && !(await this.history.getJob(q.job))) throw new JobNotFoundError(q.job);
+    // 503 while the response is still Fastify's, so the error envelope is sent as usual.
+    this.live.assertCapacity();
+    const headers = reply.getHeaders();
+    reply.hijack();
+    this.live.open(reply.raw, headers, project, q.job?.toLowerCase() ?? null);
   }
 
   @Get('dashboard/recent')
