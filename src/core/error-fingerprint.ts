@@ -31,14 +31,15 @@ const FINGERPRINT_HEX = 16;
 
 /*
  * Order matters: a URL may hold an e-mail address, numbers, a UUID; a quoted
- * string may hold anything. Each rule is one pass of String.replace.
+ * string may hold anything. Each rule is one pass of String.replace, skipped
+ * when the text lacks the rule's third element (a substring every match has).
  */
-const RULES: [RegExp, string][] = [
+const RULES: [RegExp, string, string?][] = [
   // scheme://… up to whitespace, a quote or a bracket.
-  [/\b[a-z][a-z0-9+.-]{0,15}:\/\/[^\s"'`<>()[\]{}]+/gi, '<url>'],
+  [/\b[a-z][a-z0-9+.-]{0,15}:\/\/[^\s"'`<>()[\]{}]+/gi, '<url>', '://'],
   // local@domain.tld: the domain is labels joined by single dots (linear: a label cannot contain the dot).
-  [/[\w.+-]{1,64}@[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63})+/gi, '<email>'],
-  [/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<uuid>'],
+  [/[\w.+-]{1,64}@[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63})+/gi, '<email>', '@'],
+  [/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<uuid>', '-'],
   // Quotes not inside a word: "x", 'x', `x` — but not the apostrophes of "can't … don't".
   [new RegExp(`(?<![\\w])(?:"[^"\\n]{0,${QUOTED_MAX}}"|'[^'\\n]{0,${QUOTED_MAX}}'(?![\\w])|\`[^\`\\n]{0,${QUOTED_MAX}}\`)`, 'g'), '<str>'],
   [/\b0x[0-9a-f]+\b/gi, '<hex>'],
@@ -59,7 +60,7 @@ export function normalizeError(message: string): string {
 
 /** The rules of {@link normalizeError} on the whole of `s`, uncut (exported for the linear-time tests). */
 export function normalizeText(s: string): string {
-  for (const [re, to] of RULES) s = s.replace(re, to);
+  for (const [re, to, needle] of RULES) if (needle === undefined || s.includes(needle)) s = s.replace(re, to);
   return s.trim();
 }
 
