@@ -68,3 +68,7 @@ export const jobChangesChannel = (prefix: string): string => `${prefix}:jobs:cha
 
 /** Set (with an expiry) while some API process has live-update listeners: writers publish only then. */
 export const liveListenersKey = (prefix: string): string => `${prefix}:live:listeners`;
+
+/** External workers seen by the API (src/external/external-workers.ts): a sorted set of ids by last seen (ms) and one hash per worker. */
+export const externalWorkersKey = (prefix: string): string => `${prefix}:xworkers`;
+export const externalWorkerKey = (prefix: string, id: string): string => `${prefix}:xworker:${id}`;

@@ -1,4 +1,6 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiWorker, WorkersApiService } from './workers-api.service';
@@ -11,8 +13,10 @@ export class WorkersApiController {
 
   @Get()
   @Access('viewer')
-  @ApiOperation({ summary: 'Registered worker processes: running, draining or dead (missed heartbeats)' })
-  list(): Promise<ApiWorker[]> {
-    return this.workers.list();
+  @ApiOperation({
+    summary: 'Workers: in-process ones (kind "process": running, draining or dead after missed heartbeats) and external ones seen claiming (kind "external"), each with the ids of the jobs it holds (≤ 100)',
+  })
+  list(@Req() req: FastifyRequest): Promise<ApiWorker[]> {
+    return this.workers.list(principalOf(req).project, { held: true });
   }
 }
