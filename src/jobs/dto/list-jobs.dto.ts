@@ -38,6 +38,24 @@ export class ListJobsQueryDto extends PageQueryDto {
   @IsOptional()
   @IsString()
   type?: string;
+
+  @ApiPropertyOptional({ description: 'created at or after (ISO-8601); required with payload' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  from?: string;
+
+  @ApiPropertyOptional({ description: 'created before (ISO-8601); with payload: default now, and to − from ≤ 31 days' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  to?: string;
+
+  @ApiPropertyOptional({ description: 'JSON object the payload contains, e.g. {"orderId":42} (≤ 4 KB, ≤ 8 levels); needs from (and to)' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(8192)
+  payload?: string;
 }
 
 /** `GET /jobs/dlq/all` query: exact-match filters (all optional), then the page. */
