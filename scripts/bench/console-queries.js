@@ -25,10 +25,12 @@ const RUNS = Number(process.env.RUNS || 20);
 const PG_URL = process.env.PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const QUEUES = ['default', 'emails', 'images', 'reports', 'webhooks', 'exports', 'billing'];
 
+/** A word for a number (letters only: digits would be normalized away, merging the causes). */
+const word = (k) => String.fromCharCode(97 + (k % 26)) + String.fromCharCode(97 + Math.floor(k / 26) % 26) + 'x';
 /** 200 causes, each with values that vary per job; cause k's share falls off as 1/(k+1). */
 const causes = Array.from({ length: 200 }, (_, k) => (n) =>
-  [`order ${n} not found in shard ${k}`, `connect ECONNREFUSED 10.0.${k % 250}.${n % 250}:5432 (cause ${k})`, `upstream https://api${k}.example.com/v1/x/${n} timed out after ${n % 5000} ms`,
-    `invalid recipient "user${n}@example.com" (rule ${k})`][k % 4]);
+  [`order ${n} not found in shard ${word(k)}`, `connect ECONNREFUSED 10.0.3.${n % 250}:5432 (${word(k)})`, `upstream https://api.example.com/v1/x/${n} timed out after ${n % 5000} ms in ${word(k)}`,
+    `invalid recipient "user${n}@example.com" (rule ${word(k)})`][k % 4]);
 
 async function time(db, sql, params) {
   const ms = [];
@@ -88,7 +90,7 @@ async function main() {
       return { sql: finishSeriesSql(queue), params };
     };
     await metric('1 h', 3_600_000, 10_000);
-    await metric('1 h', 3_600_000, 1000, 'emails');
+    await metric('1 h', 3_600_000, 5000, 'emails');
     await metric('24 h', 86_400_000, 60_000);
     await metric('24 h', 86_400_000, 300_000, 'emails');
     const week = await metric('7 d', 7 * 86_400_000, 600_000);

@@ -53,12 +53,13 @@ export function seriesBuckets(range: TimeRange, stepMs: number): { first: number
 export function finishSeriesSql(queue: string | undefined): string {
   const q = queue !== undefined ? ' AND queue = $4' : '';
   const range = `bucket >= to_timestamp($1::float8 / 1000) AND bucket < to_timestamp($2::float8 / 1000)${q}`;
-  return `SELECT floor(extract(epoch FROM bucket) * 1000 / $3::float8)::float8 AS k, sum(completed)::float8 AS completed, sum(failed)::float8 AS failed
+  // date_bin on the timestamps (C, per row), the epoch arithmetic once per step: extract(epoch …) per row was 2/3 of the time.
+  return `SELECT round(extract(epoch FROM b) * 1000)::float8 AS at, sum(completed)::float8 AS completed, sum(failed)::float8 AS failed
     FROM (
-      SELECT bucket, completed, failed FROM job_finishes WHERE ${range}
+      SELECT date_bin(make_interval(secs => $3::float8 / 1000), bucket, 'epoch') AS b, completed, failed FROM job_finishes WHERE ${range}
       UNION ALL
-      SELECT bucket, completed, failed FROM job_finishes_minute WHERE ${range}
-    ) x GROUP BY 1`;
+      SELECT date_bin(make_interval(secs => $3::float8 / 1000), bucket, 'epoch'), completed, failed FROM job_finishes_minute WHERE ${range}
+    ) x GROUP BY b`;
 }
 
 /**
@@ -74,10 +75,10 @@ export async function finishSeries(db: DataSource, project: string, range: TimeR
   const { first, count } = seriesBuckets(range, stepMs);
   const params: unknown[] = [first * stepMs, (first + count) * stepMs, stepMs];
   if (queue !== undefined) params.push(queue);
-  const rows = (await db.query(finishSeriesSql(queue), params)) as { k: number; completed: number; failed: number }[];
+  const rows = (await db.query(finishSeriesSql(queue), params)) as { at: number; completed: number; failed: number }[];
   const out: FinishPoint[] = Array.from({ length: count }, (_, i) => ({ at: (first + i) * stepMs, completed: 0, failed: 0 }));
   for (const r of rows) {
-    const p = out[r.k - first];
+    const p = out[Math.round(r.at / stepMs) - first];
     if (p) {
       p.completed += r.completed;
       p.failed += r.failed;
