@@ -8,7 +8,10 @@
  *
  *   npm run build && node scripts/bench/audit-drain.js
  *   DIST=/other/checkout/dist node scripts/bench/audit-drain.js   # the same drain on another build
- * Env: N (jobs, default 20000; 3 events each), REDIS_URL, PG_URL (server for a throwaway database).
+ * Env: N (jobs, default 20000; 3 events each), REDIS_URL, PG_URL (server for a throwaway database);
+ * PAYLOAD=rich (a ~300-byte order payload instead of {i}); PAYLOAD_INDEX=bench|other (a payload-search
+ * index, src/queues/payload-search.ts, on the drained queue or on another one); LIVE=1 (a console is
+ * listening: the writer publishes its job-change notices, src/audit/job-changes.ts).
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -61,8 +64,15 @@ async function main() {
   const url = new URL(PG_URL);
   url.pathname = `/sluice_bench_drain_${process.pid}`;
   const { dataSource: db } = await openAuditStore(url.toString(), 10);
+  if (process.env.PAYLOAD_INDEX) await db.query(require(`${dist}/queues/payload-search`).payloadIndexSql(process.env.PAYLOAD_INDEX));
+  if (process.env.LIVE === '1') await redis.set(require(`${dist}/redis/keys`).liveListenersKey(store.prefix), '1', 'PX', 3_600_000);
+  const payloadOf = (i) =>
+    process.env.PAYLOAD === 'rich'
+      ? { i, orderId: 100000 + i, customer: { id: `c-${i % 5000}`, email: `user${i % 5000}@example.com`, tier: ['gold', 'silver', 'bronze'][i % 3] },
+          items: [{ sku: `sku-${i % 97}`, qty: 1 + (i % 4), price: 19.99 }, { sku: `sku-${i % 31}`, qty: 1, price: 5.5 }], currency: 'EUR', note: 'deliver after 5 pm' }
+      : { i };
   for (let i = 0; i < N; i += 1000) {
-    await store.enqueue(Array.from({ length: Math.min(1000, N - i) }, (_, j) => normalizeEnqueue({ type: 'noop', queue: 'bench', payload: { i: i + j } }, 1e6)));
+    await store.enqueue(Array.from({ length: Math.min(1000, N - i) }, (_, j) => normalizeEnqueue({ type: 'noop', queue: 'bench', payload: payloadOf(i + j) }, 1e6)));
   }
   let done = 0;
   const handlers = new HandlerMap();

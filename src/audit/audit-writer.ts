@@ -2,7 +2,8 @@ import type { DataSource } from 'typeorm';
 import type { RedisClient } from '../redis/connection';
 import type { RedisJobStore } from '../redis/redis-job-store';
 import type { RedisScripts } from '../redis/scripts';
-import { newQueueChannel } from '../redis/keys';
+import { jobChangesChannel, liveListenersKey, newQueueChannel } from '../redis/keys';
+import { jobChangesMessage } from './job-changes';
 import type { Logger } from '../workers/worker-runtime';
 import type { AuditWriterMetrics } from './audit-metrics';
 import { batchMessage, planBatch, UNIQUE_VIOLATION } from './batch-writer';
@@ -225,6 +226,7 @@ export class AuditWriter {
         // the backlog has more to write first.
         if (!this.prefetch && !this.backlog.length) this.prefetch = this.read().then((e) => this.prepareBatch(e, true));
         const written = await this.write(next);
+        this.announce(written);
         failures = 0;
         const prev = acking;
         acking = prev.then(() => this.acknowledge(entries, written)).catch((e) => {
@@ -383,6 +385,7 @@ export class AuditWriter {
     const next = await this.nextBatch();
     if (!next.entries.length) return 0;
     const written = await this.write(next);
+    this.announce(written);
     await this.acknowledge(next.entries, written);
     return next.entries.length;
   }
@@ -433,6 +436,22 @@ export class AuditWriter {
     );
   }
 
+  /** Some API process has live-update listeners (the key, checked at each ownership round, ≤ 1 s). */
+  private liveListeners = false;
+
+  /**
+   * Publishes the jobs a committed batch changed (src/audit/job-changes.ts)
+   * for the console's live updates (src/dashboard/live/), only while an API
+   * process has listeners: no cost otherwise. After the commit, so a client
+   * that refetches on the notice sees the change in PostgreSQL. Fire and
+   * forget: a lost notice costs a client one refresh (it polls as a fallback).
+   */
+  private announce(batch: AuditBatch): void {
+    if (!this.liveListeners) return;
+    const msg = jobChangesMessage(batch);
+    if (msg !== null) this.redis.publish(jobChangesChannel(this.store.prefix), msg).catch(() => undefined);
+  }
+
   /** Redis's clock minus this host's (ms), measured at each ownership round: entry ids carry Redis time. */
   private redisClockOffsetMs = 0;
 
@@ -443,6 +462,7 @@ export class AuditWriter {
       const [sec, usec] = await this.redis.time();
       this.redisClockOffsetMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - Date.now();
     }
+    this.liveListeners = (await this.redis.exists(liveListenersKey(this.store.prefix))) === 1;
     const ttl = this.opts.lockTtlMs ?? 5000;
     for (const q of await this.store.listQueues()) {
       const k = this.store.keys(q);

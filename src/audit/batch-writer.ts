@@ -316,14 +316,20 @@ export function planBatch(b: AuditBatch, fresh = false): PlannedStatement[] {
          AND (d.job_id = ANY($2::uuid[]) OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status = 'failed'))`,
       params: [ids, purged],
     });
+    // The fingerprint was computed from the failure's own error (projection): it is
+    // stored only when that error is the one the projection holds; an older failure
+    // replayed over a newer one keeps the stored fingerprint of the newer one.
     out.push({
-      sql: `INSERT INTO dead_letter_jobs (job_id, queue, type, payload, last_error, attempts, failed_at)
-       SELECT j.id, j.queue, j.type, j.payload, j.last_error, j.attempts, COALESCE(j.finished_at, j.updated_at)
-       FROM jobs j WHERE j.id = ANY($1::uuid[]) AND j.status = 'failed'
+      sql: `INSERT INTO dead_letter_jobs AS dl (job_id, queue, type, payload, last_error, attempts, failed_at, fingerprint)
+       SELECT j.id, j.queue, j.type, j.payload, j.last_error, j.attempts, COALESCE(j.finished_at, j.updated_at),
+         CASE WHEN j.last_error IS NOT DISTINCT FROM u.er THEN u.fp END
+       FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(id, fp, er) JOIN jobs j ON j.id = u.id
+       WHERE j.status = 'failed'
          AND NOT EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.event = 'purged')
        ON CONFLICT (job_id) DO UPDATE SET payload = EXCLUDED.payload, last_error = EXCLUDED.last_error,
-         attempts = EXCLUDED.attempts, failed_at = EXCLUDED.failed_at`,
-      params: [ids],
+         attempts = EXCLUDED.attempts, failed_at = EXCLUDED.failed_at,
+         fingerprint = COALESCE(EXCLUDED.fingerprint, CASE WHEN dl.last_error IS NOT DISTINCT FROM EXCLUDED.last_error THEN dl.fingerprint END)`,
+      params: [ids, txt(b.dlq, (d) => d.fingerprint), txt(b.dlq, (d) => d.lastError)],
     });
   }
   return out;

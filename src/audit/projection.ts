@@ -11,6 +11,7 @@
  * key. `log` entries carry lvl and m.
  */
 
+import { errorFingerprint } from '../core/error-fingerprint';
 import { JOB_STATUSES, JobEventName } from '../core/job-status';
 import { splitOptions } from '../redis/job-codec';
 import { splitStreamId } from './stream-ids';
@@ -165,6 +166,11 @@ export interface DlqChange {
   /** Left by DELETE /jobs/dlq (a `purged` event): the job stays `failed` in the history but never lists in the DLQ again. */
   purged?: boolean;
   lastError: string | null;
+  /**
+   * errorFingerprint(lastError) (src/core/error-fingerprint.ts) of a job
+   * entering the DLQ, computed here once per failure; null otherwise.
+   */
+  fingerprint?: string | null;
   attempts: number;
   failedAt: number;
 }
@@ -320,7 +326,7 @@ export function project(entries: StreamEntry[]): AuditBatch {
         p.attempts = attempt ?? undefined;
         p.lastError = error;
         p.finishedAt = at;
-        dlq.set(jobId, { jobId, present: true, lastError: error, attempts: attempt ?? 0, failedAt: at });
+        dlq.set(jobId, { jobId, present: true, lastError: error, fingerprint: errorFingerprint(error ?? ''), attempts: attempt ?? 0, failedAt: at });
         break;
       case 'stalled':
         // On the last attempt a `failed` event follows at once (same script call).

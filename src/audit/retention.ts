@@ -65,30 +65,49 @@ export async function pruneHistory(db: DataSource, retentionDays: number, batch 
   return total;
 }
 
-/** How long per-second finish counters are kept (ms): they serve the dashboard's last minute. */
+/** How long per-second finish counters are kept (ms): they serve the dashboard's last minute and GET /dashboard/metrics' last hour. */
 export const FINISHES_KEEP_MS = 3_600_000;
 
 /**
- * Drops `job_finishes` buckets older than {@link FINISHES_KEEP_MS} (a few
- * rows per queue and second; one short statement). Yields to the writers
- * as pruneHistory does (a DLQ retry of an old failure updates an old bucket).
- * @returns buckets deleted (0 when it gave way).
+ * Moves `job_finishes` buckets older than {@link FINISHES_KEEP_MS} into
+ * the per-minute `job_finishes_minute` (added to what the minute holds: a
+ * DLQ retry of an old failure writes a −1 second bucket after its minute
+ * was rolled up, and the next pass adds it), in one statement: each count
+ * is in exactly one of the two tables at any time. A few rows per queue and
+ * second. Yields to the writers as pruneHistory does.
+ * @returns second buckets moved (0 when it gave way).
  * @throws any PostgreSQL error but a lock timeout or deadlock.
  */
 export async function pruneFinishes(db: DataSource): Promise<number> {
-  return yielding(db, `DELETE FROM job_finishes WHERE bucket < now() - make_interval(secs => $1)`, [FINISHES_KEEP_MS / 1000]).then((n) => n ?? 0);
+  const sql = `WITH moved AS (DELETE FROM job_finishes WHERE bucket < now() - make_interval(secs => $1) RETURNING bucket, queue, completed, failed),
+      up AS (INSERT INTO job_finishes_minute AS m (bucket, queue, completed, failed)
+        SELECT date_trunc('minute', bucket), queue, sum(completed)::int, sum(failed)::int FROM moved GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (bucket, queue) DO UPDATE SET completed = m.completed + EXCLUDED.completed, failed = m.failed + EXCLUDED.failed)
+    SELECT count(*)::int AS n FROM moved`;
+  const n = await yielding(db, sql, [FINISHES_KEEP_MS / 1000], (rows) => (rows[0] as { n: number }).n);
+  return n ?? 0;
+}
+
+/**
+ * Drops per-minute finish counters older than `retentionDays` (the history
+ * they count is gone by then). One short statement.
+ * @returns minute buckets deleted (0 when it gave way).
+ */
+export async function pruneFinishMinutes(db: DataSource, retentionDays: number): Promise<number> {
+  return (await yielding(db, `DELETE FROM job_finishes_minute WHERE bucket < now() - make_interval(days => $1)`, [retentionDays])) ?? 0;
 }
 
 /**
  * Runs one statement in a transaction of its own with {@link PRUNE_LOCK_TIMEOUT_MS}.
- * @returns the rows it affected, or null when it waited too long for a lock or was a deadlock victim (rolled back).
+ * @returns the rows it affected (or what `count` makes of the rows it returned), or null when it waited too long for a lock or was a deadlock victim (rolled back).
  */
-async function yielding(db: DataSource, sql: string, params: unknown[]): Promise<number | null> {
+async function yielding(db: DataSource, sql: string, params: unknown[], count?: (rows: unknown[]) => number): Promise<number | null> {
   try {
     return await db.transaction(async (m) => {
       await m.query(`SET LOCAL lock_timeout = '${PRUNE_LOCK_TIMEOUT_MS}ms'`);
       // TypeORM answers a DELETE with [rows, rowCount], not the rows alone.
       const out: [unknown[], number] | unknown[] = await m.query(sql, params);
+      if (count) return count(out);
       return Array.isArray(out[0]) && typeof out[1] === 'number' ? out[1] : out.length;
     });
   } catch (err) {

@@ -33,6 +33,12 @@ export interface Job {
   executionSeq: number;
   /** True while an active job has a pending cancel request. */
   cancelRequested: boolean;
+  /**
+   * Dead-letter group of a failed job as stored when it entered the DLQ
+   * (src/core/error-fingerprint.ts); absent when not read from the DLQ copy
+   * (the API computes it from lastError then: jobFingerprint).
+   */
+  fingerprint?: string | null;
 }
 
 /** A job held under a lease by the caller of claim. */

@@ -1,10 +1,16 @@
-import { Controller, Get, Req, Res } from '@nestjs/common';
+import { Controller, Get, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiExcludeEndpoint, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { JobNotFoundError } from '../core/errors';
+import { HistoryQueries } from '../audit/queries';
+import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
-import { ApiExcludeEndpoint, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiJob, toApiJob } from '../http/api-job';
+import { ApiJob, iso, toApiJob } from '../http/api-job';
 import { ApiAnswer } from '../http/openapi/decorators';
 import { ConsoleAssets } from './console-assets';
+import { LiveHub } from './live/live-hub';
+import { LiveQueryDto } from './dto/live-query.dto';
+import { MetricsQueryDto } from './dto/metrics-query.dto';
 import { DashboardService, DashboardStats } from './dashboard.service';
 
 /** API.md "Dashboard": the stats and recent-jobs feeds, and the operator console's static files under `/ui/`. */
@@ -13,7 +19,11 @@ import { DashboardService, DashboardStats } from './dashboard.service';
 export class DashboardController {
   private readonly assets = new ConsoleAssets();
 
-  constructor(private readonly dashboard: DashboardService) {}
+  constructor(
+    private readonly dashboard: DashboardService,
+    private readonly live: LiveHub,
+    private readonly history: HistoryQueries,
+  ) {}
 
   /**
    * `GET /` and `GET /dashboard` (API.md: the web dashboard) redirect to the console.
@@ -67,6 +77,36 @@ export class DashboardController {
   @ApiAnswer(200, 'DashboardStats', 'The aggregates.')
   stats(): Promise<DashboardStats> {
     return this.dashboard.stats();
+  }
+
+  /** 200 `{series: [{at, completed, failed}], stepMs}` oldest first, zero-filled; 400 names from, to or stepMs. */
+  @Get('dashboard/metrics')
+  @Access('viewer')
+  @ApiOperation({ summary: 'Jobs completed and failed per step (from PostgreSQL), for charts; range ≤ 31 days, ≤ 2000 points' })
+  async metrics(@Query() q: MetricsQueryDto, @Req() req: FastifyRequest): Promise<{ stepMs: number; series: { at: string; completed: number; failed: number }[] }> {
+    const m = await this.dashboard.metrics(principalOf(req).project, q);
+    return { stepMs: m.stepMs, series: m.series.map((p) => ({ at: iso(p.at) as string, completed: p.completed, failed: p.failed })) };
+  }
+
+  /**
+   * Live updates as Server-Sent Events (README "Live updates"): `counts`
+   * (the stats body, at most once a second, when changed) and `job`
+   * ({id, queue, status, updatedAt}) per job change; with `?job=<id>` that
+   * job's object, `event`s and `log`s instead. A `: heartbeat` comment every
+   * 15 s. 503 when this process holds 100 streams; 404 for an unknown job.
+   */
+  @Get('dashboard/events')
+  @Access('viewer')
+  @ApiProduces('text/event-stream')
+  @ApiOperation({ summary: 'Live updates (Server-Sent Events): counts and job changes; ?job=<id> for one job’s events, logs and progress' })
+  async events(@Query() q: LiveQueryDto, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const project = principalOf(req).project;
+    if (q.job !== undefined && !(await this.history.getJob(q.job))) throw new JobNotFoundError(q.job);
+    // 503 while the response is still Fastify's, so the error envelope is sent as usual.
+    this.live.assertCapacity();
+    const headers = reply.getHeaders();
+    reply.hijack();
+    this.live.open(reply.raw, headers, project, q.job?.toLowerCase() ?? null);
   }
 
   @Get('dashboard/recent')

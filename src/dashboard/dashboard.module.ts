@@ -3,7 +3,8 @@ import { HistoryModule } from '../audit/history.module';
 import { WorkersApiModule } from '../workers-api/workers-api.module';
 import { DashboardController } from './dashboard.controller';
 import { DashboardService } from './dashboard.service';
+import { LiveHub } from './live/live-hub';
 
 /** HTTP: the dashboard page and its JSON feeds (api role). */
-@Module({ imports: [HistoryModule, WorkersApiModule], controllers: [DashboardController], providers: [DashboardService] })
+@Module({ imports: [HistoryModule, WorkersApiModule], controllers: [DashboardController], providers: [DashboardService, LiveHub] })
 export class DashboardModule {}

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { HistoryQueries, QueueCounts, sumCounts } from '../audit/queries';
+import { defaultStepMs, finishSeries, FinishPoint } from '../audit/queries/finish-series';
+import { parseTimeRange } from '../core/time-range';
 import type { Job } from '../core/job';
 import { RedisJobStore } from '../redis/redis-job-store';
 import { WorkersApiService } from '../workers-api/workers-api.service';
@@ -47,6 +49,20 @@ export class DashboardService {
       throughput,
       auditLagMs: lag.lagMs,
     };
+  }
+
+  /**
+   * `GET /dashboard/metrics`: completed / failed per step from PostgreSQL's
+   * finish counters (src/audit/queries/finish-series.ts), zero-filled.
+   * `to` defaults to now, `from` to `to` − 1 h; the range is at most 31 days.
+   * @param project the caller's project.
+   * @returns the step used (the default one when none was given) and the points (epoch ms).
+   * @throws ValidationError (400) naming from, to or stepMs.
+   */
+  async metrics(project: string, q: { queue?: string; from?: string; to?: string; stepMs?: number }): Promise<{ stepMs: number; series: FinishPoint[] }> {
+    const range = parseTimeRange(q, Date.now(), { defaultSpanMs: 3_600_000 });
+    const stepMs = q.stepMs ?? defaultStepMs(range);
+    return { stepMs, series: await finishSeries(this.history.db, project, range, stepMs, q.queue) };
   }
 
   /** The last 20 jobs by updatedAt, newest first (Postgres). */

@@ -13,6 +13,7 @@ import type { ClaimDto } from './dto/claim.dto';
 import type { CompleteDto, FailDto, HeartbeatDto } from './dto/lease.dto';
 import { JobLocation, JobLocator } from './job-locator';
 import { WakeHub } from './wake-hub';
+import { ExternalWorkerTracker } from './external-workers';
 
 /** Long polls one API process holds at once; more are refused with 429. */
 export const MAX_LONG_POLLS = 1000;
@@ -37,6 +38,8 @@ export class TooManyLongPollsError extends SluiceError {
 export class ExternalService implements OnModuleDestroy {
   private readonly hub: WakeHub;
   private readonly locator: JobLocator;
+  /** Who calls the protocol, for GET /workers (written to Redis once a second, off the request path). */
+  private readonly tracker: ExternalWorkerTracker;
   private longPolls = 0;
 
   constructor(
@@ -50,11 +53,14 @@ export class ExternalService implements OnModuleDestroy {
       (key) => store.redis.rpush(key, 1),
     );
     this.locator = new JobLocator(store, history.db);
+    this.tracker = new ExternalWorkerTracker(store.redis, config.redisPrefix);
+    this.tracker.start();
   }
 
   /** Ends waiting long polls (they answer an empty list) before the HTTP server closes. */
-  onModuleDestroy(): void {
+  async onModuleDestroy(): Promise<void> {
     this.hub.close();
+    await this.tracker.stop();
   }
 
   /**
@@ -67,6 +73,7 @@ export class ExternalService implements OnModuleDestroy {
    */
   async claim(queue: string, body: ClaimDto, signal: AbortSignal): Promise<ClaimedJob[]> {
     checkQueueName(queue);
+    this.tracker.claimed(body.workerId, queue);
     const max = body.max ?? 1;
     const waitMs = body.waitMs ?? 0;
     const leaseMs = body.leaseMs ?? this.config.lockTtlMs;
@@ -107,6 +114,7 @@ export class ExternalService implements OnModuleDestroy {
    */
   async heartbeat(id: string, body: HeartbeatDto): Promise<{ leaseExpiresAt: number; cancelRequested: boolean }> {
     const loc = await this.locate(id);
+    this.tracker.seen(loc.workerId);
     const leaseMs = body.leaseMs ?? loc.leaseMs ?? this.config.lockTtlMs;
     const { leaseExpiresAt, statuses } = await this.store.extendLeases(loc.queue, [{ id: loc.id, lockToken: body.lockToken }], leaseMs);
     if (statuses[0] === 'lease_lost') throw new LeaseLostError(id);
@@ -126,6 +134,7 @@ export class ExternalService implements OnModuleDestroy {
    */
   async complete(id: string, body: CompleteDto): Promise<Job> {
     const loc = await this.locate(id);
+    this.tracker.seen(loc.workerId);
     const result = body.result === undefined ? null : (body.result as Json);
     if (Buffer.byteLength(JSON.stringify(result)) > this.config.maxPayloadBytes) throw new PayloadTooLargeError(this.config.maxPayloadBytes);
     const [outcome] = await this.store.complete(loc.queue, loc.workerId ?? '', [{ id: loc.id, lockToken: body.lockToken, result }]);
@@ -150,6 +159,7 @@ export class ExternalService implements OnModuleDestroy {
     // Computed before the token is checked: harmless, the script refuses a stale token.
     const delayMs = computeBackoffDelay(job.backoff, job.attempts);
     const workerId = job.workerId ?? loc.workerId ?? '';
+    this.tracker.seen(workerId);
     if (body.error.stack) {
       await this.store.progress(loc.queue, loc.id, body.lockToken, workerId, undefined, [{ level: 'error', message: body.error.stack }]);
     }

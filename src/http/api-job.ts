@@ -1,4 +1,5 @@
 import type { ClaimedJob, Job } from '../core/job';
+import { jobFingerprint } from '../core/error-fingerprint';
 import { clampTime } from '../core/job-options';
 
 /** First and last instants with a four-digit year: the range of RFC 3339 `date-time` (the OpenAPI document's time format). */
@@ -20,13 +21,18 @@ export function iso(ms: number | null | undefined): string | null {
 /** `T` with the epoch-ms fields `K` rendered as ISO-8601 strings (null stays null): the API shape of an engine/history type. */
 export type WithIsoTimes<T, K extends keyof T> = Omit<T, K> & { [P in K]: string | null };
 
-/** The API.md job object: the engine's Job with its times as ISO strings (`executionSeq` and `cancelRequested` are additions). */
-export type ApiJob = WithIsoTimes<Job, 'createdAt' | 'runAt' | 'startedAt' | 'finishedAt' | 'updatedAt'>;
+/**
+ * The API.md job object: the engine's Job with its times as ISO strings
+ * (`executionSeq` and `cancelRequested` are additions), and v1.1's
+ * `fingerprint` (null unless failed).
+ */
+export type ApiJob = WithIsoTimes<Job, 'createdAt' | 'runAt' | 'startedAt' | 'finishedAt' | 'updatedAt'> & { fingerprint: string | null };
 
-/** Renders an engine Job (epoch ms) as the API job object. */
+/** Renders an engine Job (epoch ms) as the API job object; a failed job's fingerprint is computed from lastError unless the DLQ copy stored one. */
 export function toApiJob(j: Job): ApiJob {
   return {
     ...j,
+    fingerprint: jobFingerprint(j),
     createdAt: iso(j.createdAt),
     runAt: iso(j.runAt),
     startedAt: iso(j.startedAt),

@@ -1,15 +1,22 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/principal';
+import { iso } from '../http/api-job';
 import { Access } from '../auth/access.decorator';
 import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Json } from '../core/job';
 import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import { ApiJob, toApiJob } from '../http/api-job';
-import { PurgeDlqQueryDto, RetryDlqDto, RetryJobDto } from './dto/dlq.dto';
+import { DlqGroupsQueryDto, PurgeDlqQueryDto, RetryDlqDto, RetryJobDto } from './dto/dlq.dto';
 import { ListDlqQueryDto } from './dto/list-jobs.dto';
 import { DlqService } from './dlq.service';
+import type { DlqGroup } from '../audit/queries';
 
-/** API.md "Dead-letter queue". */
+/** A dead-letter group as the API renders it (times ISO). */
+type ApiDlqGroup = Omit<DlqGroup, 'firstAt' | 'lastAt'> & { firstAt: string; lastAt: string };
+
+/** API.md "Dead-letter queue" and v1.1 "Dead-letter groups". */
 @ApiTags('dead-letter queue')
 @Controller('jobs')
 export class DlqController {
@@ -21,8 +28,17 @@ export class DlqController {
   @ApiOperation({ operationId: 'listDeadLetterJobs', summary: 'List the dead-letter queue (keyset pagination)' })
   @ApiAnswer(200, 'JobPage', 'One page of failed jobs, newest failure first.')
   async list(@Query() q: ListDlqQueryDto): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
-    const page = await this.dlq.list({ queue: q.queue, type: q.type, cursor: q.cursor, limit: q.limit });
+    const page = await this.dlq.list({ queue: q.queue, type: q.type, fingerprint: q.fingerprint, cursor: q.cursor, limit: q.limit });
     return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };
+  }
+
+  /** 200 `{items: [{fingerprint, sample, count, types, queues, firstAt, lastAt}]}`, largest group first (API.md v1.1). */
+  @Get('dlq/groups')
+  @Access('viewer', 'producer')
+  @ApiOperation({ summary: 'The dead-letter queue grouped by error fingerprint (one cause per group), largest first' })
+  async groups(@Query() q: DlqGroupsQueryDto, @Req() req: FastifyRequest): Promise<{ items: ApiDlqGroup[] }> {
+    const groups = await this.dlq.groups(principalOf(req).project, { queue: q.queue, limit: q.limit });
+    return { items: groups.map((g) => ({ ...g, firstAt: iso(g.firstAt) as string, lastAt: iso(g.lastAt) as string })) };
   }
 
   /** 200 `{retried: n}`: every dead-letter job of the queue/type (all when the body is empty). */
@@ -30,10 +46,10 @@ export class DlqController {
   @Access('operator')
   @Audited('dlq.retry_all', { body: 'queue' })
   @HttpCode(200)
-  @ApiOperation({ operationId: 'retryDeadLetterJobs', summary: 'Retry every dead-letter job matching queue/type' })
+  @ApiOperation({ operationId: 'retryDeadLetterJobs', summary: 'Retry every dead-letter job matching queue/type/fingerprint (AND)' })
   @ApiAnswer(200, 'Retried', 'How many jobs went back to waiting.')
   async retryAll(@Body() body: RetryDlqDto): Promise<{ retried: number }> {
-    return { retried: await this.dlq.retryAll({ queue: body.queue, type: body.type }) };
+    return { retried: await this.dlq.retryAll({ queue: body.queue, type: body.type, fingerprint: body.fingerprint }) };
   }
 
   /** 200 `{purged: n}`; the jobs' audit rows and history stay. */

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { HistoryQueries, ListDlqFilter, Page } from '../audit/queries';
+import { DlqGroup, HistoryQueries, ListDlqFilter, Page } from '../audit/queries';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { JobNotFoundError, SluiceError, WrongStateError } from '../core/errors';
@@ -37,6 +37,15 @@ export class DlqService {
   }
 
   /**
+   * The DLQ grouped by fingerprint, largest group first (API.md v1.1 "Dead-letter groups").
+   * @param project the caller's project.
+   * @throws ValidationError (400) on a bad limit.
+   */
+  groups(project: string, filter: { queue?: string; limit?: number }): Promise<DlqGroup[]> {
+    return this.history.dlqGroups(project, filter);
+  }
+
+  /**
    * Puts a failed (or cancelled) job back in waiting with attempts 0 and a
    * `retried_from_dlq` event, optionally with a new payload. A cancelled job
    * that Redis has already pruned is recreated from its PostgreSQL copy.
@@ -69,12 +78,13 @@ export class DlqService {
   }
 
   /**
-   * Retries every dead-letter job matching the filter, paging through the
+   * Retries every dead-letter job matching the filter (queue, type and
+   * fingerprint, all that are given), paging through the
    * DLQ listing (keyset, so jobs that fail again meanwhile are not retried
    * twice). Jobs retried or purged by someone else meanwhile are skipped.
    * @returns how many jobs were put back in waiting.
    */
-  async retryAll(filter: { queue?: string; type?: string }): Promise<number> {
+  async retryAll(filter: { queue?: string; type?: string; fingerprint?: string }): Promise<number> {
     let retried = 0;
     let cursor: string | undefined;
     do {

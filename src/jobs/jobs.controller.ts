@@ -58,10 +58,10 @@ export class JobsController {
   /** 200 `{items, nextCursor}`: newest first, keyset pagination; 400 names a bad status/limit/cursor. */
   @Get()
   @Access('viewer', 'producer')
-  @ApiOperation({ operationId: 'listJobs', summary: 'List jobs from PostgreSQL, newest first (keyset pagination)' })
+  @ApiOperation({ operationId: 'listJobs', summary: 'List jobs from PostgreSQL, newest first (keyset pagination); from/to on created time; payload containment within from..to' })
   @ApiAnswer(200, 'JobPage', 'One page, newest first.')
   async list(@Query() q: ListJobsQueryDto): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
-    const page = await this.jobs.list({ queue: q.queue, status: q.status, type: q.type, cursor: q.cursor, limit: q.limit });
+    const page = await this.jobs.list({ queue: q.queue, status: q.status, type: q.type, cursor: q.cursor, limit: q.limit, from: q.from, to: q.to, payload: q.payload });
     return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };
   }
 

@@ -13,6 +13,8 @@ import { RedisJobStore } from '../redis/redis-job-store';
 import type { EnqueueJobDto } from './dto/enqueue-job.dto';
 import { WaitingCap } from './waiting-cap';
 import { DEFAULT_PROJECT } from '../auth/principal';
+import { parsePayloadFilter } from '../core/payload-filter';
+import { MAX_RANGE_MS, parseIsoTime, parseTimeRange } from '../core/time-range';
 
 /** How long a queue's `external` flag is cached for type checks, ms. */
 const EXTERNAL_CACHE_MS = 1000;
@@ -91,10 +93,22 @@ export class JobsService {
 
   /**
    * One page of jobs from PostgreSQL, newest first (HistoryQueries.listJobs).
-   * @throws ValidationError (400) on a bad status, limit or cursor.
+   * `from`/`to` (ISO) bound the created time; `payload` (a JSON object's
+   * text) filters by containment and needs `from` (`to` defaults to now,
+   * the range ≤ 31 days).
+   * @throws ValidationError (400) on a bad status, limit, cursor, from, to or payload.
    */
-  list(filter: ListJobsFilter): Promise<Page<Job>> {
-    return this.history.listJobs(filter);
+  list(filter: Omit<ListJobsFilter, 'fromMs' | 'toMs' | 'payload'> & { from?: string; to?: string; payload?: string }): Promise<Page<Job>> {
+    const { from, to, payload, ...rest } = filter;
+    if (payload === undefined) {
+      const fromMs = parseIsoTime(from, 'from');
+      const toMs = parseIsoTime(to, 'to');
+      if (fromMs !== undefined && toMs !== undefined && fromMs >= toMs) throw new ValidationError('invalid from', [{ path: 'from', message: 'must be before to' }]);
+      return this.history.listJobs({ ...rest, fromMs, toMs });
+    }
+    const filterJson = parsePayloadFilter(payload);
+    const range = parseTimeRange({ from, to }, Date.now(), { maxSpanMs: MAX_RANGE_MS });
+    return this.history.listJobs({ ...rest, fromMs: range.fromMs, toMs: range.toMs, payload: filterJson });
   }
 
   /**

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Opti
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { DataSource } from 'typeorm';
 import { AUDIT_DB } from '../audit/audit-db.module';
-import { pruneFinishes, pruneHistory, pruneOperatorAudit } from '../audit/retention';
+import { pruneFinishes, pruneFinishMinutes, pruneHistory, pruneOperatorAudit } from '../audit/retention';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
@@ -73,6 +73,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
       try {
         const n = await pruneHistory(this.db, this.config.retentionDays);
         await pruneFinishes(this.db);
+        await pruneFinishMinutes(this.db, this.config.retentionDays);
         const ops = await pruneOperatorAudit(this.db, this.config.retentionDays);
         if (n || ops) this.log.info({ pruned: n, operatorAudit: ops, retentionDays: this.config.retentionDays }, 'history pruned');
         return n;

@@ -1,4 +1,6 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Put, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
 import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
@@ -33,8 +35,8 @@ export class QueuesController {
   @Audited('queue.configure', { param: 'name' })
   @ApiOperation({ operationId: 'configureQueue', summary: 'Configure a queue (creates it if new); only the fields sent change' })
   @ApiAnswer(200, 'Queue', 'The queue with its new settings.')
-  configure(@Param('name') name: string, @Body() body: ConfigureQueueDto): Promise<ApiQueue> {
-    return this.queues.configure(name, body ?? {});
+  configure(@Param('name') name: string, @Body() body: ConfigureQueueDto, @Req() req: FastifyRequest): Promise<ApiQueue> {
+    return this.queues.configure(name, body ?? {}, principalOf(req).project);
   }
 
   @Post(':name/pause')

@@ -9,6 +9,8 @@ import { HistoryQueries, QueueCounts } from '../audit/queries';
 import { QueueSettings, RedisJobStore } from '../redis/redis-job-store';
 import type { ConfigureQueueDto } from './dto/configure-queue.dto';
 import { checkQueueName, QueueNotFoundError } from './queue-name';
+import { DEFAULT_PROJECT } from '../auth/principal';
+import { disablePayloadSearch, enablePayloadSearch, PayloadIndexState, payloadSearchStates } from './payload-search';
 
 /** The API.md queue object (`external` is an addition). */
 export interface ApiQueue {
@@ -20,6 +22,11 @@ export interface ApiQueue {
   defaults: { maxAttempts: number; backoff: BackoffSpec; timeoutMs: number };
   external: boolean;
   counts: QueueCounts;
+  /**
+   * Payload search index of the queue (v1.1 console, additive): false when
+   * off, else its state; absent when PostgreSQL could not be asked.
+   */
+  payloadSearch?: false | PayloadIndexState;
 }
 
 /**
@@ -38,10 +45,14 @@ export class QueuesService {
   /** Every queue, by name. */
   async list(): Promise<ApiQueue[]> {
     const names = await this.store.listQueues();
-    const [settings, counts] = await Promise.all([Promise.all(names.map((n) => this.store.queueSettings(n))), this.history.queueCounts(names)]);
+    const [settings, counts, search] = await Promise.all([
+      Promise.all(names.map((n) => this.store.queueSettings(n))),
+      this.history.queueCounts(names),
+      this.searchStates(names),
+    ]);
     const out: ApiQueue[] = [];
     settings.forEach((s) => {
-      if (s) out.push(this.render(s, counts[s.name]));
+      if (s) out.push(this.render(s, counts[s.name], search));
     });
     return out;
   }
@@ -50,8 +61,13 @@ export class QueuesService {
   async get(name: string): Promise<ApiQueue> {
     const s = LIMITS.queuePattern.test(name) ? await this.store.queueSettings(name) : null;
     if (!s) throw new QueueNotFoundError(name);
-    const counts = await this.history.queueCounts([name]);
-    return this.render(s, counts[name]);
+    const [counts, search] = await Promise.all([this.history.queueCounts([name]), this.searchStates([name])]);
+    return this.render(s, counts[name], search);
+  }
+
+  /** The payload-search states, or null when PostgreSQL does not answer (the queue object then omits them). */
+  private searchStates(names: string[]): Promise<Map<string, PayloadIndexState> | null> {
+    return payloadSearchStates(this.history.db, names).catch(() => null);
   }
 
   /**
@@ -59,7 +75,7 @@ export class QueuesService {
    * A partial `defaults.backoff` is merged over the queue's current default backoff.
    * @throws ValidationError (400) for a bad name or an inconsistent backoff.
    */
-  async configure(name: string, body: ConfigureQueueDto): Promise<ApiQueue> {
+  async configure(name: string, body: ConfigureQueueDto, project = DEFAULT_PROJECT): Promise<ApiQueue> {
     checkQueueName(name);
     let backoff: BackoffSpec | undefined;
     if (body.defaults?.backoff) {
@@ -75,6 +91,8 @@ export class QueuesService {
       external: body.external,
       defaults: body.defaults ? { maxAttempts: body.defaults.maxAttempts, timeoutMs: body.defaults.timeoutMs, backoff } : undefined,
     });
+    if (body.payloadSearch === true) await enablePayloadSearch(this.history.db, project, name);
+    else if (body.payloadSearch === false) await disablePayloadSearch(this.history.db, project, name);
     return this.get(name);
   }
 
@@ -91,7 +109,7 @@ export class QueuesService {
     return this.get(name);
   }
 
-  private render(s: QueueSettings, counts: QueueCounts | undefined): ApiQueue {
+  private render(s: QueueSettings, counts: QueueCounts | undefined, search: Map<string, PayloadIndexState> | null = null): ApiQueue {
     return {
       name: s.name,
       paused: s.paused,
@@ -104,6 +122,7 @@ export class QueuesService {
       },
       external: s.external,
       counts: counts ?? { waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0, cancelled: 0 },
+      ...(search ? { payloadSearch: search.get(s.name) ?? false } : {}),
     };
   }
 }

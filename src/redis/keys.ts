@@ -59,3 +59,16 @@ export const cancelChannel = (prefix: string): string => `${prefix}:cancel`;
 
 /** Pub/sub channel announcing a queue name the first time it is registered (audit writers take it over at once). */
 export const newQueueChannel = (prefix: string): string => `${prefix}:queues:new`;
+
+/**
+ * Pub/sub channel on which audit writers announce the jobs each committed
+ * batch changed (src/audit/job-changes.ts), for the console's live updates.
+ */
+export const jobChangesChannel = (prefix: string): string => `${prefix}:jobs:changed`;
+
+/** Set (with an expiry) while some API process has live-update listeners: writers publish only then. */
+export const liveListenersKey = (prefix: string): string => `${prefix}:live:listeners`;
+
+/** External workers seen by the API (src/external/external-workers.ts): a sorted set of ids by last seen (ms) and one hash per worker. */
+export const externalWorkersKey = (prefix: string): string => `${prefix}:xworkers`;
+export const externalWorkerKey = (prefix: string, id: string): string => `${prefix}:xworker:${id}`;

@@ -25,9 +25,14 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-/** A concrete URL for a route pattern: ids that exist nowhere, a valid queue name. */
+/**
+ * A concrete URL for a route pattern: ids that exist nowhere, a valid queue
+ * name; the live-update stream for a job that does not exist, so it answers
+ * at once (404) instead of streaming.
+ */
 function concrete(path: string): string {
-  return path.replace(/:id\b/g, '0190f5a0-0000-7000-8000-000000000001').replace(/:name\b/g, 'matrix-q');
+  const url = path.replace(/:id\b/g, '0190f5a0-0000-7000-8000-000000000001').replace(/:name\b/g, 'matrix-q');
+  return url === '/dashboard/events' ? `${url}?job=0190f5a0-0000-7000-8000-000000000001` : url;
 }
 
 function call(method: string, path: string, key?: string, session?: string) {

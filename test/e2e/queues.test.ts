@@ -31,6 +31,7 @@ describe('queues (e2e)', () => {
       defaults: { maxAttempts: 3, backoff: { type: 'exponential', delayMs: 2000, maxDelayMs: 3_600_000, jitter: 'equal' }, timeoutMs: 600_000 },
       external: false,
       counts: { ...ZERO, waiting: 1, delayed: 1 },
+      payloadSearch: false,
     });
     const list = await api.http.get('/queues');
     expect(list.status).toBe(200);

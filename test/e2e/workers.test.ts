@@ -3,6 +3,7 @@ import { REDIS } from '../../src/redis/redis.module';
 import type { RedisClient } from '../../src/redis/connection';
 import { WorkerRegistry } from '../../src/workers/worker-registry';
 import { WorkerService } from '../../src/workers/worker.service';
+import { ExternalWorkerTracker } from '../../src/external/external-workers';
 import type { ApiWorker } from '../../src/workers-api/workers-api.service';
 import { startTestApi, TestApi } from '../support/http';
 import { waitUntil } from '../support/timing';
@@ -35,10 +36,15 @@ describe('GET /workers (e2e)', () => {
       startedAt: expect.stringMatching(/Z$/),
       lastHeartbeatAt: expect.stringMatching(/Z$/),
       status: 'running',
+      kind: 'process',
+      jobs: [],
+      lastClaimAt: null,
     });
     const job = await api.http.post('/jobs').send({ type: 'diag.sleep', queue: 'wq', payload: { ms: 2500 } });
     expect(job.status).toBe(201);
     const busy = await waitUntil('worker reports 1 active job', async () => (await workers()).find((w) => w.id === id && w.active === 1), 10_000);
+    // The ids of the jobs it holds, read from the queues' active sets.
+    expect(busy.jobs).toEqual([job.body.id]);
     expect(Date.parse(busy.lastHeartbeatAt ?? '')).toBeGreaterThanOrEqual(Date.parse(me!.lastHeartbeatAt ?? ''));
   });
 
@@ -53,5 +59,28 @@ describe('GET /workers (e2e)', () => {
     expect(dead).toMatchObject({ pid: process.pid, queues: ['x'], concurrency: 1 });
     expect(dead.hostname).not.toBe('');
     expect((await workers()).find((w) => w.id === 'draining-worker')).toMatchObject({ status: 'draining', active: 1, concurrency: 2, queues: ['y'] });
+  });
+
+  it('lists external workers from their claims: queues, last claim, jobs held; silent ones as dead', async () => {
+    await api.http.put('/queues/wx').send({ external: true });
+    const ids = (await api.http.post('/jobs/batch').send({ jobs: [0, 1, 2].map(() => ({ type: 'any', queue: 'wx', payload: {} })) })).body.jobs.map((j: { id: string }) => j.id);
+    const claim = await api.http.post('/queues/wx/claim').send({ workerId: 'ext-1', max: 2 });
+    expect(claim.body.jobs).toHaveLength(2);
+    await api.http.post('/queues/other/claim').send({ workerId: 'ext-1', max: 1 }); // nothing to claim there: still a queue it serves
+    const ext = await waitUntil('ext-1 listed', async () => (await workers()).find((w) => w.id === 'ext-1'), 5000, 100);
+    expect(ext).toEqual({
+      id: 'ext-1', hostname: '', pid: 0, queues: ['other', 'wx'], concurrency: 0, active: 2, kind: 'external', status: 'running',
+      jobs: claim.body.jobs.map((j: { id: string }) => j.id).sort(), lastClaimAt: expect.stringMatching(/Z$/),
+      startedAt: expect.stringMatching(/Z$/), lastHeartbeatAt: expect.stringMatching(/Z$/),
+    });
+    expect(ids).toEqual(expect.arrayContaining(ext.jobs ?? []));
+    // Completing one: it holds one.
+    await api.http.post(`/jobs/${claim.body.jobs[0].id}/complete`).send({ lockToken: claim.body.jobs[0].lockToken });
+    await waitUntil('ext-1 holds 1', async () => (await workers()).find((w) => w.id === 'ext-1' && w.active === 1 && w.jobs?.length === 1), 5000, 100);
+    // A worker last seen two minutes ago is dead, and still listed.
+    const t = new ExternalWorkerTracker(api.app.get<RedisClient>(REDIS), api.prefix);
+    t.claimed('ext-old', 'wx', Date.now() - 120_000);
+    await t.flush();
+    expect((await workers()).find((w) => w.id === 'ext-old')).toMatchObject({ status: 'dead', kind: 'external', queues: ['wx'], jobs: [] });
   });
 });

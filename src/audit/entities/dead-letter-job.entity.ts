@@ -14,4 +14,6 @@ export class DeadLetterJobEntity {
   @Column('text', { name: 'last_error', nullable: true }) lastError!: string | null;
   @Column('int') attempts!: number;
   @Column('timestamptz', { name: 'failed_at' }) failedAt!: Date;
+  /** errorFingerprint(last_error) (src/core/error-fingerprint.ts), set when the job entered the DLQ. */
+  @Column('text', { nullable: true }) fingerprint!: string | null;
 }

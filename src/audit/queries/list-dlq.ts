@@ -9,6 +9,8 @@ export interface ListDlqFilter {
   queue?: string;
   /** Exact job type. */
   type?: string;
+  /** Dead-letter group (src/core/error-fingerprint.ts). */
+  fingerprint?: string;
   /** `nextCursor` of the previous page; absent for the first page. */
   cursor?: string;
   /** Page size, integer 1..500, default 50. */
@@ -47,7 +49,7 @@ export function decodeDlqCursor(cursor: string): DlqKey {
  * rows are then joined to their `jobs` rows by primary key (LEFT: the DLQ
  * copy stands alone if the projection row is gone). Fetches `limit + 1` rows.
  */
-export function listDlqSql(f: { queue?: string; type?: string }, after: DlqKey | null, limit: number): { sql: string; params: unknown[] } {
+export function listDlqSql(f: { queue?: string; type?: string; fingerprint?: string }, after: DlqKey | null, limit: number): { sql: string; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
   if (f.queue !== undefined) {
@@ -58,6 +60,10 @@ export function listDlqSql(f: { queue?: string; type?: string }, after: DlqKey |
     params.push(f.type);
     where.push(`d.type = $${params.length}`);
   }
+  if (f.fingerprint !== undefined) {
+    params.push(f.fingerprint);
+    where.push(`d.fingerprint = $${params.length}`);
+  }
   if (after) {
     params.push(after.failedAt, after.jobId);
     where.push(`(d.failed_at, d.job_id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
@@ -65,7 +71,7 @@ export function listDlqSql(f: { queue?: string; type?: string }, after: DlqKey |
   params.push(limit + 1);
   // LIMIT inside, join outside: the page is cut from the index before any `jobs` row is read.
   const sql = `SELECT ${JOB_SELECT},
-    d.job_id AS d_id, d.queue AS d_queue, d.type AS d_type, d.payload AS d_payload, d.last_error AS d_last_error, d.attempts AS d_attempts,
+    d.job_id AS d_id, d.queue AS d_queue, d.type AS d_type, d.payload AS d_payload, d.last_error AS d_last_error, d.attempts AS d_attempts, d.fingerprint AS d_fingerprint,
     ${epochMs('d.failed_at')} AS failed_ms, to_char(d.failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS failed_key
   FROM (
     SELECT * FROM dead_letter_jobs d${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
@@ -82,6 +88,7 @@ type DlqRow = JobRow & {
   d_payload: string;
   d_last_error: string | null;
   d_attempts: number;
+  d_fingerprint: string | null;
   failed_ms: number;
   failed_key: string;
 };
@@ -104,6 +111,7 @@ function dlqRowToJob(r: DlqRow): Job {
     status: 'failed',
     attempts: r.d_attempts,
     lastError: r.d_last_error,
+    fingerprint: r.d_fingerprint,
     finishedAt: base.finishedAt ?? r.failed_ms,
   };
 }
@@ -121,7 +129,7 @@ function dlqRowToJob(r: DlqRow): Job {
 export async function listDlq(db: DataSource, filter: ListDlqFilter = {}): Promise<Page<Job>> {
   const limit = checkLimit(filter.limit);
   const after = filter.cursor !== undefined && filter.cursor !== '' ? decodeDlqCursor(filter.cursor) : null;
-  const { sql, params } = listDlqSql({ queue: filter.queue, type: filter.type }, after, limit);
+  const { sql, params } = listDlqSql({ queue: filter.queue, type: filter.type, fingerprint: filter.fingerprint }, after, limit);
   const rows: DlqRow[] = await db.query(sql, params);
   const more = rows.length > limit;
   const page = more ? rows.slice(0, limit) : rows;

@@ -1,7 +1,30 @@
 import type { DataSource } from 'typeorm';
 import type { Job } from '../../core/job';
 import { JOB_STATUSES } from '../../core/job-status';
+import { ValidationError } from '../../core/errors';
 import { checkLimit, checkStatus, decodeIdCursor, encodeIdCursor, JOB_SELECT, JobRow, rowToJob } from './common';
+
+/** PostgreSQL's SQLSTATE for a statement cancelled by statement_timeout (manual, appendix A). */
+const QUERY_CANCELED = '57014';
+
+/**
+ * Runs a search under {@link PAYLOAD_SEARCH_TIMEOUT_MS} (SET LOCAL in its own transaction).
+ * @throws ValidationError (400, on `from`) when it runs out of time: the client can narrow the range.
+ */
+async function boundedQuery(db: DataSource, sql: string, params: unknown[]): Promise<JobRow[]> {
+  try {
+    return await db.transaction(async (m) => {
+      await m.query(`SET LOCAL statement_timeout = ${PAYLOAD_SEARCH_TIMEOUT_MS}`);
+      return (await m.query(sql, params)) as JobRow[];
+    });
+  } catch (e) {
+    const code = (e as { driverError?: { code?: string }; code?: string }).driverError?.code ?? (e as { code?: string }).code;
+    if (code !== QUERY_CANCELED) throw e;
+    throw new ValidationError('payload search took too long', [
+      { path: 'from', message: `the search ran over ${PAYLOAD_SEARCH_TIMEOUT_MS} ms: narrow from..to, add queue/type/status, or enable payloadSearch on the queue` },
+    ]);
+  }
+}
 
 export interface ListJobsFilter {
   /** Exact queue name. */
@@ -14,6 +37,51 @@ export interface ListJobsFilter {
   cursor?: string;
   /** Page size, integer 1..500, default 50. */
   limit?: number;
+  /** Created at or after, epoch ms (UUIDv7 ids start with their creation time: a primary-key range). */
+  fromMs?: number;
+  /** Created before, epoch ms. */
+  toMs?: number;
+  /**
+   * JSON object the payload must contain (PostgreSQL `@>`), already checked
+   * (src/core/payload-filter.ts); requires fromMs and toMs.
+   */
+  payload?: string;
+}
+
+/** How long one payload search may run before it is refused (400: narrow the range or enable payloadSearch), ms. */
+export const PAYLOAD_SEARCH_TIMEOUT_MS = 5000;
+
+/** The smallest UUID of a millisecond: its 48-bit time, then zeros (UUIDv7 layout, RFC 9562 §5.7). */
+export function idAtMs(ms: number): string {
+  const h = Math.max(0, Math.min(2 ** 48 - 1, Math.floor(ms))).toString(16).padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+/**
+ * One page of a payload search: `sluice_payload_jsonb(payload) @> $p`
+ * within the created-time range (a primary-key range: ids are UUIDv7),
+ * with the other filters, newest first. On a queue with payloadSearch on,
+ * the planner reads its partial GIN index (src/queues/payload-search.ts);
+ * elsewhere it walks the id range backwards and stops at LIMIT, so the
+ * range bounds the work (≤ 31 days, and {@link PAYLOAD_SEARCH_TIMEOUT_MS}).
+ */
+export function payloadSearchSql(
+  f: { queue?: string; status?: string; type?: string; payload: string; fromMs: number; toMs: number },
+  afterId: string | null,
+  limit: number,
+): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const param = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const where = [`j.id >= ${param(idAtMs(f.fromMs))}::uuid`, `j.id < ${param(idAtMs(f.toMs))}::uuid`];
+  if (afterId !== null) where.push(`j.id < ${param(afterId)}::uuid`);
+  if (f.queue !== undefined) where.push(`j.queue = ${param(f.queue)}`);
+  if (f.status !== undefined) where.push(`j.status = ${param(f.status)}`);
+  if (f.type !== undefined) where.push(`j.type = ${param(f.type)}`);
+  where.push(`sluice_payload_jsonb(j.payload) @> ${param(f.payload)}::jsonb`);
+  return { sql: `SELECT ${JOB_SELECT} FROM jobs j WHERE ${where.join(' AND ')} ORDER BY j.id DESC LIMIT ${param(limit + 1)}`, params };
 }
 
 export interface Page<T> {
@@ -40,7 +108,11 @@ export interface Page<T> {
  * Fetches `limit + 1` rows to know whether a next page exists.
  * @param afterId the decoded cursor (the last id of the previous page).
  */
-export function listJobsSql(f: { queue?: string; status?: string; type?: string }, afterId: string | null, limit: number): { sql: string; params: unknown[] } {
+export function listJobsSql(
+  f: { queue?: string; status?: string; type?: string; fromMs?: number; toMs?: number },
+  afterId: string | null,
+  limit: number,
+): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const param = (v: unknown) => {
     params.push(v);
@@ -50,6 +122,9 @@ export function listJobsSql(f: { queue?: string; status?: string; type?: string 
   if (f.queue !== undefined) where.push(`queue = ${param(f.queue)}`);
   if (f.type !== undefined) where.push(`type = ${param(f.type)}`);
   if (afterId !== null) where.push(`id < ${param(afterId)}::uuid`);
+  // A created-time range is an id range (UUIDv7): an index condition of every branch below.
+  if (f.fromMs !== undefined) where.push(`id >= ${param(idAtMs(f.fromMs))}::uuid`);
+  if (f.toMs !== undefined) where.push(`id < ${param(idAtMs(f.toMs))}::uuid`);
   const n = param(limit + 1);
   const cond = (extra: string[]) => (extra.length ? ` WHERE ${extra.join(' AND ')}` : '');
   let from: string;
@@ -87,8 +162,16 @@ export async function listJobs(db: DataSource, filter: ListJobsFilter = {}): Pro
   const limit = checkLimit(filter.limit);
   const status = checkStatus(filter.status);
   const afterId = filter.cursor !== undefined && filter.cursor !== '' ? decodeIdCursor(filter.cursor) : null;
-  const { sql, params } = listJobsSql({ queue: filter.queue, status, type: filter.type }, afterId, limit);
-  const rows: JobRow[] = await db.query(sql, params);
+  const f = { queue: filter.queue, status, type: filter.type, fromMs: filter.fromMs, toMs: filter.toMs };
+  let rows: JobRow[];
+  if (filter.payload !== undefined) {
+    if (filter.fromMs === undefined || filter.toMs === undefined) throw new ValidationError('from and to are required with payload', [{ path: 'from', message: 'required with payload' }]);
+    const { sql, params } = payloadSearchSql({ ...f, payload: filter.payload, fromMs: filter.fromMs, toMs: filter.toMs }, afterId, limit);
+    rows = await boundedQuery(db, sql, params);
+  } else {
+    const { sql, params } = listJobsSql(f, afterId, limit);
+    rows = await db.query(sql, params);
+  }
   const more = rows.length > limit;
   const items = (more ? rows.slice(0, limit) : rows).map(rowToJob);
   return { items, nextCursor: more ? encodeIdCursor(items[items.length - 1].id) : null };

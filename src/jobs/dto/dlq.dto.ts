@@ -1,5 +1,8 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsObject, IsOptional, IsString, Matches } from 'class-validator';
+import { Type } from 'class-transformer';
+import { IsInt, IsObject, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { GROUPS_LIMIT_DEFAULT, GROUPS_LIMIT_MAX } from '../../audit/queries/dlq-groups';
+import { FINGERPRINT_PATTERN } from '../../core/error-fingerprint';
 import { LIMITS } from '../../core/job-options';
 
 /** `POST /jobs/:id/retry` body (optional): a new payload replaces the stored one. */
@@ -23,6 +26,29 @@ export class RetryDlqDto {
   @IsString()
   @Matches(LIMITS.typePattern, { message: `must match ${LIMITS.typePattern.source}` })
   type?: string;
+
+  @ApiPropertyOptional({ pattern: FINGERPRINT_PATTERN.source, description: 'a dead-letter group (GET /jobs/dlq/groups); combined with queue/type as AND' })
+  @IsOptional()
+  @IsString()
+  @Matches(FINGERPRINT_PATTERN, { message: `must match ${FINGERPRINT_PATTERN.source}` })
+  fingerprint?: string;
+}
+
+/** `GET /jobs/dlq/groups` query. */
+export class DlqGroupsQueryDto {
+  @ApiPropertyOptional({ pattern: LIMITS.queuePattern.source })
+  @IsOptional()
+  @IsString()
+  @Matches(LIMITS.queuePattern, { message: `must match ${LIMITS.queuePattern.source}` })
+  queue?: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: GROUPS_LIMIT_MAX, default: GROUPS_LIMIT_DEFAULT })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt({ message: `must be an integer 1..${GROUPS_LIMIT_MAX}` })
+  @Min(1, { message: `must be an integer 1..${GROUPS_LIMIT_MAX}` })
+  @Max(GROUPS_LIMIT_MAX, { message: `must be an integer 1..${GROUPS_LIMIT_MAX}` })
+  limit?: number;
 }
 
 /** `DELETE /jobs/dlq` query: the queue to purge (every queue when absent). */

@@ -1,7 +1,8 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { LIMIT_DEFAULT, LIMIT_MAX } from '../../audit/queries/common';
+import { FINGERPRINT_PATTERN } from '../../core/error-fingerprint';
 import { JOB_STATUSES } from '../../core/job-status';
 
 /** Page size and cursor shared by the keyset-paginated lists. */
@@ -37,6 +38,24 @@ export class ListJobsQueryDto extends PageQueryDto {
   @IsOptional()
   @IsString()
   type?: string;
+
+  @ApiPropertyOptional({ description: 'created at or after (ISO-8601); required with payload' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  from?: string;
+
+  @ApiPropertyOptional({ description: 'created before (ISO-8601); with payload: default now, and to − from ≤ 31 days' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  to?: string;
+
+  @ApiPropertyOptional({ description: 'JSON object the payload contains, e.g. {"orderId":42} (≤ 4 KB, ≤ 8 levels); needs from (and to)' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(8192)
+  payload?: string;
 }
 
 /** `GET /jobs/dlq/all` query: exact-match filters (all optional), then the page. */
@@ -50,4 +69,10 @@ export class ListDlqQueryDto extends PageQueryDto {
   @IsOptional()
   @IsString()
   type?: string;
+
+  @ApiPropertyOptional({ pattern: FINGERPRINT_PATTERN.source, description: 'one dead-letter group (GET /jobs/dlq/groups)' })
+  @IsOptional()
+  @IsString()
+  @Matches(FINGERPRINT_PATTERN, { message: `must match ${FINGERPRINT_PATTERN.source}` })
+  fingerprint?: string;
 }

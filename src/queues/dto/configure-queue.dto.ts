@@ -52,4 +52,11 @@ export class ConfigureQueueDto {
   @ValidateIf((o: ConfigureQueueDto) => o.external !== undefined)
   @IsBoolean()
   external?: boolean;
+
+  @ApiPropertyOptional({
+    description: 'GET /jobs?payload= searches of this queue use an index of its own (a partial GIN index on jobs.payload, built in the background): only this queue\'s rows pay for it',
+  })
+  @ValidateIf((o: ConfigureQueueDto) => o.payloadSearch !== undefined)
+  @IsBoolean()
+  payloadSearch?: boolean;
 }

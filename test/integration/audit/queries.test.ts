@@ -20,6 +20,7 @@
  *    rollbacks and retention pruning, and are seeded by the migration from
  *    the rows already there.
  */
+import { errorFingerprint } from '../../../src/core/error-fingerprint';
 import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { DataSource } from 'typeorm';
@@ -215,7 +216,8 @@ describe('over the engine and the audit writer', () => {
     const all = await h.listDlq();
     expect(all.nextCursor).toBeNull();
     expect(all.items).toHaveLength(1);
-    expect(all.items[0]).toEqual(before.get(ids.B));
+    // The DLQ copy also carries the fingerprint the audit writer stored when the job failed.
+    expect(all.items[0]).toEqual({ ...before.get(ids.B), fingerprint: errorFingerprint('Error: boom') });
     expect(all.items[0]).toMatchObject({ status: 'failed', lastError: 'Error: boom', payload: { n: 2 } });
     expect((await h.listDlq({ queue: 'qa', type: 't.bad' })).items.map((j) => j.id)).toEqual([ids.B]);
     expect((await h.listDlq({ queue: 'qb' })).items).toEqual([]);

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pruneFinishes, pruneHistory } from '../../../src/audit/retention';
+import { pruneFinishes, pruneFinishMinutes, pruneHistory } from '../../../src/audit/retention';
 import { openTestDb, TestDb, v7At, v7AtSql } from '../../support/postgres';
 
 // One database for the file: each test's rows are its own (queues, ages), and each pass asserts on what it left.
@@ -96,14 +96,39 @@ describe('pruneHistory beside an audit writer', () => {
 });
 
 describe('pruneFinishes', () => {
-  it('drops the per-second finish counters older than an hour and keeps the rest', async () => {
+  it('rolls the per-second finish counters older than an hour up into minutes and keeps the rest', async () => {
     await db.dataSource.query(`DELETE FROM job_finishes`); // the buckets of the tests above (jobs finished 40 days ago)
+    await db.dataSource.query(`DELETE FROM job_finishes_minute`);
     await db.dataSource.query(
       `INSERT INTO job_finishes (bucket, queue, completed, failed)
-       SELECT date_trunc('second', now()) - make_interval(mins => m), 'q', 1, 0 FROM unnest(ARRAY[0, 1, 59, 61, 120, 600]) AS m`,
+       SELECT date_trunc('minute', now()) - make_interval(mins => m) + make_interval(secs => s), 'q', 1, (s > 0)::int
+       FROM unnest(ARRAY[0, 1, 59, 61, 120, 600]) AS m, unnest(ARRAY[0, 30]) AS s`,
     );
-    expect(await pruneFinishes(db.dataSource)).toBe(3);
+    const total = `SELECT sum(completed)::int AS c, sum(failed)::int AS f FROM (SELECT completed, failed FROM job_finishes UNION ALL SELECT completed, failed FROM job_finishes_minute) x`;
+    const [before] = await db.dataSource.query(total);
+    expect(await pruneFinishes(db.dataSource)).toBe(6);
     const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM job_finishes`);
-    expect(n).toBe(3);
+    expect(n).toBe(6);
+    // Every count is in exactly one table: the sums are unchanged; the seconds of one minute make one row.
+    expect(await db.dataSource.query(total)).toEqual([before]);
+    const minutes = await db.dataSource.query(`SELECT completed, failed FROM job_finishes_minute ORDER BY bucket`);
+    expect(minutes).toEqual([
+      { completed: 2, failed: 1 },
+      { completed: 2, failed: 1 },
+      { completed: 2, failed: 1 },
+    ]);
+    // A correction of an old bucket after its roll-up (a DLQ retry of an old failure) is added on the next pass.
+    await db.dataSource.query(`INSERT INTO job_finishes (bucket, queue, completed, failed) VALUES (date_trunc('minute', now()) - interval '120 minutes', 'q', 0, -1)`);
+    expect(await pruneFinishes(db.dataSource)).toBe(1);
+    const [after] = await db.dataSource.query(total);
+    expect(after).toEqual({ c: before.c, f: before.f - 1 });
+  });
+
+  it('pruneFinishMinutes drops minutes older than the retention', async () => {
+    await db.dataSource.query(`DELETE FROM job_finishes_minute`);
+    await db.dataSource.query(
+      `INSERT INTO job_finishes_minute (bucket, queue, completed, failed) SELECT date_trunc('minute', now()) - make_interval(days => d), 'q', 1, 0 FROM unnest(ARRAY[1, 29, 31, 40]) AS d`,
+    );
+    expect(await pruneFinishMinutes(db.dataSource, 30)).toBe(2);
   });
 });

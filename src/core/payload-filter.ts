@@ -1,0 +1,40 @@
+import { ValidationError } from './errors';
+import type { Json } from './job';
+
+/** Largest `payload` filter accepted, bytes of its JSON text. */
+export const PAYLOAD_FILTER_MAX_BYTES = 4096;
+/** Deepest nesting of a `payload` filter (objects and arrays). */
+export const PAYLOAD_FILTER_MAX_DEPTH = 8;
+
+const bad = (message: string): never => {
+  throw new ValidationError(`invalid payload filter: ${message}`, [{ path: 'payload', message }]);
+};
+
+/** Levels of objects/arrays in `v` (a scalar is 0), counted no further than max + 1. */
+function depthOf(v: Json, max: number, d = 1): number {
+  if (v === null || typeof v !== 'object') return d - 1;
+  if (d > max) return d;
+  let deepest = d;
+  for (const c of Array.isArray(v) ? v : Object.values(v)) deepest = Math.max(deepest, depthOf(c, max, d + 1));
+  return deepest;
+}
+
+/**
+ * The `payload` filter of `GET /jobs` (JSON containment, PostgreSQL's `@>`):
+ * a JSON object of at most {@link PAYLOAD_FILTER_MAX_BYTES} bytes and
+ * {@link PAYLOAD_FILTER_MAX_DEPTH} levels, e.g. `{"orderId":42}`.
+ * @returns the object, re-serialized (what is sent to PostgreSQL).
+ * @throws ValidationError naming `payload` otherwise.
+ */
+export function parsePayloadFilter(text: string): string {
+  if (Buffer.byteLength(text, 'utf8') > PAYLOAD_FILTER_MAX_BYTES) bad(`must be at most ${PAYLOAD_FILTER_MAX_BYTES} bytes`);
+  let v: Json;
+  try {
+    v = JSON.parse(text) as Json;
+  } catch {
+    return bad('must be JSON, e.g. {"orderId":42}');
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) bad('must be a JSON object');
+  if (depthOf(v, PAYLOAD_FILTER_MAX_DEPTH) > PAYLOAD_FILTER_MAX_DEPTH) bad(`must be nested at most ${PAYLOAD_FILTER_MAX_DEPTH} levels deep`);
+  return JSON.stringify(v);
+}
