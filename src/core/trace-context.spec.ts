@@ -1,4 +1,9 @@
-import { formatTraceParent, MAX_TRACESTATE_CHARS, parseTraceParent, parseTraceState } from './trace-context';
+import {
+  formatTraceParent,
+  MAX_TRACESTATE_CHARS,
+  parseTraceParent,
+  parseTraceState,
+} from './trace-context';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN = '00f067aa0ba902b7';
@@ -6,7 +11,13 @@ const VALID = `00-${TRACE}-${SPAN}-01`;
 
 describe('parseTraceParent (W3C traceparent, version 00)', () => {
   it('parses a valid header into its parts', () => {
-    expect(parseTraceParent(VALID)).toEqual({ traceparent: VALID, traceId: TRACE, spanId: SPAN, flags: 1, tracestate: null });
+    expect(parseTraceParent(VALID)).toEqual({
+      traceparent: VALID,
+      traceId: TRACE,
+      spanId: SPAN,
+      flags: 1,
+      tracestate: null,
+    });
     expect(parseTraceParent(`00-${TRACE}-${SPAN}-00`)?.flags).toBe(0);
     // Flags other than `sampled` are not defined yet, but a receiver must accept them.
     expect(parseTraceParent(`00-${TRACE}-${SPAN}-ff`)?.flags).toBe(255);
@@ -34,7 +45,9 @@ describe('parseTraceParent (W3C traceparent, version 00)', () => {
   });
 
   it('keeps a valid tracestate and joins repeated headers', () => {
-    expect(parseTraceParent(VALID, 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE')?.tracestate).toBe('rojo=00f067aa0ba902b7,congo=t61rcWkgMzE');
+    expect(parseTraceParent(VALID, 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE')?.tracestate).toBe(
+      'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE',
+    );
     expect(parseTraceParent(VALID, ['rojo=1', 'congo=2'])?.tracestate).toBe('rojo=1,congo=2');
   });
 
@@ -47,7 +60,9 @@ describe('parseTraceParent (W3C traceparent, version 00)', () => {
 
 describe('parseTraceState (W3C tracestate list)', () => {
   it('accepts simple and multi-tenant keys, drops empty members and optional whitespace', () => {
-    expect(parseTraceState(' rojo=1 ,\t,fw529a3039@dt=x y z ,  a_b-c*d/e=!')).toBe('rojo=1,fw529a3039@dt=x y z,a_b-c*d/e=!');
+    expect(parseTraceState(' rojo=1 ,\t,fw529a3039@dt=x y z ,  a_b-c*d/e=!')).toBe(
+      'rojo=1,fw529a3039@dt=x y z,a_b-c*d/e=!',
+    );
   });
 
   it.each([

@@ -42,7 +42,10 @@ const VALUE = /^[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e
  * @param tracestate the `tracestate` header(s); several are joined with `,` (HTTP list rules).
  * @returns the context, or null when `traceparent` is missing or malformed.
  */
-export function parseTraceParent(header: string | string[] | undefined, tracestate?: string | string[]): TraceParent | null {
+export function parseTraceParent(
+  header: string | string[] | undefined,
+  tracestate?: string | string[],
+): TraceParent | null {
   if (typeof header !== 'string' || header.length !== 55) return null;
   const m = TRACEPARENT.exec(header);
   if (!m || m[1] === ZERO_TRACE || m[2] === ZERO_SPAN) return null;
@@ -62,7 +65,8 @@ export function parseTraceParent(header: string | string[] | undefined, tracesta
  * @returns the normalized list (members joined by `,`), or null when absent, empty or invalid (the whole header is then dropped).
  */
 export function parseTraceState(header: string | undefined): string | null {
-  if (typeof header !== 'string' || header.length === 0 || header.length > MAX_TRACESTATE_CHARS) return null;
+  if (typeof header !== 'string' || header.length === 0 || header.length > MAX_TRACESTATE_CHARS)
+    return null;
   const members: string[] = [];
   const keys = new Set<string>();
   for (const raw of header.split(',')) {
@@ -72,7 +76,8 @@ export function parseTraceState(header: string | undefined): string | null {
     if (eq <= 0) return null;
     const key = member.slice(0, eq);
     const value = member.slice(eq + 1);
-    if (!(SIMPLE_KEY.test(key) || TENANT_KEY.test(key)) || !VALUE.test(value) || keys.has(key)) return null;
+    if (!(SIMPLE_KEY.test(key) || TENANT_KEY.test(key)) || !VALUE.test(value) || keys.has(key))
+      return null;
     keys.add(key);
     members.push(member);
   }

@@ -40,7 +40,11 @@ export function beginEnqueue(headers: IncomingHttpHeaders, batch: boolean): Enqu
     'sluice.enqueue',
     {
       kind: SpanKind.PRODUCER,
-      attributes: { 'messaging.system': MESSAGING_SYSTEM, 'messaging.operation.type': 'send', 'messaging.operation.name': batch ? 'enqueue_batch' : 'enqueue' },
+      attributes: {
+        'messaging.system': MESSAGING_SYSTEM,
+        'messaging.operation.type': 'send',
+        'messaging.operation.name': batch ? 'enqueue_batch' : 'enqueue',
+      },
     },
     parent,
   );
@@ -52,7 +56,11 @@ export function beginEnqueue(headers: IncomingHttpHeaders, batch: boolean): Enqu
  * and job id (or, for a batch, the job count), or the error's message.
  * @param jobs the jobs as enqueued, in input order; undefined when the request failed.
  */
-export function endEnqueue(t: EnqueueTrace | null, jobs: readonly { id: string; queue: string }[] | undefined, err?: unknown): void {
+export function endEnqueue(
+  t: EnqueueTrace | null,
+  jobs: readonly { id: string; queue: string }[] | undefined,
+  err?: unknown,
+): void {
   const span = t?.span;
   if (!span) return;
   if (jobs && jobs.length) {
@@ -76,10 +84,16 @@ export function endEnqueue(t: EnqueueTrace | null, jobs: readonly { id: string; 
  * Awaits an enqueue and ends its `sluice.enqueue` span with the outcome.
  * @returns what `pending` resolves to; rethrows its error.
  */
-export async function spanEnqueue<T extends { job: { id: string; queue: string } }>(t: EnqueueTrace, pending: Promise<T[]>): Promise<T[]> {
+export async function spanEnqueue<T extends { job: { id: string; queue: string } }>(
+  t: EnqueueTrace,
+  pending: Promise<T[]>,
+): Promise<T[]> {
   try {
     const out = await pending;
-    endEnqueue(t, out.map((o) => o.job));
+    endEnqueue(
+      t,
+      out.map((o) => o.job),
+    );
     return out;
   } catch (e) {
     endEnqueue(t, undefined, e);

@@ -26,10 +26,18 @@ export function spanClock(): number {
  * Call only when {@link tracingEnabled}.
  * @param external claimed through the external worker protocol.
  */
-export function recordClaims(queue: string, jobs: TracedJob[], startTime: number, workerId: string, external: boolean): void {
+export function recordClaims(
+  queue: string,
+  jobs: TracedJob[],
+  startTime: number,
+  workerId: string,
+  external: boolean,
+): void {
   const t = tracer();
   for (const job of jobs) {
-    const carried = job.traceparent ? { traceparent: job.traceparent, tracestate: job.tracestate } : null;
+    const carried = job.traceparent
+      ? { traceparent: job.traceparent, tracestate: job.tracestate }
+      : null;
     const span = t.startSpan(
       'sluice.claim',
       {
@@ -66,8 +74,15 @@ export interface ProcessTrace {
  * child of the job's trace context (a new trace when it carries none).
  * Call only when {@link tracingEnabled}.
  */
-export function startProcess(queue: string, job: TracedJob, maxAttempts: number, workerId: string): ProcessTrace {
-  const carried: JobTrace | null = job.traceparent ? { traceparent: job.traceparent, tracestate: job.tracestate } : null;
+export function startProcess(
+  queue: string,
+  job: TracedJob,
+  maxAttempts: number,
+  workerId: string,
+): ProcessTrace {
+  const carried: JobTrace | null = job.traceparent
+    ? { traceparent: job.traceparent, tracestate: job.tracestate }
+    : null;
   const parent = contextOf(carried);
   const span = tracer().startSpan(
     'sluice.process',
@@ -94,7 +109,12 @@ export function startProcess(queue: string, job: TracedJob, maxAttempts: number,
  * `released` → status unset.
  * @param willRetry for a failure: the job goes back to delayed for another attempt.
  */
-export function endProcess(span: Span, outcome: string, error?: { name: string; message: string }, willRetry?: boolean): void {
+export function endProcess(
+  span: Span,
+  outcome: string,
+  error?: { name: string; message: string },
+  willRetry?: boolean,
+): void {
   span.setAttribute('sluice.job.outcome', outcome);
   if (outcome === 'completed') span.setStatus({ code: SpanStatusCode.OK });
   else if (error) failSpan(span, error.message, error.name);

@@ -53,7 +53,9 @@ export function tracer(): Tracer {
  * @returns the root context when `carried` is null or not a valid version-00 traceparent.
  */
 export function contextOf(carried: JobTrace | null | undefined): Context {
-  const tp = carried ? parseTraceParent(carried.traceparent, carried.tracestate ?? undefined) : null;
+  const tp = carried
+    ? parseTraceParent(carried.traceparent, carried.tracestate ?? undefined)
+    : null;
   if (!tp) return ROOT_CONTEXT;
   return trace.setSpanContext(ROOT_CONTEXT, {
     traceId: tp.traceId,
@@ -67,11 +69,19 @@ export function contextOf(carried: JobTrace | null | undefined): Context {
 /** The trace context that continues from `span`: a job enqueued under it carries this. */
 export function traceOf(span: Span): JobTrace {
   const sc = span.spanContext();
-  return { traceparent: formatTraceParent(sc.traceId, sc.spanId, sc.traceFlags), tracestate: sc.traceState?.serialize() || null };
+  return {
+    traceparent: formatTraceParent(sc.traceId, sc.spanId, sc.traceFlags),
+    tracestate: sc.traceState?.serialize() || null,
+  };
 }
 
 /** Common messaging attributes of a span about one job. */
-export function jobAttributes(id: string, queue: string, operation: 'send' | 'receive' | 'process', operationName: string): Attributes {
+export function jobAttributes(
+  id: string,
+  queue: string,
+  operation: 'send' | 'receive' | 'process',
+  operationName: string,
+): Attributes {
   return {
     'messaging.system': MESSAGING_SYSTEM,
     'messaging.operation.type': operation,

@@ -57,7 +57,11 @@ function redacted(endpoint: string): string {
 export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<Tracing | null> {
   const endpoint = tracingEndpoint(env);
   if (!endpoint) return null;
-  const [{ NodeTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { defaultResource, resourceFromAttributes }] = await Promise.all([
+  const [
+    { NodeTracerProvider, BatchSpanProcessor },
+    { OTLPTraceExporter },
+    { defaultResource, resourceFromAttributes },
+  ] = await Promise.all([
     import('@opentelemetry/sdk-trace-node'),
     import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/resources'),
@@ -74,7 +78,10 @@ export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promis
     serviceName,
     async shutdown(timeoutMs = 5000) {
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([provider.shutdown().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+      await Promise.race([
+        provider.shutdown().catch(() => undefined),
+        new Promise((r) => (timer = setTimeout(r, timeoutMs))),
+      ]);
       clearTimeout(timer);
     },
   };

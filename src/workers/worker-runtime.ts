@@ -357,13 +357,14 @@ export class WorkerRuntime {
   }
 
   private abort(r: Running, reason: AbortReason): void {
-    const error = reason === 'timeout' ? { name: 'TimeoutError', message: `timeout: attempt ran longer than timeoutMs=${r.job.timeoutMs}`, retryable: true }
-      : reason === 'lease_lost' ? { name: 'LeaseLostError', message: 'lease lost: attempt abandoned', retryable: true } : undefined;
+    const timeout = `timeout: attempt ran longer than timeoutMs=${r.job.timeoutMs}`;
+    // The span's error (a cancel or a shutdown is not one).
+    const error = reason === 'timeout' ? { name: 'TimeoutError', message: timeout, retryable: true } : reason === 'lease_lost' ? { name: 'LeaseLostError', message: 'lease lost', retryable: true } : undefined;
     if (!this.settle(r, reason === 'shutdown' ? 'released' : reason, error)) return;
     r.abortReason = reason;
     r.controller?.abort(reason);
     if (reason === 'timeout') {
-      this.sendFail(r, (error as { message: string }).message, true, 'timeout');
+      this.sendFail(r, timeout, true, 'timeout');
     } else if (reason === 'cancelled') {
       this.sendFail(r, 'cancelled by client', false, 'cancelled');
     } else if (reason === 'lease_lost') {
