@@ -24,7 +24,7 @@ export const MAX_TRACESTATE_CHARS = 512;
 /** W3C: at most 32 list-members. */
 const MAX_TRACESTATE_MEMBERS = 32;
 
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const ZERO_TRACE = '00000000000000000000000000000000';
 const ZERO_SPAN = '0000000000000000';
 // key = simple-key / multi-tenant-key (W3C tracestate §3.3.1.3.1).
@@ -46,15 +46,16 @@ export function parseTraceParent(
   header: string | string[] | undefined,
   tracestate?: string | string[],
 ): TraceParent | null {
-  if (typeof header !== 'string' || header.length !== 55) return null;
-  const m = TRACEPARENT.exec(header);
-  if (!m || m[1] === ZERO_TRACE || m[2] === ZERO_SPAN) return null;
+  if (typeof header !== 'string' || header.length !== 55 || !TRACEPARENT.test(header)) return null;
+  const traceId = header.slice(3, 35);
+  const spanId = header.slice(36, 52);
+  if (traceId === ZERO_TRACE || spanId === ZERO_SPAN) return null;
   return {
     traceparent: header,
-    traceId: m[1],
-    spanId: m[2],
-    flags: parseInt(m[3], 16),
-    tracestate: parseTraceState(Array.isArray(tracestate) ? tracestate.join(',') : tracestate),
+    traceId,
+    spanId,
+    flags: parseInt(header.slice(53), 16),
+    tracestate: tracestate === undefined ? null : parseTraceState(Array.isArray(tracestate) ? tracestate.join(',') : tracestate),
   };
 }
 
@@ -70,7 +71,7 @@ export function parseTraceState(header: string | undefined): string | null {
   const members: string[] = [];
   const keys = new Set<string>();
   for (const raw of header.split(',')) {
-    const member = raw.replace(/^[ \t]+|[ \t]+$/g, '');
+    const member = trimOws(raw);
     if (!member) continue;
     const eq = member.indexOf('=');
     if (eq <= 0) return null;
@@ -83,6 +84,15 @@ export function parseTraceState(header: string | undefined): string | null {
   }
   if (!members.length || members.length > MAX_TRACESTATE_MEMBERS) return null;
   return members.join(',');
+}
+
+/** `s` without the optional whitespace (spaces and tabs only, RFC 9110 OWS) around it. */
+function trimOws(s: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && (s.charCodeAt(a) === 0x20 || s.charCodeAt(a) === 0x09)) a++;
+  while (b > a && (s.charCodeAt(b - 1) === 0x20 || s.charCodeAt(b - 1) === 0x09)) b--;
+  return a === 0 && b === s.length ? s : s.slice(a, b);
 }
 
 /**

@@ -8,6 +8,7 @@ import {
 import { RedisJobStore } from '../../src/redis/redis-job-store';
 import { normalizeEnqueue } from '../../src/core/job-options';
 import { startTestApi, TestApi } from '../support/http';
+import { traceHeaders } from '../../clients/typescript/src/trace-context';
 import { waitUntil } from '../support/timing';
 
 /**
@@ -252,6 +253,19 @@ describe('tracing with an SDK: one trace from enqueue through retries to complet
     expect(JSON.stringify(spans.map((s) => [s.attributes, s.events, s.status]))).not.toContain(
       'payload-value-never-in-a-span',
     );
+  });
+
+  it('the TypeScript client helper sends the active context: the enqueue span is the child of the caller span', async () => {
+    const caller = trace.getTracer('test').startSpan('caller');
+    const headers = context.with(trace.setSpan(context.active(), caller), () => traceHeaders());
+    caller.end();
+    expect(headers.traceparent).toBe(`00-${caller.spanContext().traceId}-${caller.spanContext().spanId}-01`);
+    const id = await runToEnd((req) => req.set(headers as Record<string, string>), { type: 'diag.echo', queue: 'trace-client', payload: {} });
+    const [enqueue] = named(spansOf(id), 'sluice.enqueue');
+    expect(enqueue.parentSpanContext?.spanId).toBe(caller.spanContext().spanId);
+    expect(new Set(spansOf(id).map((s) => s.spanContext().traceId))).toEqual(new Set([caller.spanContext().traceId]));
+    // Outside any span: nothing to send.
+    expect(traceHeaders()).toEqual({});
   });
 
   it('no traceparent: the enqueue span starts a new trace and the job continues it', async () => {
