@@ -18,7 +18,9 @@
   0 when popped entries could not be claimed and more may be waiting.
   Each job is {id, lockToken, leaseExpiresAt, type, payload, attempts,
   maxAttempts, backoff, timeoutMs, executionSeq} and, when full, the flat
-  fields of the hash (payload merged as 'p') as an 11th element.
+  fields of the hash (payload merged as 'p') as an 11th element; when lean,
+  the job's W3C traceparent (field tp) and tracestate (ts) as 11th and 12th
+  elements, only when it carries them.
   Guarantee: due delayed jobs are promoted first; each claimed job moves
   waiting -> active with attempts+1, executionSeq+1, a fresh token and a lease
   in the active set, and one 'claimed' event. Limits hold across all workers.
@@ -98,7 +100,7 @@ local stopAt = nil -- index in popped of the first entry to put back
 for i = 1, #popped, 2 do
   local id = popped[i]
   local jk = jobKey(prefix, id)
-  local f, err = safeHmget(jk, 's', 'a', 'x', 'ty', 'o', 'pn', 'p0', 'iso')
+  local f, err = safeHmget(jk, 's', 'a', 'x', 'ty', 'o', 'pn', 'p0', 'iso', 'tp', 'ts')
   if f and f[1] == 'waiting' and f[8] == '1' then
     -- A job whose lease expired runs alone: only an idle caller takes it, and
     -- takes nothing else with it. Others stop here, keeping the order.
@@ -124,7 +126,12 @@ for i = 1, #popped, 2 do
     claimed = claimed + 1
     local ma, to, bo = unpackOpts(f[5])
     local job = {id, token, lease, f[4] or '', readPayload(jk, f[6], f[7]), a, ma or 0, bo or '', to or '', x}
-    if ARGV[7] == '1' then job[11] = readJob(jk) end
+    if ARGV[7] == '1' then
+      job[11] = readJob(jk)
+    elseif f[9] then
+      job[11] = f[9]
+      if f[10] then job[12] = f[10] end
+    end
     out[#out + 1] = job
     if solo then
       stopAt = i + 2

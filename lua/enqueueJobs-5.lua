@@ -7,7 +7,10 @@
   ARGV[1] key prefix of the queue ("<prefix>:{<queue>}:")
   ARGV[2] process default maxAttempts   ARGV[3] process default backoff (encoded)
   ARGV[4] process default timeoutMs     ARGV[5] idempotency TTL (ms)
-  ARGV[6] number of groups G, ARGV[7..6+G] number of jobs in each group
+  ARGV[6] number of groups G, ARGV[7..6+G] number of jobs in each group, or
+    "<count>\n<traceparent>" / "<count>\n<traceparent>\n<tracestate>" when the
+    group's request carries a W3C trace context (validated by the caller,
+    src/core/trace-context.ts): its jobs store it as fields tp and ts
   then 11 fields per job, groups in order:
     id, type, payload JSON, priority, delay mode ('d' delayMs | 'a' absolute runAt | ''),
     delay value (ms), maxAttempts|'', backoff|'', timeoutMs|'', idempotency key|'', body hash|''
@@ -36,6 +39,23 @@ local now = nowMs()
 local nowS = int(now)
 local meta = redis.call('HMGET', KEYS[5], 'dMa', 'dBo', 'dTo')
 local groups = tonumber(ARGV[6])
+-- Group sizes, and the trace context of the groups that carry one.
+local counts, tps, tss = {}, {}, {}
+for g = 1, groups do
+  local v = ARGV[6 + g]
+  local n = tonumber(v)
+  if not n then
+    local a = string.find(v, '\n', 1, true)
+    if a then
+      n = tonumber(string.sub(v, 1, a - 1))
+      local b = string.find(v, '\n', a + 1, true)
+      tps[g] = string.sub(v, a + 1, b and b - 1 or -1)
+      if b then tss[g] = string.sub(v, b + 1) end
+    end
+    if not n then return redis.error_reply('enqueueJobs: malformed group entry ' .. g) end
+  end
+  counts[g] = n
+end
 
 -- Pass 1: idempotency keys, group by group, so a conflict writes nothing of its group.
 local seen = {}      -- key -> {id, hash} committed by an earlier group of this call
@@ -44,7 +64,7 @@ local conflict = {}  -- group -> index in group
 local first = 7 + groups
 local base = first
 for g = 1, groups do
-  local n = tonumber(ARGV[6 + g])
+  local n = counts[g]
   local mine = {}
   for j = 0, n - 1 do
     local b = base + j * FIELDS
@@ -90,7 +110,7 @@ local woke = false
 local toWrite = 0
 base = first
 for g = 1, groups do
-  local n = tonumber(ARGV[6 + g])
+  local n = counts[g]
   if not conflict[g] then
     for j = 0, n - 1 do
       if not replay[base + j * FIELDS] then toWrite = toWrite + 1 end
@@ -104,12 +124,13 @@ local dMa, dBo, dTo = meta[1] or ARGV[2], meta[2] or ARGV[3], meta[3] or ARGV[4]
 local defaultOpts = packOpts(dMa, dTo, dBo)
 base = first
 for g = 1, groups do
-  local n = tonumber(ARGV[6 + g])
+  local n = counts[g]
   if conflict[g] then
     out[g] = {ERR_IDEMPOTENCY_CONFLICT, conflict[g]}
   else
     local res = {1}
     local r = 1
+    local tp, ts = tps[g], tss[g]
     for j = 0, n - 1 do
       local b = base + j * FIELDS
       local id = replay[b] or ARGV[b]
@@ -139,7 +160,7 @@ for g = 1, groups do
         local state = 'waiting'
         if runAt > now then state = 'delayed' end
         -- attempts/executionSeq default to 0, runAt to createdAt, updatedAt to the latest timestamp.
-        if runAt == now and key == '' and #payload <= CHUNK then
+        if runAt == now and key == '' and #payload <= CHUNK and not tp then
           redis.call('HSET', jk, 's', state, 'ty', ty, 'pr', priority, 'sq', int(seq), 'o', o, 'ca', nowS, 'p0', payload)
         else
           local args = {'HSET', jk, 's', state, 'ty', ty, 'pr', priority, 'sq', int(seq), 'o', o, 'ca', nowS}
@@ -147,6 +168,10 @@ for g = 1, groups do
           if key ~= '' then
             args[#args + 1] = 'ik'; args[#args + 1] = key
             redis.call('SET', prefix .. 'idem:' .. key, id .. '|' .. ARGV[b + 10], 'PX', ARGV[5])
+          end
+          if tp then
+            args[#args + 1] = 'tp'; args[#args + 1] = tp
+            if ts then args[#args + 1] = 'ts'; args[#args + 1] = ts end
           end
           payloadFields(payload, args)
           redis.call(unpack(args))

@@ -4,6 +4,7 @@ import { AppModule } from './app.module';
 import { ConfigError, loadConfig, SluiceConfig } from './config/config';
 import { createLogger } from './logging/logger';
 import { createHttpApp } from './http/http-app';
+import { startTracing } from './telemetry/tracing';
 
 /** The URL the server is bound to (PORT=0 picks a free port: the bound one is logged). */
 function listenUrl(addr: AddressInfo | string | null, config: SluiceConfig): string {
@@ -17,7 +18,8 @@ function listenUrl(addr: AddressInfo | string | null, config: SluiceConfig): str
  * stops the process naming the variable), starts the roles named by ROLE
  * (every role listens on HOST:PORT for the ops endpoints),
  * and on SIGTERM/SIGINT drains (workers finish or release their jobs within
- * SHUTDOWN_GRACE_MS) and exits 0.
+ * SHUTDOWN_GRACE_MS), flushes the spans still batched and exits 0.
+ * OpenTelemetry tracing starts first, when an OTLP endpoint is set (src/telemetry/tracing.ts).
  */
 async function bootstrap(): Promise<void> {
   let config: SluiceConfig;
@@ -31,6 +33,8 @@ async function bootstrap(): Promise<void> {
     throw e;
   }
   const log = createLogger(config.logLevel);
+  const tracing = await startTracing();
+  if (tracing) log.info({ endpoint: tracing.endpoint, serviceName: tracing.serviceName }, 'tracing: exporting spans over OTLP/HTTP');
   const module = AppModule.forRoles(config, log);
   // Every role listens: the ops endpoints (/healthz, /readyz, /metrics) for
   // probes and Prometheus; the API routes only with the api role.
@@ -42,6 +46,7 @@ async function bootstrap(): Promise<void> {
   } catch (e) {
     // Port taken etc.: stop the other roles cleanly (a worker may hold jobs).
     await app.close().catch(() => undefined);
+    await tracing?.shutdown();
     throw e;
   }
   const url = listenUrl(app.getHttpServer().address(), config);
@@ -54,6 +59,8 @@ async function bootstrap(): Promise<void> {
     log.info({ signal }, 'shutting down');
     try {
       await app.close();
+      // After the workers drained: their last spans are in the batch.
+      await tracing?.shutdown();
       process.exit(0);
     } catch (e) {
       log.error({ err: (e as Error).message }, 'shutdown failed');

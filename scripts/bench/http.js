@@ -10,6 +10,8 @@
  *   node scripts/bench/http.js --cpu-prof /tmp/prof          # profile the server
  *   node scripts/bench/http.js --only post --rate 1000 --main /tmp/b/dist/main.js   # A/B CPU per request
  *   node scripts/bench/http.js --key-rate-limit 1000000      # the keyed server with a (never reached) token bucket per key
+ *   node scripts/bench/http.js --only post --rate 1000 --traceparent          # POST /jobs with W3C traceparent/tracestate headers
+ *   node scripts/bench/http.js --only post --rate 1000 --traceparent --otlp   # … and the OpenTelemetry SDK on (spans to a local sink)
  *
  * Builds nothing: run `npm run build` first (it starts dist/main.js).
  * Needs Redis at REDIS_URL and PostgreSQL at DATABASE_URL's server (a
@@ -74,6 +76,12 @@ const ONLY = opt('only', null);
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const PG_BASE = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const BODY = JSON.stringify({ type: 'diag.echo', payload: { to: 'user@example.com', n: 42 } });
+/** `--traceparent`: plain POST /jobs requests carry W3C trace context headers (the job stores them). */
+const POST_HEADERS = args.includes('--traceparent')
+  ? { 'content-type': 'application/json', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'rojo=00f067aa0ba902b7' }
+  : { 'content-type': 'application/json' };
+/** `--otlp`: the plain server runs the OpenTelemetry SDK, exporting to a local OTLP/HTTP sink that answers 200. */
+const OTLP = args.includes('--otlp');
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => {
@@ -166,7 +174,12 @@ async function main() {
       },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
-  const server = spawnServer(port, { AUTH: 'off' });
+  let sink = null;
+  if (OTLP) {
+    sink = require('node:http').createServer((req, res) => req.resume().on('end', () => res.end()));
+    await new Promise((r) => sink.listen(0, '127.0.0.1', r));
+  }
+  const server = spawnServer(port, { AUTH: 'off', ...(sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sink.address().port}` } : {}) });
   // The keyed variant: the same build with AUTH=on, measured in the same rounds.
   const keyedPort = await freePort();
   const keyedUrl = `http://127.0.0.1:${keyedPort}`;
@@ -190,14 +203,14 @@ async function main() {
     console.log(`# ${os.cpus().length} × ${os.cpus()[0].model}, node ${process.version}; load generator: autocannon in a child process`);
     // Warm-up (JIT, connection pools), not counted.
     if (ONLY !== 'post') await measure(`${url}/healthz`, 'warmup noop', { duration: 2 });
-    if (ONLY !== 'noop') await measure(`${url}/jobs`, 'warmup post', { duration: 2, method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY });
+    if (ONLY !== 'noop') await measure(`${url}/jobs`, 'warmup post', { duration: 2, method: 'POST', headers: POST_HEADERS, body: BODY });
     if (keyed) await measure(`${keyedUrl}/jobs`, 'warmup keyed post', { duration: 2, method: 'POST', headers: keyedHeaders, body: BODY });
     await deletePrefix(redis, prefix, ':{');
     for (let round = 1; round <= ROUNDS; round++) {
       const skipped = { cpuUs: NaN, rps: NaN, p50: NaN, p99: NaN, non2xx: NaN, errors: NaN, timeouts: NaN };
       const noop = ONLY === 'post' ? skipped : await measureWithCpu(server.pid, `${url}/healthz`, 'GET /healthz', {});
       // Keyed and plain POST alternate which goes first, so neither always meets a warmer machine.
-      const plainPost = () => (ONLY === 'noop' ? skipped : measureWithCpu(server.pid, `${url}/jobs`, 'POST /jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY }));
+      const plainPost = () => (ONLY === 'noop' ? skipped : measureWithCpu(server.pid, `${url}/jobs`, 'POST /jobs', { method: 'POST', headers: POST_HEADERS, body: BODY }));
       const keyedPost = () => (keyed ? measureWithCpu(keyed.pid, `${keyedUrl}/jobs`, 'POST /jobs + key', { method: 'POST', headers: keyedHeaders, body: BODY }) : skipped);
       let post, withKey;
       if (round % 2) {
@@ -222,6 +235,7 @@ async function main() {
       p.kill('SIGTERM');
       await new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', r)));
     }
+    sink?.close();
     await deletePrefix(redis, prefix).catch(() => undefined);
     redis.disconnect();
     await dropDatabase(dbUrl.toString()).catch((e) => console.error(`drop database: ${e.message}`));

@@ -46,10 +46,18 @@ export interface ClaimedJob extends Job {
   lockToken: string;
   /** Lease expiry, epoch ms (Redis clock). */
   leaseExpiresAt: number;
+  /**
+   * W3C trace context the job was enqueued in (`00-<trace id>-<span id>-<flags>`;
+   * the server's `sluice.enqueue` span when it traces), for the worker's
+   * processing span to continue; null when the job carries none.
+   */
+  traceparent: string | null;
+  /** W3C tracestate stored with {@link traceparent}; null when none. */
+  tracestate: string | null;
 }
 
 /** The part of a claimed job a worker needs to run it (the lean claim reply). */
 export type WorkerJob = Pick<
   ClaimedJob,
-  'id' | 'type' | 'payload' | 'attempts' | 'maxAttempts' | 'backoff' | 'timeoutMs' | 'executionSeq' | 'lockToken' | 'leaseExpiresAt'
+  'id' | 'type' | 'payload' | 'attempts' | 'maxAttempts' | 'backoff' | 'timeoutMs' | 'executionSeq' | 'lockToken' | 'leaseExpiresAt' | 'traceparent' | 'tracestate'
 >;

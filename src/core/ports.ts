@@ -1,6 +1,7 @@
 import type { ClaimedJob, Job, Json } from './job';
 import type { JobStatus } from './job-status';
 import type { NormalizedEnqueue } from './job-options';
+import type { JobTrace } from './trace-context';
 
 /** Source of time for code that must be testable with a fake clock. */
 export interface Clock {
@@ -63,8 +64,11 @@ export interface FailInput {
  * IdempotencyConflictError as documented per method.
  */
 export interface JobStore {
-  /** Enqueue jobs of one queue atomically. @throws IdempotencyConflictError; UnavailableError when load shedding refuses the call (nothing written). */
-  enqueue(jobs: NormalizedEnqueue[]): Promise<EnqueueResult[]>;
+  /**
+   * Enqueue jobs of one queue atomically; `trace` (a request's W3C context) is stored on each.
+   * @throws IdempotencyConflictError; UnavailableError when load shedding refuses the call (nothing written).
+   */
+  enqueue(jobs: NormalizedEnqueue[], trace?: JobTrace | null): Promise<EnqueueResult[]>;
   claim(queue: string, max: number, leaseMs: number, workerId: string, external?: boolean): Promise<ClaimResult>;
   extendLeases(queue: string, leases: { id: string; lockToken: string }[], leaseMs: number): Promise<{ leaseExpiresAt: number; statuses: LeaseStatus[] }>;
   /** A job cancelled while it ran ends `cancelled`, not `completed`. */

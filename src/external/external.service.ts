@@ -14,6 +14,8 @@ import type { CompleteDto, FailDto, HeartbeatDto } from './dto/lease.dto';
 import { JobLocation, JobLocator } from './job-locator';
 import { WakeHub } from './wake-hub';
 import { ExternalWorkerTracker } from './external-workers';
+import { recordClaims, spanClock } from '../telemetry/job-spans';
+import { tracingEnabled } from '../telemetry/spans';
 
 /** Long polls one API process holds at once; more are refused with 429. */
 export const MAX_LONG_POLLS = 1000;
@@ -69,6 +71,7 @@ export class ExternalService implements OnModuleDestroy {
    * (an enqueue, a resume, a due delayed job) up to `waitMs`, then answers an
    * empty list. `signal` aborts the wait when the client disconnects; jobs a
    * claim got for a client that has gone are released (attempt refunded).
+   * Each job's `traceparent` is the trace context to continue (see recordClaims).
    * @throws ValidationError (400) for a bad queue name; TooManyLongPollsError (429).
    */
   async claim(queue: string, body: ClaimDto, signal: AbortSignal): Promise<ClaimedJob[]> {
@@ -85,8 +88,11 @@ export class ExternalService implements OnModuleDestroy {
     try {
       for (;;) {
         if (signal.aborted || this.hub.isClosed) return [];
+        const claimStart = tracingEnabled() ? spanClock() : 0;
         const res = await this.store.claim(queue, max, leaseMs, body.workerId, true);
         if (res.jobs.length > 0) {
+          // A `sluice.claim` span per job; a job without a trace context answers the claim's.
+          if (claimStart) recordClaims(queue, res.jobs, claimStart, body.workerId, true);
           if (signal.aborted) {
             await this.store.release(queue, body.workerId, res.jobs.map((j) => ({ id: j.id, lockToken: j.lockToken })));
             return [];

@@ -4,13 +4,14 @@ import { Audited, NotAudited } from '../oplog/audited.decorator';
 import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/principal';
-import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
+import { ApiAnswer, ApiErrors, ApiTraceHeaders } from '../http/openapi/decorators';
 import { ApiJob, toApiJob } from '../http/api-job';
 import { EnqueueBatchBody, EnqueueBatchPipe, EnqueueJobBody, EnqueueJobPipe } from './dto/enqueue-body.pipe';
 import { EnqueueBatchDto, EnqueueJobDto } from './dto/enqueue-job.dto';
 import { ListJobsQueryDto } from './dto/list-jobs.dto';
 import { ApiJobEvent, ApiJobExecution, ApiJobLogLine, toApiEvent, toApiExecution, toApiLog } from './history-view';
 import { JobsService } from './jobs.service';
+import { beginEnqueue, spanEnqueue } from '../telemetry/enqueue-trace';
 
 /**
  * API.md "Jobs": enqueue, read, list, history, cancel. The dead-letter routes
@@ -34,8 +35,11 @@ export class JobsController {
   @ApiAnswer(200, 'Job', 'The idempotency key matched a job enqueued with the same body: that job.', ['Idempotent-Replayed'])
   @ApiErrors([409, 'The idempotency key was used with a different body (code conflict).'])
   @ApiBody({ type: EnqueueJobDto })
+  @ApiTraceHeaders()
   async create(@Body(EnqueueJobPipe) body: EnqueueJobBody, @Res({ passthrough: true }) reply: FastifyReply, @Req() req: FastifyRequest): Promise<ApiJob> {
-    const [r] = await this.jobs.enqueue([body], false, principalOf(req).project);
+    const trace = beginEnqueue(req.headers, false);
+    const pending = this.jobs.enqueue([body], false, principalOf(req).project, trace?.carry);
+    const [r] = await (trace?.span ? spanEnqueue(trace, pending) : pending);
     if (r.replayed) void reply.status(200).header('idempotent-replayed', 'true');
     else void reply.status(201);
     return toApiJob(r.job);
@@ -50,8 +54,11 @@ export class JobsController {
   @ApiAnswer(201, 'JobBatch', 'The jobs, in input order.')
   @ApiErrors([409, 'An idempotency key was used with a different body (code conflict).'])
   @ApiBody({ type: EnqueueBatchDto })
+  @ApiTraceHeaders()
   async createBatch(@Body(EnqueueBatchPipe) body: EnqueueBatchBody, @Req() req: FastifyRequest): Promise<{ jobs: ApiJob[] }> {
-    const out = await this.jobs.enqueue(body.jobs, true, principalOf(req).project);
+    const trace = beginEnqueue(req.headers, true);
+    const pending = this.jobs.enqueue(body.jobs, true, principalOf(req).project, trace?.carry);
+    const out = await (trace?.span ? spanEnqueue(trace, pending) : pending);
     return { jobs: out.map((r) => toApiJob(r.job)) };
   }
 

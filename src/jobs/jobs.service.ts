@@ -15,6 +15,7 @@ import { WaitingCap } from './waiting-cap';
 import { DEFAULT_PROJECT } from '../auth/principal';
 import { parsePayloadFilter } from '../core/payload-filter';
 import { MAX_RANGE_MS, parseIsoTime, parseTimeRange } from '../core/time-range';
+import type { JobTrace } from '../core/trace-context';
 
 /** How long a queue's `external` flag is cached for type checks, ms. */
 const EXTERNAL_CACHE_MS = 1000;
@@ -47,12 +48,13 @@ export class JobsService {
   /**
    * Validates every body first, then enqueues them (atomically per queue).
    * @param project the caller's project (PROJECT_MAX_WAITING is counted per project).
+   * @param trace the request's W3C trace context, stored on every job (src/telemetry/enqueue-trace.ts).
    * @throws ValidationError (400) naming every bad field, and for a batch its index;
    *   RateLimitedError (429) past PROJECT_MAX_WAITING (nothing written);
    *   PayloadTooLargeError (413); IdempotencyConflictError (409);
    *   UnavailableError (503) while the audit backlog is over its bound.
    */
-  async enqueue(bodies: EnqueueJobDto[], batch = false, project = DEFAULT_PROJECT): Promise<Enqueued[]> {
+  async enqueue(bodies: EnqueueJobDto[], batch = false, project = DEFAULT_PROJECT, trace?: JobTrace | null): Promise<Enqueued[]> {
     const normalized: NormalizedEnqueue[] = [];
     const details: { path: string; message: string }[] = [];
     for (let i = 0; i < bodies.length; i++) {
@@ -70,7 +72,7 @@ export class JobsService {
     if (!details.length) await this.checkTypes(normalized, batch, details);
     if (details.length) throw new ValidationError(`invalid ${batch ? 'batch' : 'job'}: ${details.map((d) => d.path).join(', ')}`, details);
     this.cap.admit(project, normalized.length);
-    const results = await this.store.enqueue(normalized);
+    const results = await this.store.enqueue(normalized, trace);
     return Promise.all(
       results.map(async (r, i) => {
         // A new job is rendered from what the enqueue resolved (no read-back: the hot path);

@@ -15,6 +15,7 @@ import { JOB_STATUSES, JobStatus } from '../core/job-status';
  *   updatedAt = the latest of ca, ua, sa, fa)
  *   lt lock token  le lease expiry  w worker id  pg progress  r result
  *   e last error  cr cancel requested
+ *   tp W3C traceparent, ts tracestate (only when the job carries a trace context)
  */
 export class JobDecodeError extends Error {}
 
@@ -111,13 +112,18 @@ export function decodeJob(id: string, queue: string, h: Record<string, string>):
   };
 }
 
-/** One entry of a claimJobs reply (see lua/claimJobs-8.lua). */
-export type ClaimEntry = [string, string, number, string, string, number, string, string, string, number, string[]?];
+/**
+ * One entry of a claimJobs reply (see lua/claimJobs-8.lua): a full entry has
+ * the job's flat hash 11th; a lean one its traceparent and tracestate 11th
+ * and 12th when it carries them.
+ */
+export type ClaimEntry = [string, string, number, string, string, number, string, string, string, number, (string[] | string)?, string?];
 
 /** Decodes a full claimJobs entry (11 elements) into a ClaimedJob. */
 export function decodeClaimed(queue: string, entry: ClaimEntry): ClaimedJob {
   const [id, lockToken, lease, , , , , , , , flat] = entry;
-  return { ...decodeJob(id, queue, pairsToObject(flat ?? [])), lockToken, leaseExpiresAt: clampTime(Number(lease)) };
+  const h = pairsToObject(Array.isArray(flat) ? flat : []);
+  return { ...decodeJob(id, queue, h), lockToken, leaseExpiresAt: clampTime(Number(lease)), traceparent: h.tp || null, tracestate: h.ts || null };
 }
 
 const backoffCache = new Map<string, BackoffSpec>();
@@ -140,7 +146,7 @@ function cachedBackoff(s: string): BackoffSpec {
  * @throws JobDecodeError on a missing type, a non-object payload or bad options.
  */
 export function decodeWorkerJob(entry: ClaimEntry): WorkerJob {
-  const [id, lockToken, lease, type, payloadJson, attempts, ma, bo, to, x] = entry;
+  const [id, lockToken, lease, type, payloadJson, attempts, ma, bo, to, x, tp, ts] = entry;
   if (!type) throw new JobDecodeError('field ty (type) missing');
   let payload: unknown;
   try {
@@ -163,6 +169,8 @@ export function decodeWorkerJob(entry: ClaimEntry): WorkerJob {
     executionSeq: Number(x),
     lockToken,
     leaseExpiresAt: Number(lease),
+    traceparent: typeof tp === 'string' ? tp : null,
+    tracestate: ts || null,
   };
 }
 

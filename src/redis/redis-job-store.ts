@@ -5,6 +5,7 @@ import { ScriptErrorCode, errorFromCode, IdempotencyConflictError, UnavailableEr
 import type { Job, Json, WorkerJob } from '../core/job';
 import type { JobStatus } from '../core/job-status';
 import { LIMITS, NormalizedEnqueue } from '../core/job-options';
+import type { JobTrace } from '../core/trace-context';
 import type { ClaimBlock, ClaimResult, EnqueueResult, FailInput, JobStore, LeaseStatus } from '../core/ports';
 import type { RedisClient } from './connection';
 import { ClaimEntry, splitOptions, decodeClaimed, decodeJob, decodeJobLeniently, decodeWorkerJob, JobDecodeError, pairsToObject } from './job-codec';
@@ -44,6 +45,8 @@ interface GroupResult {
 }
 interface PendingGroup {
   jobs: NormalizedEnqueue[];
+  /** The request's trace context, stored on each of its jobs (lua/enqueueJobs-5.lua). */
+  trace: JobTrace | null | undefined;
   resolve: (r: GroupResult) => void;
   reject: (e: unknown) => void;
 }
@@ -130,11 +133,13 @@ export class RedisJobStore implements JobStore {
    * inside its call. A call leaves as soon as EAGER_SEND_JOBS jobs have
    * gathered (so several are in flight and Redis and Node work in parallel),
    * the rest at the end of the turn; a lone request is never delayed.
+   * @param trace the request's W3C trace context (validated, src/core/trace-context.ts):
+   *   every job of the request stores it (hash fields tp, ts) for its workers.
    * @throws IdempotencyConflictError (nothing of that request's queue group written).
    * @throws UnavailableError when the admission check refuses the call
    *   (nothing written, not even the queue's name in the registry).
    */
-  async enqueue(jobs: NormalizedEnqueue[]): Promise<EnqueueResult[]> {
+  async enqueue(jobs: NormalizedEnqueue[], trace?: JobTrace | null): Promise<EnqueueResult[]> {
     const refused = this.admission?.();
     if (refused) throw new UnavailableError(refused);
     if (!jobs.length) return [];
@@ -142,7 +147,7 @@ export class RedisJobStore implements JobStore {
     if (jobs.every((j) => j.queue === queue)) {
       // The common case, one queue: no per-queue bookkeeping on the hot path.
       if (!this.registeredQueues.has(queue)) await this.registerQueue(queue);
-      const out = await this.submitGroup(queue, jobs);
+      const out = await this.submitGroup(queue, jobs, trace);
       if (out.conflictIndex !== undefined) throw new IdempotencyConflictError(jobs[out.conflictIndex].idempotencyKey as string);
       return out.results;
     }
@@ -157,7 +162,7 @@ export class RedisJobStore implements JobStore {
     await Promise.all(
       [...groups].map(async ([queue, idx]) => {
         await this.registerQueue(queue);
-        const out = await this.submitGroup(queue, idx.map((i) => jobs[i]));
+        const out = await this.submitGroup(queue, idx.map((i) => jobs[i]), trace);
         if (out.conflictIndex !== undefined) throw new IdempotencyConflictError(jobs[idx[out.conflictIndex]].idempotencyKey as string);
         idx.forEach((i, n) => (results[i] = out.results[n]));
       }),
@@ -196,11 +201,11 @@ export class RedisJobStore implements JobStore {
   private pending = new Map<string, { groups: PendingGroup[]; jobs: number }>();
   private flushScheduled = false;
 
-  private submitGroup(queue: string, jobs: NormalizedEnqueue[]): Promise<GroupResult> {
+  private submitGroup(queue: string, jobs: NormalizedEnqueue[], trace: JobTrace | null | undefined): Promise<GroupResult> {
     return new Promise((resolve, reject) => {
       let p = this.pending.get(queue);
       if (!p) this.pending.set(queue, (p = { groups: [], jobs: 0 }));
-      p.groups.push({ jobs, resolve, reject });
+      p.groups.push({ jobs, trace, resolve, reject });
       p.jobs += jobs.length;
       if (p.jobs >= EAGER_SEND_JOBS) {
         this.pending.delete(queue);
@@ -245,7 +250,8 @@ export class RedisJobStore implements JobStore {
       this.defaults.idempotencyTtlMs,
       groups.length,
     ];
-    for (const g of groups) args.push(g.jobs.length);
+    // A group with a trace context: "<count>\n<traceparent>[\n<tracestate>]" (see the script's header).
+    for (const g of groups) args.push(g.trace ? `${g.jobs.length}\n${g.trace.traceparent}${g.trace.tracestate ? `\n${g.trace.tracestate}` : ''}` : g.jobs.length);
     for (const g of groups) {
       for (const j of g.jobs) {
         const mode = j.delayMs !== undefined ? 'd' : j.runAt !== undefined ? 'a' : '';

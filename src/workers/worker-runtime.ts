@@ -3,6 +3,9 @@ import { AbortReason, HandlerMap, JobContext, UnrecoverableError } from '../core
 import type { Json, WorkerJob } from '../core/job';
 import type { RedisJobStore } from '../redis/redis-job-store';
 import type { WakeWaiter } from './wake-waiter';
+import { context } from '@opentelemetry/api';
+import { endProcess, ProcessTrace, recordClaims, spanClock, startProcess } from '../telemetry/job-spans';
+import { tracingEnabled } from '../telemetry/spans';
 
 /** Minimal logger shape (pino-compatible). */
 export interface Logger {
@@ -61,6 +64,8 @@ interface Running {
   done: Promise<void>;
   /** performance.now() at start, for onJobFinished. */
   startedAt: number;
+  /** The attempt's `sluice.process` span, only while an OpenTelemetry SDK is registered. */
+  trace?: ProcessTrace;
 }
 
 /** While draining for a job that must run alone, how often to check it is still waiting, ms. */
@@ -201,7 +206,9 @@ export class WorkerRuntime {
         for (const queue of queues) {
           const free = this.options.concurrency - this.running.size;
           if (free <= 0 || this.stopping) break;
+          const claimStart = tracingEnabled() ? spanClock() : 0;
           const res = await this.store.claimForWorker(queue, free, this.options.leaseMs, this.options.workerId, this.running.size === 0);
+          if (claimStart && res.jobs.length) recordClaims(queue, res.jobs, claimStart, this.options.workerId, false);
           if (this.redisDown) {
             this.redisDown = false;
             this.log.info({}, 'redis is back: claiming again');
@@ -259,6 +266,7 @@ export class WorkerRuntime {
 
   private startJob(queue: string, job: WorkerJob): void {
     const r: Running = { queue, job, settled: false, done: Promise.resolve(), startedAt: performance.now() };
+    if (tracingEnabled()) r.trace = startProcess(queue, job, job.maxAttempts, this.options.workerId);
     this.running.set(job.id, r);
     this.options.onJobStarted?.(queue, job.type, Date.now() - uuidV7Ms(job.id));
     r.timer = setTimeout(() => this.abort(r, 'timeout'), job.timeoutMs);
@@ -270,7 +278,8 @@ export class WorkerRuntime {
     const handler = this.handlers.get(job.type);
     try {
       if (!handler) throw new Error(`no handler registered for job type "${job.type}" on worker ${this.options.workerId}`);
-      const result = await handler(job.payload, this.context(r));
+      // Traced: the handler runs with its span active, so spans it makes are children of it.
+      const result = await (r.trace ? context.with(r.trace.context, handler, undefined, job.payload, this.context(r)) : handler(job.payload, this.context(r)));
       this.succeed(r, result === undefined ? null : (result as Json));
     } catch (e) {
       this.failAttempt(r, e);
@@ -308,10 +317,17 @@ export class WorkerRuntime {
     };
   }
 
-  /** Ends the local hold of a job; frees its slot. Returns false if already settled. */
-  private settle(r: Running, outcome: AttemptOutcome): boolean {
+  /**
+   * Ends the local hold of a job; frees its slot. Returns false if already settled.
+   * @param error why the attempt failed (ends its span with status ERROR: the message only).
+   */
+  private settle(r: Running, outcome: AttemptOutcome, error?: { name: string; message: string; retryable: boolean }): boolean {
     if (r.settled) return false;
     r.settled = true;
+    if (r.trace) {
+      const retries = outcome === 'failed' || outcome === 'timeout' ? !!error?.retryable && r.job.attempts < r.job.maxAttempts : undefined;
+      endProcess(r.trace.span, outcome, error, retries);
+    }
     this.options.onJobFinished?.(r.queue, r.job.type, outcome, performance.now() - r.startedAt);
     clearTimeout(r.timer);
     this.running.delete(r.job.id);
@@ -333,18 +349,22 @@ export class WorkerRuntime {
   }
 
   private failAttempt(r: Running, e: unknown): void {
-    if (!this.settle(r, 'failed')) return;
     const err = e instanceof Error ? e : new Error(String(e));
     const retryable = !(err instanceof UnrecoverableError || err.name === 'UnrecoverableError');
-    this.sendFail(r, err.message || err.name, retryable, 'error');
+    const message = err.message || err.name;
+    if (!this.settle(r, 'failed', { name: err.name, message, retryable })) return;
+    this.sendFail(r, message, retryable, 'error');
   }
 
   private abort(r: Running, reason: AbortReason): void {
-    if (!this.settle(r, reason === 'shutdown' ? 'released' : reason)) return;
+    const timeout = `timeout: attempt ran longer than timeoutMs=${r.job.timeoutMs}`;
+    // The span's error (a cancel or a shutdown is not one).
+    const error = reason === 'timeout' ? { name: 'TimeoutError', message: timeout, retryable: true } : reason === 'lease_lost' ? { name: 'LeaseLostError', message: 'lease lost', retryable: true } : undefined;
+    if (!this.settle(r, reason === 'shutdown' ? 'released' : reason, error)) return;
     r.abortReason = reason;
     r.controller?.abort(reason);
     if (reason === 'timeout') {
-      this.sendFail(r, `timeout: attempt ran longer than timeoutMs=${r.job.timeoutMs}`, true, 'timeout');
+      this.sendFail(r, timeout, true, 'timeout');
     } else if (reason === 'cancelled') {
       this.sendFail(r, 'cancelled by client', false, 'cancelled');
     } else if (reason === 'lease_lost') {

@@ -1,5 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiProperty, ApiResponse } from '@nestjs/swagger';
+import { ApiHeader, ApiProperty, ApiResponse } from '@nestjs/swagger';
 import type { HeadersObject, SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 
 /** Marker the document post-processing turns into "any JSON" (see {@link ApiJsonProperty}). */
@@ -45,4 +45,26 @@ export function ApiErrors(...errors: [status: number, description: string][]): M
  */
 export function ApiJsonProperty(description: string, opts: { required?: boolean; oneOf?: SchemaObject[]; nullable?: boolean } = {}): PropertyDecorator {
   return ApiProperty({ description, required: opts.required ?? false, ...(opts.oneOf ? { oneOf: opts.oneOf } : {}), ...(opts.nullable ? { nullable: true } : {}), [JSON_MARKER]: true } as Parameters<typeof ApiProperty>[0]);
+}
+
+/**
+ * The optional W3C Trace Context request headers of the enqueue routes
+ * (src/telemetry/enqueue-trace.ts): the jobs carry the context to their workers.
+ */
+export function ApiTraceHeaders(): MethodDecorator {
+  return applyDecorators(
+    ApiHeader({
+      name: 'traceparent',
+      required: false,
+      description:
+        'W3C Trace Context (version 00): the enqueued jobs carry it, and their processing spans continue that trace. A malformed value is ignored (never a 400).',
+      schema: { type: 'string', example: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+    }),
+    ApiHeader({
+      name: 'tracestate',
+      required: false,
+      description: 'W3C tracestate that goes with `traceparent` (at most 512 characters and 32 members; an invalid list is dropped).',
+      schema: { type: 'string', example: 'rojo=00f067aa0ba902b7' },
+    }),
+  );
 }

@@ -167,7 +167,16 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
   Backoff: BACKOFF,
   Job: obj(JOB_PROPERTIES, { description: 'API.md "Job object"; times ISO-8601 UTC.', example: JOB_EXAMPLE }),
   ClaimedJob: obj(
-    { ...JOB_PROPERTIES, lockToken: str('pass it to heartbeat, complete and fail'), leaseExpiresAt: time('lease end (Redis clock); renew with a heartbeat', true) },
+    {
+      ...JOB_PROPERTIES,
+      lockToken: str('pass it to heartbeat, complete and fail'),
+      leaseExpiresAt: time('lease end (Redis clock); renew with a heartbeat', true),
+      traceparent: str(
+        "W3C traceparent to parent the worker's processing span on: the context the job was enqueued in (the server's enqueue span when it traces, else the producer's `traceparent` header), or, when the server traces and the job carries none, its claim span; null otherwise (addition to API.md)",
+        true,
+      ),
+      tracestate: str('W3C tracestate that goes with `traceparent`; null when none (addition to API.md)', true),
+    },
     { description: 'A job held under a lease by the caller of claim.' },
   ),
   JobPage: obj(

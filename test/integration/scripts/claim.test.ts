@@ -411,6 +411,8 @@ describe('claimForWorker (lean reply)', () => {
         executionSeq: 1,
         lockToken: expect.any(String),
         leaseExpiresAt: expect.any(Number),
+        traceparent: null,
+        tracestate: null,
       },
     ]);
     const j = (await t.store.getJob(q, id))!;
@@ -519,5 +521,53 @@ describe('claim: contention', () => {
 describe('claim: audit trail', () => {
   it('every event written in this file is an allowed transition', async () => {
     for (const q of queues) expectLegal(await events(q));
+  });
+});
+
+describe('trace context (job hash fields tp, ts)', () => {
+  const tp = (n: number) => `00-${String(n).repeat(32)}-${String(n).repeat(16)}-01`;
+
+  it('requests coalesced into one script call keep their own context; lean and full claims return it', async () => {
+    const q = newQueue();
+    await enq(q); // registers the queue, so the requests below are submitted in the same turn
+    await t.store.claim(q, 1, 5000, 'w');
+    const groups: number[] = [];
+    const run = t.store.scripts.run.bind(t.store.scripts);
+    const spy = jest.spyOn(t.store.scripts, 'run').mockImplementation((name, keys, args) => {
+      if (name === 'enqueueJobs') groups.push(Number(args[5]));
+      return run(name, keys, args);
+    });
+    // Same event-loop turn: one enqueueJobs call with four groups (group commit).
+    const [a, b, c, d] = await Promise.all([
+      t.store.enqueue([norm(q, { payload: { i: 0 } })], { traceparent: tp(1), tracestate: 'rojo=1' }),
+      t.store.enqueue([norm(q, { payload: { i: 1 } }), norm(q, { payload: { i: 2 } })], { traceparent: tp(2), tracestate: null }),
+      t.store.enqueue([norm(q, { payload: { i: 3 } })]),
+      t.store.enqueue([norm(q, { payload: { i: 4 }, idempotencyKey: 'k', delayMs: 0 })], { traceparent: tp(3), tracestate: 'a=1,b=2' }),
+    ]).finally(() => spy.mockRestore());
+    expect(groups).toEqual([4]);
+    const want = new Map<string, [string | null, string | null]>([
+      [a[0].id, [tp(1), 'rojo=1']],
+      [b[0].id, [tp(2), null]],
+      [b[1].id, [tp(2), null]],
+      [c[0].id, [null, null]],
+      [d[0].id, [tp(3), 'a=1,b=2']],
+    ]);
+    for (const [id, [p, st]] of want) {
+      const h = await raw(q, id);
+      expect([h.tp ?? null, h.ts ?? null]).toEqual([p, st]);
+    }
+    const lean = await t.store.claimForWorker(q, 3, 5000, 'w');
+    const full = await t.store.claim(q, 3, 5000, 'w');
+    expect(lean.jobs.length + full.jobs.length).toBe(5);
+    for (const j of [...lean.jobs, ...full.jobs]) expect([j.traceparent, j.tracestate]).toEqual(want.get(j.id));
+  });
+
+  it('refuses a malformed group entry before writing anything', async () => {
+    const q = newQueue();
+    const k = t.store.keys(q);
+    await expect(
+      t.store.scripts.run('enqueueJobs', [k.waiting, k.delayed, k.events, k.wake, k.meta], [k.base, 3, '', 1000, 1000, 1, 'x\n' + tp(1), 'id-1', 't', '{}', 0, '', 0, '', '', '', '', '']),
+    ).rejects.toThrow(/malformed group entry/);
+    expect(await t.redis.zcard(k.waiting)).toBe(0);
   });
 });
