@@ -6,6 +6,7 @@
 // and PostgreSQL as for the server) and reads its GET /docs-json.
 // test/e2e/client-types.test.ts fails while the committed file is stale.
 import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -45,6 +46,26 @@ async function fromServer() {
   } finally {
     child.kill('SIGTERM');
     await new Promise((res) => (child.exitCode !== null ? res() : child.once('exit', res)));
+    await dropKeys(prefix);
+  }
+}
+
+/** The throwaway server's few keys (the operator-audit stream) go with it; best effort. */
+async function dropKeys(prefix) {
+  const Redis = createRequire(path.join(root, 'package.json'))('ioredis');
+  const r = new Redis(process.env.REDIS_URL || 'redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await r.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
+      if (keys.length) await r.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } catch {
+    // A key or two of a throwaway prefix is no harm.
+  } finally {
+    r.disconnect();
   }
 }
 
