@@ -6,6 +6,7 @@ import {
   LeaseLostError,
   SluiceClient,
   UnrecoverableError,
+  ValidationFailedError,
   type ExternalWorkerOptions,
   type Job,
 } from '../../clients/typescript/src';
@@ -197,6 +198,16 @@ describe('ExternalWorker in process (e2e)', () => {
     expect(reason).toBeInstanceOf(LeaseLostError);
     expect(completes).toHaveLength(1);
     expect(completes[0]).toContain('"second"');
+  });
+});
+
+describe('ExternalWorker refused for good', () => {
+  it('a claim the server refuses for good (here 400, a bad queue name; also 401/403/404) rejects start()', async () => {
+    const w = new ExternalWorker({ client, queue: 'Not A Queue', handlers: {}, log: quiet });
+    workers.push(w);
+    const err = await Promise.race([w.start().catch((e) => e), sleep(3000).then(() => 'still claiming')]);
+    expect(err).toBeInstanceOf(ValidationFailedError);
+    expect(w.active).toBe(0);
   });
 });
 
