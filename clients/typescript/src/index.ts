@@ -1,1 +1,5 @@
-export {};
+export * from './errors';
+export * from './client';
+export * from './worker';
+export { DEFAULT_RETRIES, type RetryPolicy } from './transport';
+export type { paths, components, operations } from './schema';
