@@ -8,7 +8,7 @@ import {
 import { RedisJobStore } from '../../src/redis/redis-job-store';
 import { normalizeEnqueue } from '../../src/core/job-options';
 import { startTestApi, TestApi } from '../support/http';
-import { traceHeaders } from '../../clients/typescript/src/trace-context';
+import { traceHeaders } from '../../clients/typescript/src/tracing';
 import { waitUntil } from '../support/timing';
 
 /**
