@@ -370,11 +370,23 @@ test('disable, role change, password change, delete: the user\'s sessions end at
   }
 });
 
-test('the log of the whole run holds no password, session token or password hash', async () => {
+test('the log of the whole run holds no password, session token, password hash or API key secret', async () => {
   const u = await createUser('admin');
   const token = await session(u.username, u.password);
   await http.patch(`/users/${u.id}`).set('cookie', withSession(token)).set('origin', origin).send({ password: password() });
   await login(u.username, u.password); // the old password, now wrong
+  // API keys too: the bootstrap key sent on every admin call, a new key's secret
+  // (shown once in a body), that key used, revoked and used again, and a forged one.
+  secrets.add(BOOTSTRAP);
+  const k = await http.post('/keys').set('authorization', admin).send({ name: 'logged', role: 'viewer' });
+  expect(k.status).toBe(201);
+  secrets.add(k.body.secret);
+  expect((await http.get('/queues').set('authorization', `Bearer ${k.body.secret}`)).status).toBe(200);
+  await http.delete(`/keys/${k.body.id}`).set('authorization', admin);
+  expect((await http.get('/queues').set('authorization', `Bearer ${k.body.secret}`)).status).toBe(401);
+  const forged = 'sk_' + randomBytes(32).toString('base64url');
+  secrets.add(forged);
+  expect((await http.post('/queues/x/pause').set('authorization', `Bearer ${forged}`)).status).toBe(401);
   expect(logged.length).toBeGreaterThan(1000); // debug lines were written
   expect(logged).toContain('"route":"/auth/login"');
   const found = [...secrets].filter((s) => logged.includes(s));
