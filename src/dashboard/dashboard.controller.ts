@@ -1,4 +1,6 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Get, Header, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
 import { ApiExcludeEndpoint, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { ApiJob, toApiJob } from '../http/api-job';
@@ -40,15 +42,15 @@ export class DashboardController {
   @Access('viewer')
   @ApiOperation({ operationId: 'getDashboardStats', summary: 'Counts per queue and in total, live workers, throughput, audit lag' })
   @ApiAnswer(200, 'DashboardStats', 'The aggregates.')
-  stats(): Promise<DashboardStats> {
-    return this.dashboard.stats();
+  stats(@Req() req: FastifyRequest): Promise<DashboardStats> {
+    return this.dashboard.stats(principalOf(req).project);
   }
 
   @Get('dashboard/recent')
   @Access('viewer')
   @ApiOperation({ operationId: 'listRecentJobs', summary: 'The last 20 jobs by updatedAt, newest first' })
   @ApiAnswer(200, ['Job'], 'Up to 20 jobs, newest update first.')
-  async recent(): Promise<ApiJob[]> {
-    return (await this.dashboard.recent()).map(toApiJob);
+  async recent(@Req() req: FastifyRequest): Promise<ApiJob[]> {
+    return (await this.dashboard.recent(principalOf(req).project)).map(toApiJob);
   }
 }

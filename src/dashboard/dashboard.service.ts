@@ -4,6 +4,7 @@ import type { Job } from '../core/job';
 import { RedisJobStore } from '../redis/redis-job-store';
 import { WorkersApiService } from '../workers-api/workers-api.service';
 import { recentJobs } from './recent-jobs';
+import { bareQueue, inProject } from '../core/project-queue';
 
 /** The API.md `GET /dashboard/stats` body (`external` per queue and `workers.total` are additions). */
 export interface DashboardStats {
@@ -25,20 +26,25 @@ export class DashboardService {
     private readonly workers: WorkersApiService,
   ) {}
 
-  /** @throws when Redis or Postgres is unreachable (HTTP 503). */
-  async stats(): Promise<DashboardStats> {
-    const names = await this.store.listQueues();
+  /**
+   * The stats of `project`: its queues (by bare name), their totals and
+   * throughput, the workers that serve it; the audit lag is the
+   * installation's (one mirror for every project).
+   * @throws when Redis or Postgres is unreachable (HTTP 503).
+   */
+  async stats(project: string): Promise<DashboardStats> {
+    const { queues: names, sole } = await this.history.projectQueues(project);
     // queueCounts first waits for the mirror, so the throughput read after it includes what just happened too.
     const counts = await this.history.queueCounts(names);
     const [settings, workers, throughput, lag] = await Promise.all([
       Promise.all(names.map((n) => this.store.queueSettings(n))),
-      this.workers.list(),
-      this.history.throughput(),
+      this.workers.list(project),
+      this.history.throughput(sole ? null : project),
       this.history.auditLag(),
     ]);
     const queues: DashboardStats['queues'] = {};
     names.forEach((n, i) => {
-      queues[n] = { ...counts[n], paused: settings[i]?.paused ?? false, external: settings[i]?.external ?? false };
+      queues[bareQueue(n)] = { ...counts[n], paused: settings[i]?.paused ?? false, external: settings[i]?.external ?? false };
     });
     return {
       queues,
@@ -49,9 +55,11 @@ export class DashboardService {
     };
   }
 
-  /** The last 20 jobs by updatedAt, newest first (Postgres). */
-  async recent(): Promise<Job[]> {
-    await this.history.settle();
-    return recentJobs(this.history.db);
+  /** The last 20 jobs of `project` by updatedAt, newest first (Postgres). */
+  async recent(project: string): Promise<Job[]> {
+    const { queues, sole } = await this.history.projectQueues(project);
+    await this.history.settle(queues);
+    // Without the project condition (one project only), a row of a queue created meanwhile elsewhere is dropped here.
+    return (await recentJobs(this.history.db, sole ? null : project)).filter((j) => inProject(j.queue, project));
   }
 }

@@ -1,5 +1,6 @@
 import type { ClaimedJob, Job } from '../core/job';
 import { clampTime } from '../core/job-options';
+import { bareQueue } from '../core/project-queue';
 
 /** First and last instants with a four-digit year: the range of RFC 3339 `date-time` (the OpenAPI document's time format). */
 const FIRST_RENDERED_MS = -62_167_219_200_000; // 0000-01-01T00:00:00.000Z (Date.UTC maps years 0..99 to 19xx)
@@ -23,10 +24,15 @@ export type WithIsoTimes<T, K extends keyof T> = Omit<T, K> & { [P in K]: string
 /** The API.md job object: the engine's Job with its times as ISO strings (`executionSeq` and `cancelRequested` are additions). */
 export type ApiJob = WithIsoTimes<Job, 'createdAt' | 'runAt' | 'startedAt' | 'finishedAt' | 'updatedAt'>;
 
-/** Renders an engine Job (epoch ms) as the API job object. */
+/**
+ * Renders an engine Job (epoch ms) as the API job object. Its `queue` is
+ * the bare name its project's clients use (src/core/project-queue.ts): the
+ * caller has checked that the job is of the requester's project.
+ */
 export function toApiJob(j: Job): ApiJob {
   return {
     ...j,
+    queue: bareQueue(j.queue),
     createdAt: iso(j.createdAt),
     runAt: iso(j.runAt),
     startedAt: iso(j.startedAt),

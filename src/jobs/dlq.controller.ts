@@ -1,4 +1,6 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
 import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
@@ -9,7 +11,7 @@ import { PurgeDlqQueryDto, RetryDlqDto, RetryJobDto } from './dto/dlq.dto';
 import { ListDlqQueryDto } from './dto/list-jobs.dto';
 import { DlqService } from './dlq.service';
 
-/** API.md "Dead-letter queue". */
+/** API.md "Dead-letter queue": the principal's project's only (another project's job id → 404). */
 @ApiTags('dead-letter queue')
 @Controller('jobs')
 export class DlqController {
@@ -20,8 +22,8 @@ export class DlqController {
   @Access('viewer', 'producer')
   @ApiOperation({ operationId: 'listDeadLetterJobs', summary: 'List the dead-letter queue (keyset pagination)' })
   @ApiAnswer(200, 'JobPage', 'One page of failed jobs, newest failure first.')
-  async list(@Query() q: ListDlqQueryDto): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
-    const page = await this.dlq.list({ queue: q.queue, type: q.type, cursor: q.cursor, limit: q.limit });
+  async list(@Query() q: ListDlqQueryDto, @Req() req: FastifyRequest): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
+    const page = await this.dlq.list({ queue: q.queue, type: q.type, cursor: q.cursor, limit: q.limit }, principalOf(req).project);
     return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };
   }
 
@@ -32,8 +34,8 @@ export class DlqController {
   @HttpCode(200)
   @ApiOperation({ operationId: 'retryDeadLetterJobs', summary: 'Retry every dead-letter job matching queue/type' })
   @ApiAnswer(200, 'Retried', 'How many jobs went back to waiting.')
-  async retryAll(@Body() body: RetryDlqDto): Promise<{ retried: number }> {
-    return { retried: await this.dlq.retryAll({ queue: body.queue, type: body.type }) };
+  async retryAll(@Body() body: RetryDlqDto, @Req() req: FastifyRequest): Promise<{ retried: number }> {
+    return { retried: await this.dlq.retryAll({ queue: body.queue, type: body.type }, principalOf(req).project) };
   }
 
   /** 200 `{purged: n}`; the jobs' audit rows and history stay. */
@@ -42,8 +44,8 @@ export class DlqController {
   @Audited('dlq.purge', { query: 'queue' })
   @ApiOperation({ operationId: 'purgeDeadLetterJobs', summary: 'Purge the dead-letter queue of one queue (every queue without ?queue=)' })
   @ApiAnswer(200, 'Purged', 'How many jobs were removed (their history stays).')
-  async purge(@Query() q: PurgeDlqQueryDto): Promise<{ purged: number }> {
-    return { purged: await this.dlq.purge(q.queue) };
+  async purge(@Query() q: PurgeDlqQueryDto, @Req() req: FastifyRequest): Promise<{ purged: number }> {
+    return { purged: await this.dlq.purge(q.queue, principalOf(req).project) };
   }
 
   /** 200 with the job back in waiting, attempts 0; 409 unless failed/cancelled; 404 unknown. */
@@ -54,7 +56,7 @@ export class DlqController {
   @ApiOperation({ operationId: 'retryJob', summary: 'Retry a failed (or cancelled) job, optionally with a new payload' })
   @ApiAnswer(200, 'Job', 'The job, back in waiting with attempts 0.')
   @ApiErrors([409, 'The job is neither failed nor cancelled (code conflict).'])
-  async retry(@Param('id') id: string, @Body() body: RetryJobDto): Promise<ApiJob> {
-    return toApiJob(await this.dlq.retry(id, body.payload as Record<string, Json> | undefined));
+  async retry(@Param('id') id: string, @Body() body: RetryJobDto, @Req() req: FastifyRequest): Promise<ApiJob> {
+    return toApiJob(await this.dlq.retry(id, principalOf(req).project, body.payload as Record<string, Json> | undefined));
   }
 }

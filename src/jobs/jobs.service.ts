@@ -12,7 +12,7 @@ import { HistoryQueries, JobEvent, JobExecution, JobLogLine, ListJobsFilter, Pag
 import { RedisJobStore } from '../redis/redis-job-store';
 import type { EnqueueJobDto } from './dto/enqueue-job.dto';
 import { WaitingCap } from './waiting-cap';
-import { DEFAULT_PROJECT } from '../auth/principal';
+import { DEFAULT_PROJECT, inProject, projectOf, qualify } from '../core/project-queue';
 
 /** How long a queue's `external` flag is cached for type checks, ms. */
 const EXTERNAL_CACHE_MS = 1000;
@@ -44,7 +44,8 @@ export class JobsService {
 
   /**
    * Validates every body first, then enqueues them (atomically per queue).
-   * @param project the caller's project (PROJECT_MAX_WAITING is counted per project).
+   * @param project the caller's project: each body's (bare) queue is qualified with it
+   *   (src/core/project-queue.ts), and PROJECT_MAX_WAITING is counted per project.
    * @throws ValidationError (400) naming every bad field, and for a batch its index;
    *   RateLimitedError (429) past PROJECT_MAX_WAITING (nothing written);
    *   PayloadTooLargeError (413); IdempotencyConflictError (409);
@@ -56,7 +57,9 @@ export class JobsService {
     for (let i = 0; i < bodies.length; i++) {
       const prefix = batch ? `jobs.${i}.` : '';
       try {
-        normalized.push(normalizeEnqueue(toInput(bodies[i]), this.config.maxPayloadBytes, prefix));
+        const n = normalizeEnqueue(toInput(bodies[i]), this.config.maxPayloadBytes, prefix);
+        // Below the API a queue is named with its project (src/core/project-queue.ts).
+        normalized.push({ ...n, queue: qualify(project, n.queue) });
       } catch (e) {
         if (e instanceof PayloadTooLargeError) {
           throw batch ? Object.assign(new PayloadTooLargeError(e.limitBytes), { message: `jobs.${i}: ${e.message}` }) : e;
@@ -80,41 +83,43 @@ export class JobsService {
   }
 
   /**
-   * A job by id: Redis while live, PostgreSQL after.
-   * @throws JobNotFoundError (404).
+   * A job of `project` by id: Redis while live, PostgreSQL after.
+   * @throws JobNotFoundError (404), also for a job of another project.
    */
-  async get(id: string): Promise<Job> {
+  async get(id: string, project: string): Promise<Job> {
     const job = await this.history.getJob(id);
-    if (!job) throw new JobNotFoundError(id);
+    if (!job || !inProject(job.queue, project)) throw new JobNotFoundError(id);
     return job;
   }
 
   /**
-   * One page of jobs from PostgreSQL, newest first (HistoryQueries.listJobs).
+   * One page of `project`'s jobs from PostgreSQL, newest first
+   * (HistoryQueries.listJobs); `filter.queue` is the bare name.
    * @throws ValidationError (400) on a bad status, limit or cursor.
    */
-  list(filter: ListJobsFilter): Promise<Page<Job>> {
-    return this.history.listJobs(filter);
+  list(filter: Omit<ListJobsFilter, 'project'>, project: string): Promise<Page<Job>> {
+    if (filter.queue !== undefined) return this.history.listJobs({ ...filter, queue: qualify(project, filter.queue) });
+    return this.history.listJobs({ ...filter, project });
   }
 
   /**
    * A job's audit trail, executions or log lines, oldest first (as mirrored so far).
    * @throws JobNotFoundError (404) when the job is unknown.
    */
-  async events(id: string): Promise<JobEvent[]> {
-    await this.history.settle([(await this.get(id)).queue]);
+  async events(id: string, project: string): Promise<JobEvent[]> {
+    await this.history.settle([(await this.get(id, project)).queue]);
     return (await this.history.jobEvents(id)).items;
   }
 
   /** @see events */
-  async executions(id: string): Promise<JobExecution[]> {
-    await this.history.settle([(await this.get(id)).queue]);
+  async executions(id: string, project: string): Promise<JobExecution[]> {
+    await this.history.settle([(await this.get(id, project)).queue]);
     return (await this.history.jobExecutions(id)).items;
   }
 
   /** @see events */
-  async logs(id: string): Promise<JobLogLine[]> {
-    await this.history.settle([(await this.get(id)).queue]);
+  async logs(id: string, project: string): Promise<JobLogLine[]> {
+    await this.history.settle([(await this.get(id, project)).queue]);
     return (await this.history.jobLogs(id)).items;
   }
 
@@ -126,8 +131,8 @@ export class JobsService {
    * @throws JobNotFoundError (404); WrongStateError (409) for a terminal job,
    *   also one Redis has pruned since (its PostgreSQL copy says which state).
    */
-  async cancel(id: string): Promise<{ job: Job; requested: boolean }> {
-    const job = await this.get(id);
+  async cancel(id: string, project: string): Promise<{ job: Job; requested: boolean }> {
+    const job = await this.get(id, project);
     if (isTerminal(job.status)) throw new WrongStateError(id, job.status, 'cancel');
     try {
       const r = await this.store.cancelAndGet(job.queue, id);
@@ -135,14 +140,14 @@ export class JobsService {
     } catch (e) {
       if (!(e instanceof JobNotFoundError)) throw e;
       // Finished and pruned from Redis between our read and the script: PostgreSQL has its end.
-      const now = await this.get(id);
+      const now = await this.get(id, project);
       throw new WrongStateError(id, isTerminal(now.status) ? now.status : `${now.status} in the history but not live in Redis`, 'cancel');
     }
   }
 
   /** Reads a just-enqueued job; it may already be finished and pruned from Redis. */
   private async mustGet(id: string, queue: string): Promise<Job> {
-    return (await this.store.getJob(queue, id)) ?? this.get(id);
+    return (await this.store.getJob(queue, id)) ?? this.get(id, projectOf(queue));
   }
 
   /** API.md: `type` must name a registered handler unless the queue is external. */

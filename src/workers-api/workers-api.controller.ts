@@ -1,4 +1,6 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiAnswer } from '../http/openapi/decorators';
@@ -14,7 +16,7 @@ export class WorkersApiController {
   @Access('viewer')
   @ApiOperation({ operationId: 'listWorkers', summary: 'Registered worker processes: running, draining or dead (missed heartbeats)' })
   @ApiAnswer(200, ['Worker'], 'Every registered worker, oldest heartbeat first.')
-  list(): Promise<ApiWorker[]> {
-    return this.workers.list();
+  list(@Req() req: FastifyRequest): Promise<ApiWorker[]> {
+    return this.workers.list(principalOf(req).project);
   }
 }

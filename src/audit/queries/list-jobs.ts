@@ -1,11 +1,16 @@
 import type { DataSource } from 'typeorm';
 import type { Job } from '../../core/job';
 import { JOB_STATUSES } from '../../core/job-status';
-import { checkLimit, checkStatus, decodeIdCursor, encodeIdCursor, JOB_SELECT, JobRow, rowToJob } from './common';
+import { checkLimit, checkStatus, decodeIdCursor, encodeIdCursor, JOB_SELECT, JobRow, projectCondition, rowToJob } from './common';
 
 export interface ListJobsFilter {
-  /** Exact queue name. */
+  /** Exact (qualified) queue name. */
   queue?: string;
+  /**
+   * Only this project's queues (src/core/project-queue.ts); absent or null =
+   * every project. Not needed with `queue` (a qualified name names its project).
+   */
+  project?: string | null;
   /** One of the job statuses (waiting, delayed, active, completed, failed, cancelled). */
   status?: string;
   /** Exact job type. */
@@ -37,10 +42,17 @@ export interface Page<T> {
  *   that has (had) jobs of that status — the rows of `job_counts`, which the
  *   counter trigger keeps for every (queue, status) in `jobs` — then a top-N
  *   sort of at most queues × (limit + 1) rows.
+ * With a `project` (and no queue): the same, over that project's queues only:
+ * - no status and no type: one LIMITed range of `jobs_queue_status_id` per
+ *   (queue, status) row of `job_counts` of the project, then a top-N sort of
+ *   at most queues × 6 × (limit + 1) rows;
+ * - a status alone: the lateral plan above over the project's `job_counts` rows;
+ * - a type: the plans above with the project's condition as a filter of the
+ *   `jobs_type_status_id` range (as a queue filter is with a type today).
  * Fetches `limit + 1` rows to know whether a next page exists.
  * @param afterId the decoded cursor (the last id of the previous page).
  */
-export function listJobsSql(f: { queue?: string; status?: string; type?: string }, afterId: string | null, limit: number): { sql: string; params: unknown[] } {
+export function listJobsSql(f: { queue?: string; status?: string; type?: string; project?: string | null }, afterId: string | null, limit: number): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const param = (v: unknown) => {
     params.push(v);
@@ -52,8 +64,19 @@ export function listJobsSql(f: { queue?: string; status?: string; type?: string 
   if (afterId !== null) where.push(`id < ${param(afterId)}::uuid`);
   const n = param(limit + 1);
   const cond = (extra: string[]) => (extra.length ? ` WHERE ${extra.join(' AND ')}` : '');
+  const project = f.queue === undefined && f.project != null ? f.project : null;
   let from: string;
-  if (f.status === undefined && f.queue === undefined && f.type === undefined) from = `(SELECT * FROM jobs${cond(where)} ORDER BY id DESC LIMIT ${n}) j`;
+  if (project !== null && f.type === undefined) {
+    const counts = [projectCondition('c.queue', project, param)];
+    if (f.status !== undefined) counts.push(`c.status = ${param(f.status)}`);
+    from = `job_counts c CROSS JOIN LATERAL (SELECT * FROM jobs${cond(['queue = c.queue', 'status = c.status', ...where])} ORDER BY id DESC LIMIT ${n}) j`;
+    from += ` WHERE ${counts.join(' AND ')}`;
+  } else if (project !== null) {
+    where.push(projectCondition('queue', project, param));
+    const statuses = f.status === undefined ? JOB_STATUSES.map((s) => `'${s}'`) : [param(f.status)];
+    const branches = statuses.map((s) => `(SELECT * FROM jobs${cond([...where, `status = ${s}`])} ORDER BY id DESC LIMIT ${n})`);
+    from = `(${branches.join(' UNION ALL ')}) j`;
+  } else if (f.status === undefined && f.queue === undefined && f.type === undefined) from = `(SELECT * FROM jobs${cond(where)} ORDER BY id DESC LIMIT ${n}) j`;
   else if (f.status === undefined) {
     // The statuses are the core's fixed names (checked by checkStatus), inlined so each branch is planned for its own status.
     const branches = JOB_STATUSES.map((s) => `(SELECT * FROM jobs${cond([...where, `status = '${s}'`])} ORDER BY id DESC LIMIT ${n})`);
@@ -87,7 +110,7 @@ export async function listJobs(db: DataSource, filter: ListJobsFilter = {}): Pro
   const limit = checkLimit(filter.limit);
   const status = checkStatus(filter.status);
   const afterId = filter.cursor !== undefined && filter.cursor !== '' ? decodeIdCursor(filter.cursor) : null;
-  const { sql, params } = listJobsSql({ queue: filter.queue, status, type: filter.type }, afterId, limit);
+  const { sql, params } = listJobsSql({ queue: filter.queue, status, type: filter.type, project: filter.project }, afterId, limit);
   const rows: JobRow[] = await db.query(sql, params);
   const more = rows.length > limit;
   const items = (more ? rows.slice(0, limit) : rows).map(rowToJob);

@@ -285,6 +285,7 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
     throughput: obj({ completedPerMin: int(undefined, { minimum: 0 }), failedPerMin: int(undefined, { minimum: 0 }) }),
     auditLagMs: int('age of the oldest audit event not yet in PostgreSQL, ms (0 = caught up)', { minimum: 0 }),
   }),
+  Project: obj({ name: str('the queue-name rule'), createdAt: time() }, { description: 'A project (tenant).', example: { name: 'acme', createdAt: '2026-12-01T00:00:00.000Z' } }),
   Health: obj({ status: { type: 'string', enum: ['ok'] } }, { example: { status: 'ok' } }),
   Readiness: {
     type: 'object',
