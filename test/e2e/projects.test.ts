@@ -239,6 +239,11 @@ describe('two projects side by side', () => {
     expect(d.body.status).toBe('waiting');
   });
 
+  test('dashboard throughput counts only the project’s finishes', async () => {
+    expect((await as('acme').get('/dashboard/stats')).body.throughput.completedPerMin).toBe(3);
+    expect((await as('default').get('/dashboard/stats')).body.throughput.completedPerMin).toBe(0);
+  });
+
   test('DLQ retry-all and purge in one project leave the other’s DLQ untouched', async () => {
     const retried = await as('acme').post('/jobs/dlq/retry', {});
     expect(retried.body).toEqual({ retried: 1 });
