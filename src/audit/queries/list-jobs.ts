@@ -43,10 +43,10 @@ export interface Page<T> {
  *   counter trigger keeps for every (queue, status) in `jobs` — then a top-N
  *   sort of at most queues × (limit + 1) rows.
  * With a `project` (and no queue): the same, over that project's queues only:
- * - no status and no type: one LIMITed range of `jobs_queue_status_id` per
- *   (queue, status) row of `job_counts` of the project, then a top-N sort of
- *   at most queues × 6 × (limit + 1) rows;
- * - a status alone: the lateral plan above over the project's `job_counts` rows;
+ * - no type: one LIMITed range of `jobs_queue_status_id` per (queue,
+ *   status) row of `job_counts` of the project (of the status, when given),
+ *   ids only (index-only), a top-N sort of at most queues × statuses ×
+ *   (limit + 1) ids, then the page's rows by primary key;
  * - a type: the plans above with the project's condition as a filter of the
  *   `jobs_type_status_id` range (as a queue filter is with a type today).
  * Fetches `limit + 1` rows to know whether a next page exists.
@@ -69,8 +69,9 @@ export function listJobsSql(f: { queue?: string; status?: string; type?: string;
   if (project !== null && f.type === undefined) {
     const counts = [projectCondition('c.queue', project, param)];
     if (f.status !== undefined) counts.push(`c.status = ${param(f.status)}`);
-    from = `job_counts c CROSS JOIN LATERAL (SELECT * FROM jobs${cond(['queue = c.queue', 'status = c.status', ...where])} ORDER BY id DESC LIMIT ${n}) j`;
-    from += ` WHERE ${counts.join(' AND ')}`;
+    // Ids only (index-only ranges of jobs_queue_status_id), sorted, then the page's rows by primary key: the sort never moves whole rows.
+    const ids = `SELECT k.id FROM job_counts c CROSS JOIN LATERAL (SELECT id FROM jobs${cond(['queue = c.queue', 'status = c.status', ...where])} ORDER BY id DESC LIMIT ${n}) k`;
+    from = `(${ids} WHERE ${counts.join(' AND ')} ORDER BY k.id DESC LIMIT ${n}) k JOIN jobs j ON j.id = k.id`;
   } else if (project !== null) {
     where.push(projectCondition('queue', project, param));
     const statuses = f.status === undefined ? JOB_STATUSES.map((s) => `'${s}'`) : [param(f.status)];
