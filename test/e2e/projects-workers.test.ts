@@ -57,3 +57,26 @@ test('QUEUES=acme/work runs acme’s queue only; QUEUES=* runs every project’s
   expect((await seen('acme')).sort()).toEqual([['*'], ['work']]);
   expect(await seen()).toEqual([['*']]);
 }, 60_000);
+
+test('PROJECT_MAX_WAITING counts per project: one project at its cap does not stop another', async () => {
+  const capped = await startTestApi('projcap', { AUTH: 'on', SLUICE_BOOTSTRAP_ADMIN_KEY: ROOT, PROJECT_MAX_WAITING: '2' });
+  try {
+    const post = (project: string | undefined, queue: string) => {
+      let r = capped.http.post('/jobs').set('authorization', `Bearer ${ROOT}`);
+      if (project) r = r.set('x-sluice-project', project);
+      return r.send({ queue, type: 'diag.echo' });
+    };
+    expect((await capped.http.post('/projects').set('authorization', `Bearer ${ROOT}`).send({ name: 'acme' })).status).toBe(201);
+    for (const q of ['a', 'b']) expect((await post('acme', q)).status).toBe(201);
+    const refused = await post('acme', 'c');
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.message).toMatch(/project acme/);
+    // After a fresh count (every second) too: acme's two jobs are acme's, not default's.
+    await sleep(1200);
+    for (const q of ['a', 'b']) expect((await post(undefined, q)).status).toBe(201);
+    expect((await post(undefined, 'c')).status).toBe(429);
+    expect((await post('acme', 'a')).status).toBe(429);
+  } finally {
+    await capped.close();
+  }
+}, 30_000);
