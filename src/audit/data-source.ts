@@ -13,7 +13,7 @@ import { ApiKeys1796001100000 } from './migrations/1796001100000-ApiKeys';
 import { Users1796001200000 } from './migrations/1796001200000-Users';
 import { OperatorAudit1796001300000 } from './migrations/1796001300000-OperatorAudit';
 import { KeyRateLimits1796001310000 } from './migrations/1796001310000-KeyRateLimits';
-import { Projects1796001400000 } from './migrations/1796001400000-Projects';
+import { Projects1796001500000 } from './migrations/1796001500000-Projects';
 
 /** Every migration, in order. Append only. */
 export const MIGRATIONS = [
@@ -29,7 +29,7 @@ export const MIGRATIONS = [
   Users1796001200000,
   OperatorAudit1796001300000,
   KeyRateLimits1796001310000,
-  Projects1796001400000,
+  Projects1796001500000,
 ];
 
 /** Builds the TypeORM data source (never `synchronize`: migrations only). */

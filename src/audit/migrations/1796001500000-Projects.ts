@@ -12,8 +12,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *   every other `queue` column: the `default` project's are the bare names
  *   of today, so no other table changes and no row moves.
  */
-export class Projects1796001400000 implements MigrationInterface {
-  name = 'Projects1796001400000';
+export class Projects1796001500000 implements MigrationInterface {
+  name = 'Projects1796001500000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`CREATE TABLE projects (name text PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now())`);
