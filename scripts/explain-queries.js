@@ -300,7 +300,7 @@ top-N sort of at most queues × (limit + 1) rows; retention walks the primary ke
 after it is created); throughput sums per-second counters (\`job_finishes\`) that a statement-level trigger keeps, like
 \`job_counts\`.
 
-## Projects (migration 1796001400000-Projects)
+## Projects (migration 1796001500000-Projects)
 
 A queue of a project other than \`default\` is named \`<project>/<queue>\` in every \`queue\` column (src/core/project-queue.ts), so
 a project's rows are those whose queue has its prefix (\`default\`: no \`/\`). With one project (every known queue is its own)

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
-import { Projects1796001400000 } from '../../src/audit/migrations/1796001400000-Projects';
+import { Projects1796001500000 } from '../../src/audit/migrations/1796001500000-Projects';
 import { createRedis } from '../../src/redis/connection';
 import { startTestApi, type TestApi } from '../support/http';
 import { openTestDb, type TestDb } from '../support/postgres';
@@ -77,11 +77,11 @@ test('data of the version before projects stays visible and working as the proje
   }
   const qr = db.dataSource.createQueryRunner();
   try {
-    await new Projects1796001400000().down(qr);
+    await new Projects1796001500000().down(qr);
   } finally {
     await qr.release();
   }
-  await db.dataSource.query(`DELETE FROM sluice_migrations WHERE name = 'Projects1796001400000'`);
+  await db.dataSource.query(`DELETE FROM sluice_migrations WHERE name = 'Projects1796001500000'`);
   const cols: { column_name: string }[] = await db.dataSource.query(`SELECT column_name FROM information_schema.columns WHERE table_name = 'schedules'`);
   expect(cols.map((x) => x.column_name)).not.toContain('project');
   expect(await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE queue = 'legacy'`)).toEqual([{ n: 4 }]);
@@ -89,7 +89,7 @@ test('data of the version before projects stays visible and working as the proje
   // 3. The new version starts over it: migrates, and serves it all as `default`.
   app = await startTestApi('upgrade-new', env());
   const h = app.http;
-  const applied: { name: string }[] = await db.dataSource.query(`SELECT name FROM sluice_migrations WHERE name = 'Projects1796001400000'`);
+  const applied: { name: string }[] = await db.dataSource.query(`SELECT name FROM sluice_migrations WHERE name = 'Projects1796001500000'`);
   expect(applied).toHaveLength(1);
   expect((await as(h.get('/projects'))).body.map((p: { name: string }) => p.name)).toEqual(['default']);
   const listed = (await as(h.get('/jobs'))).body.items.map((j: { id: string }) => j.id).sort();

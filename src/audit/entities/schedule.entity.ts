@@ -10,7 +10,7 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 @Entity({ name: 'schedules' })
 export class ScheduleEntity {
   @PrimaryColumn('uuid') id!: string;
-  /** The project it belongs to; `name` is unique per project (migration 1796001400000-Projects). */
+  /** The project it belongs to; `name` is unique per project (migration 1796001500000-Projects). */
   @Column('text', { default: 'default' }) project!: string;
   @Column('text') name!: string;
   @Column('text') cron!: string;
