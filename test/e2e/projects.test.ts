@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { WorkerRegistry } from '../../src/workers/worker-registry';
 import type { RedisClient } from '../../src/redis/connection';
 import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { payloadIndexName } from '../../src/queues/payload-search';
 import { sleep } from '../support/redis';
 import { openSse, type SseStream } from '../support/sse';
 import { startTestApi, type TestApi } from '../support/http';
@@ -339,6 +340,27 @@ describe('console features per project', () => {
     expect((await as('acme').post('/jobs/dlq/retry', { fingerprint: fp })).body).toEqual({ retried: 1 });
     expect((await as('default').get(`/jobs/${ids.default}`)).body.status).toBe('failed');
     expect((await as('default').get(`/jobs/dlq/all?fingerprint=${fp}`)).body.items.map((j: { id: string }) => j.id)).toEqual([ids.default]);
+  });
+
+  test('payload search: the index of one project’s queue is built on its qualified name; searches find only the project’s jobs', async () => {
+    const r = await as('acme').put('/queues/shared', { payloadSearch: true });
+    expect(r.status).toBe(200);
+    await eventually(async () => ((await as('acme').get('/queues/shared')).body.payloadSearch === 'ready' ? true : undefined), 20_000);
+    expect((await as('default').get('/queues/shared')).body.payloadSearch).toBe(false);
+    const [idx] = await api.db.dataSource.query(`SELECT indexdef FROM pg_indexes WHERE indexname = $1`, [payloadIndexName('acme/shared')]);
+    expect(idx.indexdef).toMatch(/WHERE \(queue = 'acme\/shared'::text\)/);
+    expect(await api.db.dataSource.query(`SELECT 1 FROM pg_indexes WHERE indexname = $1`, [payloadIndexName('shared')])).toEqual([]);
+    // Jobs of both projects carry {"i": 0}; each project's search (with and without queue) finds its own only.
+    const from = new Date(Date.now() - 3_600_000).toISOString();
+    for (const p of PROJECTS) {
+      for (const q of ['', '&queue=shared']) {
+        const res = await as(p).get(`/jobs?from=${from}&payload=${encodeURIComponent('{"i":0}')}${q}`);
+        expect(res.status).toBe(200);
+        expect(res.body.items.length).toBeGreaterThan(0);
+        for (const j of res.body.items) expect([j.queue, j.payload.p]).toEqual(['shared', p]);
+      }
+    }
+    expect((await as('acme').put('/queues/shared', { payloadSearch: false })).body.payloadSearch).toBe(false);
   });
 
   test('dashboard metrics count only the project’s finishes', async () => {
