@@ -38,7 +38,9 @@ async function main() {
     if (cmd === 'create') {
       const role = opt('role');
       if (!isRole(role)) throw new Error(`--role must be one of ${ROLES.join(', ')}`);
-      if (project !== 'default') throw new Error('only the default project exists in this version');
+      // The projects registry's durable copy is PostgreSQL's `projects` (a root key creates one: POST /projects).
+      const found = await dataSource.query('SELECT 1 FROM projects WHERE name = $1', [project]);
+      if (!found.length) throw new Error(`no project ${project} (a root key creates one: POST /projects)`);
       const name = opt('name', `cli-${role}`);
       if (!/^[^\p{Cc}]{1,128}$/u.test(name)) throw new Error('--name: 1..128 characters, no control characters');
       let expiresAt = null;

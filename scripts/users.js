@@ -121,6 +121,8 @@ async function main() {
     if (args.command === 'list') {
       for (const u of await users.list(args.project)) console.log(`${u.id}  ${u.role.padEnd(8)}  ${u.disabledAt ? 'disabled' : 'enabled '}  ${u.username}`);
     } else if (args.command === 'create') {
+      const found = await dataSource.query('SELECT 1 FROM projects WHERE name = $1', [args.project]);
+      if (!found.length) throw new Error(`no project ${args.project} (a root key creates one: POST /projects)`);
       const u = await users.create({ username: args.username, passwordHash: await hashPassword(password), project: args.project, role: args.role });
       console.log(`created user ${u.username} (${u.id}), ${u.role} of project ${u.project}`);
     } else {

@@ -85,9 +85,10 @@ async function main() {
     const metric = async (label, spanMs, stepMs, queue) => {
       const range = { fromMs: now - spanMs, toMs: now };
       const { first, count } = seriesBuckets(range, stepMs);
-      const params = [first * stepMs, (first + count) * stepMs, stepMs, ...(queue ? [queue] : [])];
-      out.push([`metrics ${label}${queue ? ` ?queue=${queue}` : ''} (stepMs ${stepMs}, ${count} points)`, await time(db, finishSeriesSql(queue), params)]);
-      return { sql: finishSeriesSql(queue), params };
+      const q = finishSeriesSql({ queue });
+      const params = q.params(first * stepMs, (first + count) * stepMs, stepMs);
+      out.push([`metrics ${label}${queue ? ` ?queue=${queue}` : ''} (stepMs ${stepMs}, ${count} points)`, await time(db, q.sql, params)]);
+      return { sql: q.sql, params };
     };
     await metric('1 h', 3_600_000, 10_000);
     await metric('1 h', 3_600_000, 5000, 'emails');
@@ -96,8 +97,10 @@ async function main() {
     const week = await metric('7 d', 7 * 86_400_000, 600_000);
     await metric('7 d', 7 * 86_400_000, 3_600_000, 'emails');
     await metric('31 d', 31 * 86_400_000, 3_600_000);
-    out.push([`dlq groups, all queues (${DLQ_ROWS} rows, limit 100)`, await time(db, dlqGroupsSql(undefined), [100])]);
-    out.push([`dlq groups ?queue=emails (limit 100)`, await time(db, dlqGroupsSql('emails'), [100, 'emails'])]);
+    const all = dlqGroupsSql({}, 100);
+    const emails = dlqGroupsSql({ queue: 'emails' }, 100);
+    out.push([`dlq groups, all queues (${DLQ_ROWS} rows, limit 100)`, await time(db, all.sql, all.params)]);
+    out.push([`dlq groups ?queue=emails (limit 100)`, await time(db, emails.sql, emails.params)]);
     const top = rows[0][1];
     const byFp = listDlqSql({ fingerprint: top }, null, 50);
     out.push(['dlq list ?fingerprint= (the largest group, limit 50)', await time(db, byFp.sql, byFp.params)]);
@@ -106,7 +109,7 @@ async function main() {
     for (const [name, t] of out) console.log(`| ${name} | ${t.median} | ${t.max} |`);
     for (const [name, sql, params] of [
       ['metrics 7 d, all queues', week.sql, week.params],
-      ['dlq groups, all queues', dlqGroupsSql(undefined), [100]],
+      ['dlq groups, all queues', all.sql, all.params],
     ]) {
       const plan = await db.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params);
       console.log(`\n#### ${name}\n\n\`\`\`\n${plan.map((r) => r['QUERY PLAN']).join('\n')}\n\`\`\``);

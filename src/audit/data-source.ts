@@ -14,6 +14,7 @@ import { Users1796001200000 } from './migrations/1796001200000-Users';
 import { OperatorAudit1796001300000 } from './migrations/1796001300000-OperatorAudit';
 import { KeyRateLimits1796001310000 } from './migrations/1796001310000-KeyRateLimits';
 import { ConsoleQueries1796001400000 } from './migrations/1796001400000-ConsoleQueries';
+import { Projects1796001500000 } from './migrations/1796001500000-Projects';
 
 /** Every migration, in order. Append only. */
 export const MIGRATIONS = [
@@ -30,6 +31,7 @@ export const MIGRATIONS = [
   OperatorAudit1796001300000,
   KeyRateLimits1796001310000,
   ConsoleQueries1796001400000,
+  Projects1796001500000,
 ];
 
 /** Builds the TypeORM data source (never `synchronize`: migrations only). */

@@ -10,6 +10,8 @@ import { SLUICE_CONFIG } from '../config/config.module';
 import { ACCESS_METADATA } from './access.decorator';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyStore, type KeyRecord } from './key-store';
+import { ProjectStore } from './project-store';
+import { isProjectName } from '../core/project-queue';
 import { ANONYMOUS_ADMIN, DEFAULT_PROJECT, PRINCIPAL, REFUSED_PRINCIPAL, type Principal } from './principal';
 import { cookieCsrfRefusal, hasSessionCookie, sessionToken } from './session-cookie';
 import { SessionStore, type SessionRecord } from './session-store';
@@ -26,6 +28,10 @@ export const PROJECT_HEADER = 'x-sluice-project';
  * - `public` routes: no credentials looked at;
  * - `metrics`: `Bearer <METRICS_TOKEN>` when that is set, else public;
  * - AUTH=off: every request acts as `admin` of `default` (root routes stay refused);
+ * - projects: a key or session acts in its project; a root key in the one its
+ *   `X-Sluice-Project` header names (default `default`; other credentials
+ *   ignore it); an unknown project → 404 `not_found`. Services get
+ *   the project from the principal only, never from a request body;
  * - AUTH=on: `Authorization: Bearer <key>` → 401 `unauthorized` when absent,
  *   unknown, revoked or expired; 403 `forbidden` when the key's role may not;
  *   429 `rate_limited` when the key's token bucket is empty (a key without a
@@ -49,6 +55,7 @@ export class AuthGuard implements CanActivate {
     private readonly keys: KeyStore,
     private readonly sessions: SessionStore,
     @Optional() private readonly limiter?: KeyRateLimiter,
+    @Optional() private readonly projects?: ProjectStore,
   ) {
     this.metricsTokenHash = config.metricsToken ? sha256(config.metricsToken) : null;
   }
@@ -108,14 +115,16 @@ export class AuthGuard implements CanActivate {
     const principal = this.keyPrincipal(req, rec, required);
     const limit = this.limiter!.limitOf(rec!.rateLimit);
     if (!limit) return principal;
-    return this.limiter!.take(rec!.id, limit).then(
-      () => principal,
-      (e: unknown) => {
-        // Who was refused, for the operator audit log (never read for access).
-        (req as unknown as Record<symbol, Principal>)[REFUSED_PRINCIPAL] = principal;
-        throw e;
-      },
-    );
+    const take = (p: Principal) =>
+      this.limiter!.take(rec!.id, limit).then(
+        () => p,
+        (e: unknown) => {
+          // Who was refused, for the operator audit log (never read for access).
+          (req as unknown as Record<symbol, Principal>)[REFUSED_PRINCIPAL] = p;
+          throw e;
+        },
+      );
+    return principal instanceof Promise ? principal.then(take) : take(principal);
   }
 
   private sessionPrincipalFor(req: FastifyRequest, required: readonly Requirement[]): Principal | Promise<Principal> {
@@ -129,20 +138,36 @@ export class AuthGuard implements CanActivate {
 
   private userPrincipal(req: FastifyRequest, rec: SessionRecord | null, required: readonly Requirement[]): Principal {
     if (!rec) throw new UnauthorizedError(SESSION_REFUSED);
-    if (rec.project !== DEFAULT_PROJECT) throw new ProjectNotFoundError(rec.project);
+    // A session acts in the project it signed in to (a user has a role there, so it exists); X-Sluice-Project is for root keys.
     if (!roleSatisfies(rec.role, false, required)) throw new ForbiddenError(`role ${rec.role} may not ${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]}`);
     return { kind: 'user', project: rec.project, role: rec.role, root: false, keyId: null, userId: rec.userId, label: `user:${rec.userId}` };
   }
 
-  private keyPrincipal(req: FastifyRequest, rec: KeyRecord | null, required: readonly Requirement[]): Principal {
+  /**
+   * The principal of a live key: a key acts in its project; a root key in the
+   * project named by `X-Sluice-Project` (default `default`), which must exist.
+   * Other keys ignore the header. Synchronous unless a root key names a
+   * project not seen yet by this process (one HEXISTS).
+   * @throws UnauthorizedError; ProjectNotFoundError (404); ForbiddenError (403).
+   */
+  private keyPrincipal(req: FastifyRequest, rec: KeyRecord | null, required: readonly Requirement[]): Principal | Promise<Principal> {
     if (!rec) throw new UnauthorizedError('invalid, revoked or expired API key');
-    let project = rec.project;
-    if (rec.root) {
-      const h = req.headers[PROJECT_HEADER];
-      if (typeof h === 'string' && h !== '') project = h;
-    }
-    // Projects other than `default` are not served yet (their isolation lands with them).
-    if (project !== DEFAULT_PROJECT) throw new ProjectNotFoundError(project);
+    // X-Sluice-Project is for root keys; any other key acts in its own project whatever it sends.
+    if (!rec.root) return this.rolePrincipal(req, rec, rec.project, required);
+    const h = req.headers[PROJECT_HEADER];
+    if (Array.isArray(h)) throw new ProjectNotFoundError(h.join(','));
+    const project = h === undefined || h === '' ? DEFAULT_PROJECT : h;
+    if (!isProjectName(project)) throw new ProjectNotFoundError(project);
+    const known = this.projects ? this.projects.exists(project) : project === DEFAULT_PROJECT;
+    if (known === true) return this.rolePrincipal(req, rec, project, required);
+    if (known === false) throw new ProjectNotFoundError(project);
+    return known.then((ok) => {
+      if (!ok) throw new ProjectNotFoundError(project);
+      return this.rolePrincipal(req, rec, project, required);
+    });
+  }
+
+  private rolePrincipal(req: FastifyRequest, rec: KeyRecord, project: string, required: readonly Requirement[]): Principal {
     const principal: Principal = { kind: 'key', project, role: rec.role, root: rec.root, keyId: rec.id, label: `key:${rec.id}` };
     if (!roleSatisfies(rec.role, rec.root, required)) {
       // Who was refused, for the operator audit log (never read for access).

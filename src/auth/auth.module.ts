@@ -12,6 +12,7 @@ import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyStore } from './key-store';
 import { RedisScripts } from '../redis/scripts';
 import { SessionStore } from './session-store';
+import { ProjectStore } from './project-store';
 
 /**
  * Credentials for every HTTP route of the process: the key store, the
@@ -32,25 +33,31 @@ import { SessionStore } from './session-store';
       useFactory: (redis: RedisClient, c: SluiceConfig) => new SessionStore(redis, c.redisPrefix, c.sessionIdleMs, c.sessionMaxMs),
     },
     {
+      provide: ProjectStore,
+      inject: [REDIS, SLUICE_CONFIG, { token: AUDIT_DB, optional: true }],
+      useFactory: (redis: RedisClient, c: SluiceConfig, db?: DataSource) => new ProjectStore(redis, db ?? null, c.redisPrefix),
+    },
+    {
       provide: AuthGuard,
-      inject: [Reflector, SLUICE_CONFIG, KeyStore, SessionStore, RedisScripts],
-      useFactory: (r: Reflector, c: SluiceConfig, keys: KeyStore, sessions: SessionStore, scripts: RedisScripts) =>
-        new AuthGuard(r, c, keys, sessions, new KeyRateLimiter(scripts, c.redisPrefix, c.keyRateLimitPerSec, c.keyRateLimitBurst)),
+      inject: [Reflector, SLUICE_CONFIG, KeyStore, SessionStore, RedisScripts, ProjectStore],
+      useFactory: (r: Reflector, c: SluiceConfig, keys: KeyStore, sessions: SessionStore, scripts: RedisScripts, projects: ProjectStore) =>
+        new AuthGuard(r, c, keys, sessions, new KeyRateLimiter(scripts, c.redisPrefix, c.keyRateLimitPerSec, c.keyRateLimitBurst), projects),
     },
     { provide: APP_GUARD, useExisting: AuthGuard },
   ],
-  exports: [KeyStore, SessionStore, AuthGuard],
+  exports: [KeyStore, SessionStore, AuthGuard, ProjectStore],
 })
 export class AuthModule implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(
     private readonly keys: KeyStore,
+    private readonly projects: ProjectStore,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
     @Optional() @Inject(AUDIT_DB) private readonly db?: DataSource,
   ) {}
 
   /**
-   * Restores keys into Redis from PostgreSQL (when this process has it), creates
+   * Restores keys (and the projects registry) into Redis from PostgreSQL (when this process has it), creates
    * the bootstrap key, and warns when AUTH is on and no key can get in.
    */
   async onApplicationBootstrap(): Promise<void> {
@@ -61,6 +68,7 @@ export class AuthModule implements OnApplicationBootstrap, OnApplicationShutdown
         return null;
       });
       if (r && (r.restored || r.removed)) this.log.warn(r, 'api keys: Redis restored from PostgreSQL');
+      await this.projects.reconcile().catch((e: Error) => this.log.warn({ err: e.message }, 'projects: cannot reconcile Redis with PostgreSQL now'));
     }
     if (this.config.bootstrapAdminKey) {
       const outcome = await this.keys.ensureBootstrap(this.config.bootstrapAdminKey);

@@ -1,4 +1,5 @@
 import type { Role } from '../core/access';
+import { DEFAULT_PROJECT } from '../core/project-queue';
 
 /**
  * Who a request acts as, decided once by the guard from its credentials and
@@ -21,7 +22,7 @@ export interface Principal {
   label: string;
 }
 
-export const DEFAULT_PROJECT = 'default';
+export { DEFAULT_PROJECT };
 
 /** The principal of every request while AUTH=off. */
 export const ANONYMOUS_ADMIN: Principal = Object.freeze({ kind: 'anonymous', project: DEFAULT_PROJECT, role: 'admin', root: false, keyId: null, label: 'anonymous' }) as Principal;

@@ -83,3 +83,13 @@ describe('TRUST_PROXY', () => {
     for (const bad of ['0', '17', 'maybe', 'example.com', '10.0.0.1;rm']) expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/^TRUST_PROXY/);
   });
 });
+
+describe('QUEUES', () => {
+  it('takes *, bare names (the default project) and qualified names <project>/<queue>', () => {
+    expect(loadConfig({}).queues).toEqual(['*']);
+    expect(loadConfig({ QUEUES: 'emails, acme/images,acme-x/q' }).queues).toEqual(['emails', 'acme/images', 'acme-x/q']);
+  });
+  it('refuses anything else naming the variable (default/x is x: one name per queue)', () => {
+    for (const bad of ['Emails', 'default/emails', 'acme/', '/q', 'a/b/c', 'acme/Q']) expect(() => loadConfig({ QUEUES: bad })).toThrow(/^QUEUES/);
+  });
+});

@@ -5,6 +5,7 @@
  */
 
 import { normalizeAllowHost } from '../core/address-policy';
+import { isQualifiedQueue } from '../core/project-queue';
 
 export type Role = 'api' | 'worker' | 'scheduler' | 'audit';
 export const ALL_ROLES: readonly Role[] = ['api', 'worker', 'scheduler', 'audit'];
@@ -18,7 +19,7 @@ export interface SluiceConfig {
   redisPrefix: string;
   databaseUrl: string;
   roles: Set<Role>;
-  /** Queues served by this worker, in priority order; ['*'] = all known queues. */
+  /** Queues served by this worker, in priority order (qualified names: `<project>/<queue>` outside `default`); ['*'] = all known queues of every project. */
   queues: string[];
   workerConcurrency: number;
   lockTtlMs: number;
@@ -242,7 +243,8 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
 
   const queues = (env.QUEUES || '*').split(',').map((s) => s.trim()).filter(Boolean);
   for (const q of queues) {
-    if (q !== '*' && !/^[a-z0-9][a-z0-9_-]{0,63}$/.test(q)) throw new ConfigError(`QUEUES is invalid: "${q}" is not a queue name`);
+    // A queue of another project than `default` is named `<project>/<queue>` (src/core/project-queue.ts).
+    if (q !== '*' && !isQualifiedQueue(q)) throw new ConfigError(`QUEUES is invalid: "${q}" is not a queue name (or <project>/<queue>)`);
   }
 
   let lockTtlMs = int(env, 'LOCK_TTL_MS', -1);

@@ -2,6 +2,7 @@ import { Controller, Get, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiExcludeEndpoint, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { JobNotFoundError } from '../core/errors';
+import { inProject } from '../core/project-queue';
 import { HistoryQueries } from '../audit/queries';
 import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
@@ -75,14 +76,15 @@ export class DashboardController {
   @Access('viewer')
   @ApiOperation({ operationId: 'getDashboardStats', summary: 'Counts per queue and in total, live workers, throughput, audit lag' })
   @ApiAnswer(200, 'DashboardStats', 'The aggregates.')
-  stats(): Promise<DashboardStats> {
-    return this.dashboard.stats();
+  stats(@Req() req: FastifyRequest): Promise<DashboardStats> {
+    return this.dashboard.stats(principalOf(req).project);
   }
 
   /** 200 `{series: [{at, completed, failed}], stepMs}` oldest first, zero-filled; 400 names from, to or stepMs. */
   @Get('dashboard/metrics')
   @Access('viewer')
-  @ApiOperation({ summary: 'Jobs completed and failed per step (from PostgreSQL), for charts; range ≤ 31 days, ≤ 2000 points' })
+  @ApiOperation({ operationId: 'getDashboardMetrics', summary: 'Jobs completed and failed per step (from PostgreSQL), for charts; range ≤ 31 days, ≤ 2000 points' })
+  @ApiAnswer(200, 'DashboardMetrics', "The series of the project's queues (or of one).")
   async metrics(@Query() q: MetricsQueryDto, @Req() req: FastifyRequest): Promise<{ stepMs: number; series: { at: string; completed: number; failed: number }[] }> {
     const m = await this.dashboard.metrics(principalOf(req).project, q);
     return { stepMs: m.stepMs, series: m.series.map((p) => ({ at: iso(p.at) as string, completed: p.completed, failed: p.failed })) };
@@ -93,15 +95,25 @@ export class DashboardController {
    * (the stats body, at most once a second, when changed) and `job`
    * ({id, queue, status, updatedAt}) per job change; with `?job=<id>` that
    * job's object, `event`s and `log`s instead. A `: heartbeat` comment every
-   * 15 s. 503 when this process holds 100 streams; 404 for an unknown job.
+   * 15 s. 503 when this process holds 100 streams; 404 for an unknown job
+   * (or one of another project). Only the caller's project's queues.
    */
   @Get('dashboard/events')
   @Access('viewer')
   @ApiProduces('text/event-stream')
-  @ApiOperation({ summary: 'Live updates (Server-Sent Events): counts and job changes; ?job=<id> for one job’s events, logs and progress' })
+  @ApiOperation({ operationId: 'streamDashboardEvents', summary: 'Live updates (Server-Sent Events): counts and job changes; ?job=<id> for one job’s events, logs and progress' })
+  @ApiAnswer(
+    200,
+    { type: 'string', description: 'Server-Sent Events: `counts`, `job`, `resync`; with ?job= `job`, `event`, `log`; `: heartbeat` comments (docs/api.md "Dashboard and workers")' },
+    'An event stream (text/event-stream) that stays open.',
+  )
   async events(@Query() q: LiveQueryDto, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const project = principalOf(req).project;
-    if (q.job !== undefined && !(await this.history.getJob(q.job))) throw new JobNotFoundError(q.job);
+    if (q.job !== undefined) {
+      const job = await this.history.getJob(q.job);
+      // Another project's job is as unknown as a missing one.
+      if (!job || !inProject(job.queue, project)) throw new JobNotFoundError(q.job);
+    }
     // 503 while the response is still Fastify's, so the error envelope is sent as usual.
     this.live.assertCapacity();
     const headers = reply.getHeaders();
@@ -113,8 +125,8 @@ export class DashboardController {
   @Access('viewer')
   @ApiOperation({ operationId: 'listRecentJobs', summary: 'The last 20 jobs by updatedAt, newest first' })
   @ApiAnswer(200, ['Job'], 'Up to 20 jobs, newest update first.')
-  async recent(): Promise<ApiJob[]> {
-    return (await this.dashboard.recent()).map(toApiJob);
+  async recent(@Req() req: FastifyRequest): Promise<ApiJob[]> {
+    return (await this.dashboard.recent(principalOf(req).project)).map(toApiJob);
   }
 }
 

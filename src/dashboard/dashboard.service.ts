@@ -6,6 +6,7 @@ import type { Job } from '../core/job';
 import { RedisJobStore } from '../redis/redis-job-store';
 import { WorkersApiService } from '../workers-api/workers-api.service';
 import { recentJobs } from './recent-jobs';
+import { bareQueue, inProject, qualify } from '../core/project-queue';
 
 /** The API.md `GET /dashboard/stats` body (`external` per queue and `workers.total` are additions). */
 export interface DashboardStats {
@@ -27,20 +28,25 @@ export class DashboardService {
     private readonly workers: WorkersApiService,
   ) {}
 
-  /** @throws when Redis or Postgres is unreachable (HTTP 503). */
-  async stats(): Promise<DashboardStats> {
-    const names = await this.store.listQueues();
+  /**
+   * The stats of `project`: its queues (by bare name), their totals and
+   * throughput, the workers that serve it; the audit lag is the
+   * installation's (one mirror for every project).
+   * @throws when Redis or Postgres is unreachable (HTTP 503).
+   */
+  async stats(project: string): Promise<DashboardStats> {
+    const { queues: names, sole } = await this.history.projectQueues(project);
     // queueCounts first waits for the mirror, so the throughput read after it includes what just happened too.
     const counts = await this.history.queueCounts(names);
     const [settings, workers, throughput, lag] = await Promise.all([
       Promise.all(names.map((n) => this.store.queueSettings(n))),
-      this.workers.list(),
-      this.history.throughput(),
+      this.workers.list(project),
+      this.history.throughput(sole ? null : project),
       this.history.auditLag(),
     ]);
     const queues: DashboardStats['queues'] = {};
     names.forEach((n, i) => {
-      queues[n] = { ...counts[n], paused: settings[i]?.paused ?? false, external: settings[i]?.external ?? false };
+      queues[bareQueue(n)] = { ...counts[n], paused: settings[i]?.paused ?? false, external: settings[i]?.external ?? false };
     });
     return {
       queues,
@@ -53,7 +59,8 @@ export class DashboardService {
 
   /**
    * `GET /dashboard/metrics`: completed / failed per step from PostgreSQL's
-   * finish counters (src/audit/queries/finish-series.ts), zero-filled.
+   * finish counters (src/audit/queries/finish-series.ts), zero-filled, of
+   * `project`'s queues only (`q.queue` is the bare name of one of them).
    * `to` defaults to now, `from` to `to` − 1 h; the range is at most 31 days.
    * @param project the caller's project.
    * @returns the step used (the default one when none was given) and the points (epoch ms).
@@ -62,12 +69,17 @@ export class DashboardService {
   async metrics(project: string, q: { queue?: string; from?: string; to?: string; stepMs?: number }): Promise<{ stepMs: number; series: FinishPoint[] }> {
     const range = parseTimeRange(q, Date.now(), { defaultSpanMs: 3_600_000 });
     const stepMs = q.stepMs ?? defaultStepMs(range);
-    return { stepMs, series: await finishSeries(this.history.db, project, range, stepMs, q.queue) };
+    if (q.queue !== undefined) return { stepMs, series: await finishSeries(this.history.db, null, range, stepMs, qualify(project, q.queue)) };
+    // Without the project condition when the project holds every queue (one-project installations keep their plan).
+    const { sole } = await this.history.projectQueues(project);
+    return { stepMs, series: await finishSeries(this.history.db, sole ? null : project, range, stepMs) };
   }
 
-  /** The last 20 jobs by updatedAt, newest first (Postgres). */
-  async recent(): Promise<Job[]> {
-    await this.history.settle();
-    return recentJobs(this.history.db);
+  /** The last 20 jobs of `project` by updatedAt, newest first (Postgres). */
+  async recent(project: string): Promise<Job[]> {
+    const { queues, sole } = await this.history.projectQueues(project);
+    await this.history.settle(queues);
+    // Without the project condition (one project only), a row of a queue created meanwhile elsewhere is dropped here.
+    return (await recentJobs(this.history.db, sole ? null : project)).filter((j) => inProject(j.queue, project));
   }
 }

@@ -1,8 +1,9 @@
-import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
 import { NotAudited, WORKER_PROTOCOL } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiJob, toApiClaimedJob } from '../http/api-job';
 import { ApiAnswer } from '../http/openapi/decorators';
 import { ClaimDto } from './dto/claim.dto';
@@ -25,6 +26,7 @@ export class ClaimController {
     @Param('name') name: string,
     @Body() body: ClaimDto,
     @Res({ passthrough: true }) reply: FastifyReply,
+    @Req() req: FastifyRequest,
   ): Promise<{ jobs: (ApiJob & { lockToken: string; leaseExpiresAt: string | null })[] }> {
     // The response's 'close' before it finished = the client went away: stop waiting.
     const gone = new AbortController();
@@ -33,7 +35,7 @@ export class ClaimController {
     };
     reply.raw.once('close', onClose);
     try {
-      const jobs = await this.external.claim(name, body, gone.signal);
+      const jobs = await this.external.claim(name, body, gone.signal, principalOf(req).project);
       return { jobs: jobs.map(toApiClaimedJob) };
     } finally {
       reply.raw.off('close', onClose);

@@ -9,6 +9,7 @@ import { SLUICE_CONFIG } from '../config/config.module';
 import { createRedis } from '../redis/connection';
 import { RedisJobStore } from '../redis/redis-job-store';
 import { checkQueueName } from '../queues/queue-name';
+import { inProject, qualify } from '../core/project-queue';
 import type { ClaimDto } from './dto/claim.dto';
 import type { CompleteDto, FailDto, HeartbeatDto } from './dto/lease.dto';
 import { JobLocation, JobLocator } from './job-locator';
@@ -35,6 +36,8 @@ export class TooManyLongPollsError extends SluiceError {
  * heartbeat (lease renewal, progress, logs), complete and fail. Every call
  * after the claim carries the lock token and is fenced by the Lua scripts:
  * a stale or wrong token changes nothing and answers 409 `lease_lost`.
+ * Every call acts in the caller's project: a claim names a queue of it, a
+ * lease call on another project's job id answers 404.
  */
 @Injectable()
 export class ExternalService implements OnModuleDestroy {
@@ -72,10 +75,11 @@ export class ExternalService implements OnModuleDestroy {
    * empty list. `signal` aborts the wait when the client disconnects; jobs a
    * claim got for a client that has gone are released (attempt refunded).
    * Each job's `traceparent` is the trace context to continue (see recordClaims).
+   * @param name the bare queue name, of `project` (the claim never sees another project's jobs).
    * @throws ValidationError (400) for a bad queue name; TooManyLongPollsError (429).
    */
-  async claim(queue: string, body: ClaimDto, signal: AbortSignal): Promise<ClaimedJob[]> {
-    checkQueueName(queue);
+  async claim(name: string, body: ClaimDto, signal: AbortSignal, project: string): Promise<ClaimedJob[]> {
+    const queue = qualify(project, checkQueueName(name));
     this.tracker.claimed(body.workerId, queue);
     const max = body.max ?? 1;
     const waitMs = body.waitMs ?? 0;
@@ -118,9 +122,9 @@ export class ExternalService implements OnModuleDestroy {
    * @returns the new lease expiry (epoch ms, Redis clock) and whether a client asked to cancel.
    * @throws JobNotFoundError (404); LeaseLostError (409) when the token is stale or wrong.
    */
-  async heartbeat(id: string, body: HeartbeatDto): Promise<{ leaseExpiresAt: number; cancelRequested: boolean }> {
-    const loc = await this.locate(id);
-    this.tracker.seen(loc.workerId);
+  async heartbeat(id: string, body: HeartbeatDto, project: string): Promise<{ leaseExpiresAt: number; cancelRequested: boolean }> {
+    const loc = await this.locate(id, project);
+    this.tracker.seen(loc.workerId, loc.queue);
     const leaseMs = body.leaseMs ?? loc.leaseMs ?? this.config.lockTtlMs;
     const { leaseExpiresAt, statuses } = await this.store.extendLeases(loc.queue, [{ id: loc.id, lockToken: body.lockToken }], leaseMs);
     if (statuses[0] === 'lease_lost') throw new LeaseLostError(id);
@@ -138,9 +142,9 @@ export class ExternalService implements OnModuleDestroy {
    * @throws JobNotFoundError (404); LeaseLostError (409); PayloadTooLargeError (413)
    *   when the serialized result is over MAX_PAYLOAD_BYTES.
    */
-  async complete(id: string, body: CompleteDto): Promise<Job> {
-    const loc = await this.locate(id);
-    this.tracker.seen(loc.workerId);
+  async complete(id: string, body: CompleteDto, project: string): Promise<Job> {
+    const loc = await this.locate(id, project);
+    this.tracker.seen(loc.workerId, loc.queue);
     const result = body.result === undefined ? null : (body.result as Json);
     if (Buffer.byteLength(JSON.stringify(result)) > this.config.maxPayloadBytes) throw new PayloadTooLargeError(this.config.maxPayloadBytes);
     const [outcome] = await this.store.complete(loc.queue, loc.workerId ?? '', [{ id: loc.id, lockToken: body.lockToken, result }]);
@@ -158,14 +162,14 @@ export class ExternalService implements OnModuleDestroy {
    * @returns the job after the call.
    * @throws JobNotFoundError (404); LeaseLostError (409).
    */
-  async fail(id: string, body: FailDto): Promise<Job> {
-    const loc = await this.locate(id);
+  async fail(id: string, body: FailDto, project: string): Promise<Job> {
+    const loc = await this.locate(id, project);
     const job = await this.store.getJob(loc.queue, loc.id);
     if (!job) throw new LeaseLostError(id);
     // Computed before the token is checked: harmless, the script refuses a stale token.
     const delayMs = computeBackoffDelay(job.backoff, job.attempts);
     const workerId = job.workerId ?? loc.workerId ?? '';
-    this.tracker.seen(workerId);
+    this.tracker.seen(workerId, loc.queue);
     if (body.error.stack) {
       await this.store.progress(loc.queue, loc.id, body.lockToken, workerId, undefined, [{ level: 'error', message: body.error.stack }]);
     }
@@ -185,9 +189,10 @@ export class ExternalService implements OnModuleDestroy {
     return this.read(loc);
   }
 
-  private async locate(id: string): Promise<JobLocation & { id: string }> {
+  /** @throws JobNotFoundError (404) for an unknown id, also for a job of another project than `project`. */
+  private async locate(id: string, project: string): Promise<JobLocation & { id: string }> {
     const loc = await this.locator.locate(id);
-    if (!loc) throw new JobNotFoundError(id);
+    if (!loc || !inProject(loc.queue, project)) throw new JobNotFoundError(id);
     return { ...loc, id: id.toLowerCase() };
   }
 

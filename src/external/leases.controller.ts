@@ -1,4 +1,6 @@
-import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
 import { NotAudited, WORKER_PROTOCOL } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
@@ -24,8 +26,8 @@ export class LeasesController {
   @ApiOperation({ operationId: 'heartbeatJob', summary: 'Renew the lease; report progress and log lines' })
   @ApiAnswer(200, 'LeaseRenewed', 'The lease is renewed.')
   @ApiErrors([409, 'The lease is lost: expired, or the lock token is stale or wrong (code lease_lost); nothing changed.'])
-  async heartbeat(@Param('id') id: string, @Body() body: HeartbeatDto): Promise<{ leaseExpiresAt: string | null; cancelRequested: boolean }> {
-    const r = await this.external.heartbeat(id, body);
+  async heartbeat(@Param('id') id: string, @Body() body: HeartbeatDto, @Req() req: FastifyRequest): Promise<{ leaseExpiresAt: string | null; cancelRequested: boolean }> {
+    const r = await this.external.heartbeat(id, body, principalOf(req).project);
     return { leaseExpiresAt: iso(r.leaseExpiresAt), cancelRequested: r.cancelRequested };
   }
 
@@ -37,8 +39,8 @@ export class LeasesController {
   @ApiOperation({ operationId: 'completeJob', summary: 'Complete the attempt with a result' })
   @ApiAnswer(200, 'Job', 'The job, completed (or cancelled when a cancel was requested).')
   @ApiErrors([409, 'The lease is lost (code lease_lost); nothing changed.'])
-  async complete(@Param('id') id: string, @Body() body: CompleteDto): Promise<ApiJob> {
-    return toApiJob(await this.external.complete(id, body));
+  async complete(@Param('id') id: string, @Body() body: CompleteDto, @Req() req: FastifyRequest): Promise<ApiJob> {
+    return toApiJob(await this.external.complete(id, body, principalOf(req).project));
   }
 
   /** 200 with the job (`delayed` for a retry, `failed` in the DLQ); 409 `lease_lost`. */
@@ -49,7 +51,7 @@ export class LeasesController {
   @ApiOperation({ operationId: 'failJob', summary: 'Fail the attempt: retry with backoff, or dead-letter' })
   @ApiAnswer(200, 'Job', 'The job: delayed for a retry, or failed (in the dead-letter queue).')
   @ApiErrors([409, 'The lease is lost (code lease_lost); nothing changed.'])
-  async fail(@Param('id') id: string, @Body() body: FailDto): Promise<ApiJob> {
-    return toApiJob(await this.external.fail(id, body));
+  async fail(@Param('id') id: string, @Body() body: FailDto, @Req() req: FastifyRequest): Promise<ApiJob> {
+    return toApiJob(await this.external.fail(id, body, principalOf(req).project));
   }
 }

@@ -1,6 +1,7 @@
 import type { ClaimedJob, Job } from '../core/job';
 import { jobFingerprint } from '../core/error-fingerprint';
 import { clampTime } from '../core/job-options';
+import { bareQueue } from '../core/project-queue';
 
 /** First and last instants with a four-digit year: the range of RFC 3339 `date-time` (the OpenAPI document's time format). */
 const FIRST_RENDERED_MS = -62_167_219_200_000; // 0000-01-01T00:00:00.000Z (Date.UTC maps years 0..99 to 19xx)
@@ -28,10 +29,16 @@ export type WithIsoTimes<T, K extends keyof T> = Omit<T, K> & { [P in K]: string
  */
 export type ApiJob = WithIsoTimes<Job, 'createdAt' | 'runAt' | 'startedAt' | 'finishedAt' | 'updatedAt'> & { fingerprint: string | null };
 
-/** Renders an engine Job (epoch ms) as the API job object; a failed job's fingerprint is computed from lastError unless the DLQ copy stored one. */
+/**
+ * Renders an engine Job (epoch ms) as the API job object. Its `queue` is
+ * the bare name its project's clients use (src/core/project-queue.ts): the
+ * caller has checked that the job is of the requester's project. A failed
+ * job's fingerprint is computed from lastError unless the DLQ copy stored one.
+ */
 export function toApiJob(j: Job): ApiJob {
   return {
     ...j,
+    queue: bareQueue(j.queue),
     fingerprint: jobFingerprint(j),
     createdAt: iso(j.createdAt),
     runAt: iso(j.runAt),

@@ -13,10 +13,10 @@ import { ListDlqQueryDto } from './dto/list-jobs.dto';
 import { DlqService } from './dlq.service';
 import type { DlqGroup } from '../audit/queries';
 
-/** A dead-letter group as the API renders it (times ISO). */
+/** A dead-letter group as the API renders it (times ISO, queues by bare name). */
 type ApiDlqGroup = Omit<DlqGroup, 'firstAt' | 'lastAt'> & { firstAt: string; lastAt: string };
 
-/** API.md "Dead-letter queue" and v1.1 "Dead-letter groups". */
+/** API.md "Dead-letter queue" and v1.1 "Dead-letter groups": the principal's project's only (another project's job id → 404). */
 @ApiTags('dead-letter queue')
 @Controller('jobs')
 export class DlqController {
@@ -27,15 +27,16 @@ export class DlqController {
   @Access('viewer', 'producer')
   @ApiOperation({ operationId: 'listDeadLetterJobs', summary: 'List the dead-letter queue (keyset pagination)' })
   @ApiAnswer(200, 'JobPage', 'One page of failed jobs, newest failure first.')
-  async list(@Query() q: ListDlqQueryDto): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
-    const page = await this.dlq.list({ queue: q.queue, type: q.type, fingerprint: q.fingerprint, cursor: q.cursor, limit: q.limit });
+  async list(@Query() q: ListDlqQueryDto, @Req() req: FastifyRequest): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
+    const page = await this.dlq.list({ queue: q.queue, type: q.type, fingerprint: q.fingerprint, cursor: q.cursor, limit: q.limit }, principalOf(req).project);
     return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };
   }
 
   /** 200 `{items: [{fingerprint, sample, count, types, queues, firstAt, lastAt}]}`, largest group first (API.md v1.1). */
   @Get('dlq/groups')
   @Access('viewer', 'producer')
-  @ApiOperation({ summary: 'The dead-letter queue grouped by error fingerprint (one cause per group), largest first' })
+  @ApiOperation({ operationId: 'listDeadLetterGroups', summary: 'The dead-letter queue grouped by error fingerprint (one cause per group), largest first' })
+  @ApiAnswer(200, 'DlqGroups', "The project's dead-letter groups, largest first.")
   async groups(@Query() q: DlqGroupsQueryDto, @Req() req: FastifyRequest): Promise<{ items: ApiDlqGroup[] }> {
     const groups = await this.dlq.groups(principalOf(req).project, { queue: q.queue, limit: q.limit });
     return { items: groups.map((g) => ({ ...g, firstAt: iso(g.firstAt) as string, lastAt: iso(g.lastAt) as string })) };
@@ -48,8 +49,8 @@ export class DlqController {
   @HttpCode(200)
   @ApiOperation({ operationId: 'retryDeadLetterJobs', summary: 'Retry every dead-letter job matching queue/type/fingerprint (AND)' })
   @ApiAnswer(200, 'Retried', 'How many jobs went back to waiting.')
-  async retryAll(@Body() body: RetryDlqDto): Promise<{ retried: number }> {
-    return { retried: await this.dlq.retryAll({ queue: body.queue, type: body.type, fingerprint: body.fingerprint }) };
+  async retryAll(@Body() body: RetryDlqDto, @Req() req: FastifyRequest): Promise<{ retried: number }> {
+    return { retried: await this.dlq.retryAll({ queue: body.queue, type: body.type, fingerprint: body.fingerprint }, principalOf(req).project) };
   }
 
   /** 200 `{purged: n}`; the jobs' audit rows and history stay. */
@@ -58,8 +59,8 @@ export class DlqController {
   @Audited('dlq.purge', { query: 'queue' })
   @ApiOperation({ operationId: 'purgeDeadLetterJobs', summary: 'Purge the dead-letter queue of one queue (every queue without ?queue=)' })
   @ApiAnswer(200, 'Purged', 'How many jobs were removed (their history stays).')
-  async purge(@Query() q: PurgeDlqQueryDto): Promise<{ purged: number }> {
-    return { purged: await this.dlq.purge(q.queue) };
+  async purge(@Query() q: PurgeDlqQueryDto, @Req() req: FastifyRequest): Promise<{ purged: number }> {
+    return { purged: await this.dlq.purge(q.queue, principalOf(req).project) };
   }
 
   /** 200 with the job back in waiting, attempts 0; 409 unless failed/cancelled; 404 unknown. */
@@ -70,7 +71,7 @@ export class DlqController {
   @ApiOperation({ operationId: 'retryJob', summary: 'Retry a failed (or cancelled) job, optionally with a new payload' })
   @ApiAnswer(200, 'Job', 'The job, back in waiting with attempts 0.')
   @ApiErrors([409, 'The job is neither failed nor cancelled (code conflict).'])
-  async retry(@Param('id') id: string, @Body() body: RetryJobDto): Promise<ApiJob> {
-    return toApiJob(await this.dlq.retry(id, body.payload as Record<string, Json> | undefined));
+  async retry(@Param('id') id: string, @Body() body: RetryJobDto, @Req() req: FastifyRequest): Promise<ApiJob> {
+    return toApiJob(await this.dlq.retry(id, principalOf(req).project, body.payload as Record<string, Json> | undefined));
   }
 }

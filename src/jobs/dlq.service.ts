@@ -7,6 +7,12 @@ import type { Job, Json } from '../core/job';
 import { PayloadTooLargeError } from '../core/job-options';
 import { RedisJobStore } from '../redis/redis-job-store';
 import { JobsService } from './jobs.service';
+import { bareQueue, inProject, qualify } from '../core/project-queue';
+
+/** A DLQ filter of the API (bare queue name) → the history's: the qualified queue, else the project. */
+function scoped(filter: Omit<ListDlqFilter, 'project'>, project: string): ListDlqFilter {
+  return filter.queue !== undefined ? { ...filter, queue: qualify(project, filter.queue) } : { ...filter, project };
+}
 
 /** DLQ pages read (and retried) per round of a bulk retry. */
 const BULK_PAGE = 500;
@@ -29,20 +35,23 @@ export class DlqService {
   ) {}
 
   /**
-   * One page of the DLQ, newest failure first (HistoryQueries.listDlq).
+   * One page of `project`'s DLQ, newest failure first (HistoryQueries.listDlq); `filter.queue` is the bare name.
    * @throws ValidationError (400) on a bad limit or cursor.
    */
-  list(filter: ListDlqFilter): Promise<Page<Job>> {
-    return this.history.listDlq(filter);
+  list(filter: Omit<ListDlqFilter, 'project'>, project: string): Promise<Page<Job>> {
+    return this.history.listDlq(scoped(filter, project));
   }
 
   /**
-   * The DLQ grouped by fingerprint, largest group first (API.md v1.1 "Dead-letter groups").
-   * @param project the caller's project.
+   * `project`'s DLQ grouped by fingerprint, largest group first (API.md v1.1
+   * "Dead-letter groups"); `filter.queue` and the groups' `queues` are bare names.
+   * @param project the caller's project: only its queues' dead-letter jobs are grouped.
    * @throws ValidationError (400) on a bad limit.
    */
-  groups(project: string, filter: { queue?: string; limit?: number }): Promise<DlqGroup[]> {
-    return this.history.dlqGroups(project, filter);
+  async groups(project: string, filter: { queue?: string; limit?: number }): Promise<DlqGroup[]> {
+    const queue = filter.queue !== undefined ? qualify(project, filter.queue) : undefined;
+    const groups = await this.history.dlqGroups(project, { ...filter, queue });
+    return groups.map((g) => ({ ...g, queues: g.queues.map(bareQueue) }));
   }
 
   /**
@@ -54,9 +63,9 @@ export class DlqService {
    *   status; SluiceError conflict (409) for a failed job no longer in Redis
    *   (purged from the DLQ); PayloadTooLargeError (413).
    */
-  async retry(id: string, payload?: Record<string, Json>): Promise<Job> {
+  async retry(id: string, project: string, payload?: Record<string, Json>): Promise<Job> {
     if (payload !== undefined) this.checkSize(payload);
-    const job = await this.jobs.get(id);
+    const job = await this.jobs.get(id, project);
     if (job.status !== 'failed' && job.status !== 'cancelled') throw new WrongStateError(id, job.status, 'retry (only failed or cancelled jobs can be)');
     try {
       return await this.store.retryFromDlqAndGet(job.queue, id, payload);
@@ -64,7 +73,7 @@ export class DlqService {
       if (!(e instanceof JobNotFoundError)) throw e;
     }
     // No hash in Redis: pruned (cancelled, once mirrored) or purged (failed).
-    const copy = await this.jobs.get(id);
+    const copy = await this.jobs.get(id, project);
     if (copy.status !== 'cancelled') {
       throw new SluiceError('conflict', `job ${id} is ${copy.status} but no longer in the dead-letter queue (purged); its history stays readable, it cannot be retried`);
     }
@@ -82,13 +91,14 @@ export class DlqService {
    * fingerprint, all that are given), paging through the
    * DLQ listing (keyset, so jobs that fail again meanwhile are not retried
    * twice). Jobs retried or purged by someone else meanwhile are skipped.
+   * Only `project`'s dead-letter jobs (`filter.queue` is the bare name).
    * @returns how many jobs were put back in waiting.
    */
-  async retryAll(filter: { queue?: string; type?: string; fingerprint?: string }): Promise<number> {
+  async retryAll(filter: { queue?: string; type?: string; fingerprint?: string }, project: string): Promise<number> {
     let retried = 0;
     let cursor: string | undefined;
     do {
-      const page = await this.history.listDlq({ ...filter, cursor, limit: BULK_PAGE });
+      const page = await this.history.listDlq(scoped({ ...filter, cursor, limit: BULK_PAGE }, project));
       for (let i = 0; i < page.items.length; i += BULK_PARALLEL) {
         const done = await Promise.all(
           page.items.slice(i, i + BULK_PARALLEL).map((j) =>
@@ -109,13 +119,14 @@ export class DlqService {
   }
 
   /**
-   * Deletes the dead-letter jobs of one queue (or of every queue) from
-   * Redis, each with a `purged` event: the audit rows and the job's history
-   * stay, the DLQ listing drops them once mirrored.
+   * Deletes the dead-letter jobs of one queue (or of every queue of
+   * `project`, never another's) from Redis, each with a `purged` event: the
+   * audit rows and the job's history stay, the DLQ listing drops them once mirrored.
+   * @param queue the bare name.
    * @returns how many jobs were purged.
    */
-  async purge(queue?: string): Promise<number> {
-    const queues = queue !== undefined ? [queue] : await this.store.listQueues();
+  async purge(queue: string | undefined, project: string): Promise<number> {
+    const queues = queue !== undefined ? [qualify(project, queue)] : (await this.store.listQueues()).filter((q) => inProject(q, project));
     let purged = 0;
     for (const q of queues) {
       for (let more = true; more; ) {

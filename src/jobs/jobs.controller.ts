@@ -14,7 +14,8 @@ import { JobsService } from './jobs.service';
 import { beginEnqueue, spanEnqueue } from '../telemetry/enqueue-trace';
 
 /**
- * API.md "Jobs": enqueue, read, list, history, cancel. The dead-letter routes
+ * API.md "Jobs": enqueue, read, list, history, cancel; each in the
+ * principal's project only (another project's job id → 404). The dead-letter routes
  * live in DlqController; `/jobs/dlq...` is never taken as an id (Fastify's
  * router prefers a static segment to `:id`, whatever the declaration order).
  */
@@ -67,8 +68,11 @@ export class JobsController {
   @Access('viewer', 'producer')
   @ApiOperation({ operationId: 'listJobs', summary: 'List jobs from PostgreSQL, newest first (keyset pagination); from/to on created time; payload containment within from..to' })
   @ApiAnswer(200, 'JobPage', 'One page, newest first.')
-  async list(@Query() q: ListJobsQueryDto): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
-    const page = await this.jobs.list({ queue: q.queue, status: q.status, type: q.type, cursor: q.cursor, limit: q.limit, from: q.from, to: q.to, payload: q.payload });
+  async list(@Query() q: ListJobsQueryDto, @Req() req: FastifyRequest): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
+    const page = await this.jobs.list(
+      { queue: q.queue, status: q.status, type: q.type, cursor: q.cursor, limit: q.limit, from: q.from, to: q.to, payload: q.payload },
+      principalOf(req).project,
+    );
     return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };
   }
 
@@ -76,32 +80,32 @@ export class JobsController {
   @Access('viewer', 'producer')
   @ApiOperation({ operationId: 'getJob', summary: 'A job by id (Redis while live, PostgreSQL after)' })
   @ApiAnswer(200, 'Job', 'The job.')
-  async get(@Param('id') id: string): Promise<ApiJob> {
-    return toApiJob(await this.jobs.get(id));
+  async get(@Param('id') id: string, @Req() req: FastifyRequest): Promise<ApiJob> {
+    return toApiJob(await this.jobs.get(id, principalOf(req).project));
   }
 
   @Get(':id/events')
   @Access('viewer', 'producer')
   @ApiOperation({ operationId: 'listJobEvents', summary: "A job's audit trail, oldest first" })
   @ApiAnswer(200, 'JobEvents', 'The events, oldest first.')
-  async events(@Param('id') id: string): Promise<{ items: ApiJobEvent[] }> {
-    return { items: (await this.jobs.events(id)).map(toApiEvent) };
+  async events(@Param('id') id: string, @Req() req: FastifyRequest): Promise<{ items: ApiJobEvent[] }> {
+    return { items: (await this.jobs.events(id, principalOf(req).project)).map(toApiEvent) };
   }
 
   @Get(':id/executions')
   @Access('viewer', 'producer')
   @ApiOperation({ operationId: 'listJobExecutions', summary: 'One row per execution started' })
   @ApiAnswer(200, 'JobExecutions', 'The executions, in run order.')
-  async executions(@Param('id') id: string): Promise<{ items: ApiJobExecution[] }> {
-    return { items: (await this.jobs.executions(id)).map(toApiExecution) };
+  async executions(@Param('id') id: string, @Req() req: FastifyRequest): Promise<{ items: ApiJobExecution[] }> {
+    return { items: (await this.jobs.executions(id, principalOf(req).project)).map(toApiExecution) };
   }
 
   @Get(':id/logs')
   @Access('viewer', 'producer')
   @ApiOperation({ operationId: 'listJobLogs', summary: 'Lines the handler logged, oldest first' })
   @ApiAnswer(200, 'JobLogs', 'The log lines, oldest first.')
-  async logs(@Param('id') id: string): Promise<{ items: ApiJobLogLine[] }> {
-    return { items: (await this.jobs.logs(id)).map(toApiLog) };
+  async logs(@Param('id') id: string, @Req() req: FastifyRequest): Promise<{ items: ApiJobLogLine[] }> {
+    return { items: (await this.jobs.logs(id, principalOf(req).project)).map(toApiLog) };
   }
 
   /**
@@ -116,8 +120,8 @@ export class JobsController {
   @ApiAnswer(200, 'Job', 'The job was waiting or delayed: now cancelled.')
   @ApiAnswer(202, 'Job', 'The job is active: still active with cancelRequested true; its AbortSignal fires and it ends cancelled.')
   @ApiErrors([409, 'The job is already terminal (code conflict).'])
-  async cancel(@Param('id') id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<ApiJob> {
-    const r = await this.jobs.cancel(id);
+  async cancel(@Param('id') id: string, @Res({ passthrough: true }) reply: FastifyReply, @Req() req: FastifyRequest): Promise<ApiJob> {
+    const r = await this.jobs.cancel(id, principalOf(req).project);
     void reply.status(r.requested ? 202 : 200);
     return toApiJob(r.job);
   }

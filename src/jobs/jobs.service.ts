@@ -12,10 +12,10 @@ import { HistoryQueries, JobEvent, JobExecution, JobLogLine, ListJobsFilter, Pag
 import { RedisJobStore } from '../redis/redis-job-store';
 import type { EnqueueJobDto } from './dto/enqueue-job.dto';
 import { WaitingCap } from './waiting-cap';
-import { DEFAULT_PROJECT } from '../auth/principal';
 import { parsePayloadFilter } from '../core/payload-filter';
 import { MAX_RANGE_MS, parseIsoTime, parseTimeRange } from '../core/time-range';
 import type { JobTrace } from '../core/trace-context';
+import { DEFAULT_PROJECT, inProject, projectOf, qualify } from '../core/project-queue';
 
 /** How long a queue's `external` flag is cached for type checks, ms. */
 const EXTERNAL_CACHE_MS = 1000;
@@ -47,7 +47,8 @@ export class JobsService {
 
   /**
    * Validates every body first, then enqueues them (atomically per queue).
-   * @param project the caller's project (PROJECT_MAX_WAITING is counted per project).
+   * @param project the caller's project: each body's (bare) queue is qualified with it
+   *   (src/core/project-queue.ts), and PROJECT_MAX_WAITING is counted per project.
    * @param trace the request's W3C trace context, stored on every job (src/telemetry/enqueue-trace.ts).
    * @throws ValidationError (400) naming every bad field, and for a batch its index;
    *   RateLimitedError (429) past PROJECT_MAX_WAITING (nothing written);
@@ -60,7 +61,9 @@ export class JobsService {
     for (let i = 0; i < bodies.length; i++) {
       const prefix = batch ? `jobs.${i}.` : '';
       try {
-        normalized.push(normalizeEnqueue(toInput(bodies[i]), this.config.maxPayloadBytes, prefix));
+        const n = normalizeEnqueue(toInput(bodies[i]), this.config.maxPayloadBytes, prefix);
+        // Below the API a queue is named with its project (src/core/project-queue.ts).
+        normalized.push({ ...n, queue: qualify(project, n.queue) });
       } catch (e) {
         if (e instanceof PayloadTooLargeError) {
           throw batch ? Object.assign(new PayloadTooLargeError(e.limitBytes), { message: `jobs.${i}: ${e.message}` }) : e;
@@ -84,53 +87,59 @@ export class JobsService {
   }
 
   /**
-   * A job by id: Redis while live, PostgreSQL after.
-   * @throws JobNotFoundError (404).
+   * A job of `project` by id: Redis while live, PostgreSQL after.
+   * @throws JobNotFoundError (404), also for a job of another project.
    */
-  async get(id: string): Promise<Job> {
+  async get(id: string, project: string): Promise<Job> {
     const job = await this.history.getJob(id);
-    if (!job) throw new JobNotFoundError(id);
+    if (!job || !inProject(job.queue, project)) throw new JobNotFoundError(id);
     return job;
   }
 
   /**
-   * One page of jobs from PostgreSQL, newest first (HistoryQueries.listJobs).
+   * One page of `project`'s jobs from PostgreSQL, newest first
+   * (HistoryQueries.listJobs); `filter.queue` is the bare name.
    * `from`/`to` (ISO) bound the created time; `payload` (a JSON object's
    * text) filters by containment and needs `from` (`to` defaults to now,
    * the range ≤ 31 days).
    * @throws ValidationError (400) on a bad status, limit, cursor, from, to or payload.
    */
-  list(filter: Omit<ListJobsFilter, 'fromMs' | 'toMs' | 'payload'> & { from?: string; to?: string; payload?: string }): Promise<Page<Job>> {
+  list(
+    filter: Omit<ListJobsFilter, 'project' | 'fromMs' | 'toMs' | 'payload'> & { from?: string; to?: string; payload?: string },
+    project: string,
+  ): Promise<Page<Job>> {
     const { from, to, payload, ...rest } = filter;
+    // A bare queue name becomes its qualified name; without one, the project scopes the listing.
+    const scope = rest.queue !== undefined ? { ...rest, queue: qualify(project, rest.queue) } : { ...rest, project };
     if (payload === undefined) {
       const fromMs = parseIsoTime(from, 'from');
       const toMs = parseIsoTime(to, 'to');
       if (fromMs !== undefined && toMs !== undefined && fromMs >= toMs) throw new ValidationError('invalid from', [{ path: 'from', message: 'must be before to' }]);
-      return this.history.listJobs({ ...rest, fromMs, toMs });
+      return this.history.listJobs({ ...scope, fromMs, toMs });
     }
     const filterJson = parsePayloadFilter(payload);
     const range = parseTimeRange({ from, to }, Date.now(), { maxSpanMs: MAX_RANGE_MS });
-    return this.history.listJobs({ ...rest, fromMs: range.fromMs, toMs: range.toMs, payload: filterJson });
+    return this.history.listJobs({ ...scope, fromMs: range.fromMs, toMs: range.toMs, payload: filterJson });
   }
 
   /**
    * A job's audit trail, executions or log lines, oldest first (as mirrored so far).
    * @throws JobNotFoundError (404) when the job is unknown.
    */
-  async events(id: string): Promise<JobEvent[]> {
-    await this.history.settle([(await this.get(id)).queue]);
+  async events(id: string, project: string): Promise<JobEvent[]> {
+    await this.history.settle([(await this.get(id, project)).queue]);
     return (await this.history.jobEvents(id)).items;
   }
 
   /** @see events */
-  async executions(id: string): Promise<JobExecution[]> {
-    await this.history.settle([(await this.get(id)).queue]);
+  async executions(id: string, project: string): Promise<JobExecution[]> {
+    await this.history.settle([(await this.get(id, project)).queue]);
     return (await this.history.jobExecutions(id)).items;
   }
 
   /** @see events */
-  async logs(id: string): Promise<JobLogLine[]> {
-    await this.history.settle([(await this.get(id)).queue]);
+  async logs(id: string, project: string): Promise<JobLogLine[]> {
+    await this.history.settle([(await this.get(id, project)).queue]);
     return (await this.history.jobLogs(id)).items;
   }
 
@@ -142,8 +151,8 @@ export class JobsService {
    * @throws JobNotFoundError (404); WrongStateError (409) for a terminal job,
    *   also one Redis has pruned since (its PostgreSQL copy says which state).
    */
-  async cancel(id: string): Promise<{ job: Job; requested: boolean }> {
-    const job = await this.get(id);
+  async cancel(id: string, project: string): Promise<{ job: Job; requested: boolean }> {
+    const job = await this.get(id, project);
     if (isTerminal(job.status)) throw new WrongStateError(id, job.status, 'cancel');
     try {
       const r = await this.store.cancelAndGet(job.queue, id);
@@ -151,14 +160,14 @@ export class JobsService {
     } catch (e) {
       if (!(e instanceof JobNotFoundError)) throw e;
       // Finished and pruned from Redis between our read and the script: PostgreSQL has its end.
-      const now = await this.get(id);
+      const now = await this.get(id, project);
       throw new WrongStateError(id, isTerminal(now.status) ? now.status : `${now.status} in the history but not live in Redis`, 'cancel');
     }
   }
 
   /** Reads a just-enqueued job; it may already be finished and pruned from Redis. */
   private async mustGet(id: string, queue: string): Promise<Job> {
-    return (await this.store.getJob(queue, id)) ?? this.get(id);
+    return (await this.store.getJob(queue, id)) ?? this.get(id, projectOf(queue));
   }
 
   /** API.md: `type` must name a registered handler unless the queue is external. */

@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { DEFAULT_PROJECT } from '../auth/principal';
+import { projectOf } from '../core/project-queue';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import { RateLimitedError } from '../core/errors';
@@ -22,8 +22,8 @@ export const WAITING_CAP_REFRESH_MS = 1000;
  * past the cap by what the other replicas accept in one second), and jobs
  * claimed meanwhile free room only at the next refresh. An idempotent replay
  * counts until the next refresh. Off (0, the default): no timer, no check.
- * Every queue belongs to the project `default` until projects are built
- * (`projectOf`); the counts are kept per project.
+ * A queue's project is read from its qualified name (src/core/project-queue.ts);
+ * the counts are kept per project.
  */
 @Injectable()
 export class WaitingCap implements OnModuleInit, OnApplicationShutdown {
@@ -42,10 +42,6 @@ export class WaitingCap implements OnModuleInit, OnApplicationShutdown {
     this.max = config.projectMaxWaiting;
   }
 
-  /** The project a queue belongs to (every queue is `default`'s until projects exist). */
-  projectOf(_queue: string): string {
-    return DEFAULT_PROJECT;
-  }
 
   async onModuleInit(): Promise<void> {
     if (this.max <= 0) return;
@@ -71,7 +67,7 @@ export class WaitingCap implements OnModuleInit, OnApplicationShutdown {
         const counts = await Promise.all(queues.map((q) => this.store.liveCounts(q)));
         const next = new Map<string, number>();
         queues.forEach((q, i) => {
-          const p = this.projectOf(q);
+          const p = projectOf(q);
           next.set(p, (next.get(p) ?? 0) + counts[i].waiting + counts[i].delayed);
         });
         this.counted = next;

@@ -1,5 +1,6 @@
 import { Counter, Histogram, Registry } from 'prom-client';
 import type { AttemptOutcome } from '../workers/worker-runtime';
+import { splitQualified } from '../core/project-queue';
 
 /** Job times span ms (no-op handlers) to hours (long jobs, delayed runs). */
 const JOB_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
@@ -13,7 +14,9 @@ const JOB_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 export const UNREGISTERED_TYPE = '(unregistered)';
 
 /**
- * The worker role's series, on the process registry (times in seconds):
+ * The worker role's series, on the process registry (times in seconds); each
+ * carries `project` and `queue` (the bare name) of the job's qualified queue
+ * (src/core/project-queue.ts), shortened below to `{queue,…}`:
  * - `sluice_jobs_started_total{queue,type}` counter: attempts started by this process;
  * - `sluice_jobs_completed_total{queue,type}` counter: attempts whose handler returned;
  * - `sluice_jobs_failed_total{queue,type,reason}` counter: reason error | timeout
@@ -26,12 +29,12 @@ export const UNREGISTERED_TYPE = '(unregistered)';
  *   id) → attempt start; for delayed or retried jobs this includes the planned delay.
  */
 export class JobMetrics {
-  private readonly started: Counter<'queue' | 'type'>;
-  private readonly completed: Counter<'queue' | 'type'>;
-  private readonly failed: Counter<'queue' | 'type' | 'reason'>;
-  private readonly interrupted: Counter<'queue' | 'type' | 'reason'>;
-  private readonly processing: Histogram<'queue' | 'type' | 'outcome'>;
-  private readonly wait: Histogram<'queue' | 'type'>;
+  private readonly started: Counter<'project' | 'queue' | 'type'>;
+  private readonly completed: Counter<'project' | 'queue' | 'type'>;
+  private readonly failed: Counter<'project' | 'queue' | 'type' | 'reason'>;
+  private readonly interrupted: Counter<'project' | 'queue' | 'type' | 'reason'>;
+  private readonly processing: Histogram<'project' | 'queue' | 'type' | 'outcome'>;
+  private readonly wait: Histogram<'project' | 'queue' | 'type'>;
 
   /** @param knownType true for the types this process has a handler for; others are labelled {@link UNREGISTERED_TYPE}. */
   constructor(
@@ -39,23 +42,23 @@ export class JobMetrics {
     private readonly knownType: (type: string) => boolean,
   ) {
     const registers = [registry];
-    this.started = new Counter({ name: 'sluice_jobs_started_total', help: 'Attempts started by this process', labelNames: ['queue', 'type'], registers });
-    this.completed = new Counter({ name: 'sluice_jobs_completed_total', help: 'Attempts completed (handler returned)', labelNames: ['queue', 'type'], registers });
-    this.failed = new Counter({ name: 'sluice_jobs_failed_total', help: 'Attempts failed (handler error or timeout)', labelNames: ['queue', 'type', 'reason'], registers });
+    this.started = new Counter({ name: 'sluice_jobs_started_total', help: 'Attempts started by this process', labelNames: ['project', 'queue', 'type'], registers });
+    this.completed = new Counter({ name: 'sluice_jobs_completed_total', help: 'Attempts completed (handler returned)', labelNames: ['project', 'queue', 'type'], registers });
+    this.failed = new Counter({ name: 'sluice_jobs_failed_total', help: 'Attempts failed (handler error or timeout)', labelNames: ['project', 'queue', 'type', 'reason'], registers });
     this.interrupted = new Counter({
       name: 'sluice_jobs_interrupted_total',
       help: 'Attempts ended without a result (cancelled, lease lost, released at shutdown)',
-      labelNames: ['queue', 'type', 'reason'],
+      labelNames: ['project', 'queue', 'type', 'reason'],
       registers,
     });
     this.processing = new Histogram({
       name: 'sluice_job_processing_seconds',
       help: 'Handler run time of completed and failed attempts',
-      labelNames: ['queue', 'type', 'outcome'],
+      labelNames: ['project', 'queue', 'type', 'outcome'],
       buckets: JOB_BUCKETS,
       registers,
     });
-    this.wait = new Histogram({ name: 'sluice_job_wait_seconds', help: 'Job creation to attempt start', labelNames: ['queue', 'type'], buckets: JOB_BUCKETS, registers });
+    this.wait = new Histogram({ name: 'sluice_job_wait_seconds', help: 'Job creation to attempt start', labelNames: ['project', 'queue', 'type'], buckets: JOB_BUCKETS, registers });
   }
 
   private label(type: string): string {
@@ -64,7 +67,7 @@ export class JobMetrics {
 
   /** An attempt started; `waitMs` since the job was created. */
   jobStarted(queue: string, type: string, waitMs: number): void {
-    const labels = { queue, type: this.label(type) };
+    const labels = { ...splitQualified(queue), type: this.label(type) };
     this.started.inc(labels);
     this.wait.observe(labels, Math.max(0, waitMs) / 1000);
   }
@@ -72,12 +75,13 @@ export class JobMetrics {
   /** An attempt ended; `durationMs` from its start. */
   jobFinished(queue: string, type: string, outcome: AttemptOutcome, durationMs: number): void {
     const t = this.label(type);
-    if (outcome === 'completed') this.completed.inc({ queue, type: t });
-    else if (outcome === 'failed' || outcome === 'timeout') this.failed.inc({ queue, type: t, reason: outcome === 'failed' ? 'error' : 'timeout' });
+    const q = splitQualified(queue);
+    if (outcome === 'completed') this.completed.inc({ ...q, type: t });
+    else if (outcome === 'failed' || outcome === 'timeout') this.failed.inc({ ...q, type: t, reason: outcome === 'failed' ? 'error' : 'timeout' });
     else {
-      this.interrupted.inc({ queue, type: t, reason: outcome });
+      this.interrupted.inc({ ...q, type: t, reason: outcome });
       return;
     }
-    this.processing.observe({ queue, type: t, outcome: outcome === 'completed' ? 'completed' : 'failed' }, Math.max(0, durationMs) / 1000);
+    this.processing.observe({ ...q, type: t, outcome: outcome === 'completed' ? 'completed' : 'failed' }, Math.max(0, durationMs) / 1000);
   }
 }

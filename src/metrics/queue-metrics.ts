@@ -1,4 +1,5 @@
 import { Gauge, Registry } from 'prom-client';
+import { splitQualified } from '../core/project-queue';
 import { withTimeout } from './sluice-metrics';
 
 /** Where the queue gauges read from (src/metrics/metrics.module.ts wires the process's store). */
@@ -29,9 +30,9 @@ interface QueueRow {
  * The queue series of the api and worker roles, read from Redis when scraped
  * (one read per scrape shared by the three series, bounded by
  * {@link DEPTH_SCRAPE_TIMEOUT_MS}):
- * - `sluice_queue_jobs{queue,state}` gauge: jobs per queue in state waiting |
+ * - `sluice_queue_jobs{project,queue,state}` gauge: jobs per queue in state waiting |
  *   delayed | active | failed (ZCARDs);
- * - `sluice_queue_oldest_waiting_age_seconds{queue}` gauge: how long the
+ * - `sluice_queue_oldest_waiting_age_seconds{project,queue}` gauge: how long the
  *   longest-waiting job has been `waiting` (0 when none; planned delays not
  *   counted; the cost and the one inexact case: src/redis/waiting-age.ts);
  * - `sluice_queue_depth_scrape_success` gauge: 1 when those were read on this
@@ -59,23 +60,26 @@ export function registerQueueMetrics(registry: Registry, sources: QueueSources):
   new Gauge({
     name: 'sluice_queue_jobs',
     help: 'Jobs per queue and state',
-    labelNames: ['queue', 'state'],
+    labelNames: ['project', 'queue', 'state'],
     registers,
     async collect() {
       const rows = await read();
       this.reset();
-      for (const { queue, counts } of rows ?? []) for (const state of QUEUE_STATES) this.set({ queue, state }, counts[state]);
+      for (const { queue, counts } of rows ?? []) {
+        const labels = splitQualified(queue);
+        for (const state of QUEUE_STATES) this.set({ ...labels, state }, counts[state]);
+      }
     },
   });
   new Gauge({
     name: 'sluice_queue_oldest_waiting_age_seconds',
     help: 'How long the longest-waiting job of the queue has been waiting (0 when none)',
-    labelNames: ['queue'],
+    labelNames: ['project', 'queue'],
     registers,
     async collect() {
       const rows = await read();
       this.reset();
-      for (const { queue, oldestAge } of rows ?? []) this.set({ queue }, oldestAge);
+      for (const { queue, oldestAge } of rows ?? []) this.set(splitQualified(queue), oldestAge);
     },
   });
 }

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { LIMITS } from '../core/job-options';
+import { isQualifiedQueue } from '../core/project-queue';
 
 /** Where a queue's payload index stands: being built (CREATE INDEX CONCURRENTLY), usable, or its build failed. */
 export type PayloadIndexState = 'building' | 'ready' | 'failed';
 
-/** The partial GIN index of one queue: `jobs_payload_` + 16 hex of SHA-256(queue) (a queue name may not fit an identifier). */
+/** The partial GIN index of one queue: `jobs_payload_` + 16 hex of SHA-256(qualified queue name) (a queue name may not fit an identifier). */
 export function payloadIndexName(queue: string): string {
   return 'jobs_payload_' + createHash('sha256').update(queue, 'utf8').digest('hex').slice(0, 16);
 }
@@ -14,14 +14,18 @@ export function payloadIndexName(queue: string): string {
  * The DDL of a queue's payload index: GIN (jsonb_path_ops: containment only,
  * smaller and faster than the default opclass) over
  * `sluice_payload_jsonb(payload)` (migration 1796001400000: never an error
- * on a payload that is not JSON), partial `WHERE queue = '<queue>'`. Only
+ * on a payload that is not JSON), partial `WHERE queue = '<queue>'` with the
+ * qualified name (src/core/project-queue.ts: the `queue` column holds it, and
+ * a search of the project's queue names it so, which the planner needs to
+ * match the predicate). Only
  * rows of that queue pay for it: the predicate is checked first on every
  * insert and non-HOT update of `jobs`, the expression (a jsonb parse of the
  * payload) and the GIN insertion only for rows of the queue.
- * @throws Error for a name that is not a queue name (the name is inlined: the pattern allows no quote).
+ * @param queue the qualified queue name.
+ * @throws Error for a name that is not a qualified queue name (the name is inlined: the pattern allows no quote).
  */
 export function payloadIndexSql(queue: string): string {
-  if (!LIMITS.queuePattern.test(queue)) throw new Error(`not a queue name: ${queue}`);
+  if (!isQualifiedQueue(queue)) throw new Error(`not a queue name: ${queue}`);
   return `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${payloadIndexName(queue)} ON jobs USING gin (sluice_payload_jsonb(payload) jsonb_path_ops) WHERE queue = '${queue}'`;
 }
 
@@ -30,12 +34,11 @@ export function payloadIndexSql(queue: string): string {
  * building its index in the background (CREATE INDEX CONCURRENTLY: the
  * writers go on; it can take minutes on a large table, so the request does
  * not wait). A build left invalid by a crash is dropped and started again.
- * @param project the caller's project (one today; the index predicate gains it when projects land).
+ * @param queue the qualified queue name (the caller's project's).
  * @returns the state now (`ready` when it was built before) and, when a build started, its promise (tests wait for it).
  * @throws whatever PostgreSQL answers to the bookkeeping.
  */
-export async function enablePayloadSearch(db: DataSource, project: string, queue: string): Promise<{ state: PayloadIndexState; build: Promise<PayloadIndexState> | null }> {
-  void project;
+export async function enablePayloadSearch(db: DataSource, queue: string): Promise<{ state: PayloadIndexState; build: Promise<PayloadIndexState> | null }> {
   const name = payloadIndexName(queue);
   const [row] = (await db.query(
     `INSERT INTO payload_search_queues AS p (queue, index_name, state) VALUES ($1, $2, 'building')
@@ -67,15 +70,15 @@ async function build(db: DataSource, queue: string, name: string): Promise<Paylo
 
 /**
  * `PUT /queues/:name {"payloadSearch": false}`: drops the queue's index (concurrently) and forgets it.
+ * @param queue the qualified queue name.
  * @throws whatever PostgreSQL answers.
  */
-export async function disablePayloadSearch(db: DataSource, project: string, queue: string): Promise<void> {
-  void project;
+export async function disablePayloadSearch(db: DataSource, queue: string): Promise<void> {
   await db.query(`DELETE FROM payload_search_queues WHERE queue = $1`, [queue]);
   await db.query(`DROP INDEX CONCURRENTLY IF EXISTS ${payloadIndexName(queue)}`);
 }
 
-/** The payload-search state of each queue that has it enabled. @throws whatever PostgreSQL answers. */
+/** The payload-search state of each queue (qualified names, as the map's keys) that has it enabled. @throws whatever PostgreSQL answers. */
 export async function payloadSearchStates(db: DataSource, queues: string[]): Promise<Map<string, PayloadIndexState>> {
   const rows = (await db.query(`SELECT queue, state FROM payload_search_queues WHERE queue = ANY($1::text[])`, [queues])) as { queue: string; state: PayloadIndexState }[];
   return new Map(rows.map((r) => [r.queue, r.state]));

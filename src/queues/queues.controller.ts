@@ -8,7 +8,7 @@ import { ApiAnswer } from '../http/openapi/decorators';
 import { ConfigureQueueDto } from './dto/configure-queue.dto';
 import { ApiQueue, QueuesService } from './queues.service';
 
-/** API.md "Queues": list, read, configure, pause and resume. */
+/** API.md "Queues": list, read, configure, pause and resume; the principal's project's queues only. */
 @ApiTags('queues')
 @Controller('queues')
 export class QueuesController {
@@ -18,16 +18,16 @@ export class QueuesController {
   @Access('viewer')
   @ApiOperation({ operationId: 'listQueues', summary: 'Every queue with its settings and exact counts' })
   @ApiAnswer(200, ['Queue'], 'Every queue, by name.')
-  list(): Promise<ApiQueue[]> {
-    return this.queues.list();
+  list(@Req() req: FastifyRequest): Promise<ApiQueue[]> {
+    return this.queues.list(principalOf(req).project);
   }
 
   @Get(':name')
   @Access('viewer')
   @ApiOperation({ operationId: 'getQueue', summary: 'One queue; 404 unless configured, paused or given a job' })
   @ApiAnswer(200, 'Queue', 'The queue.')
-  get(@Param('name') name: string): Promise<ApiQueue> {
-    return this.queues.get(name);
+  get(@Param('name') name: string, @Req() req: FastifyRequest): Promise<ApiQueue> {
+    return this.queues.get(name, principalOf(req).project);
   }
 
   @Put(':name')
@@ -45,8 +45,8 @@ export class QueuesController {
   @HttpCode(200)
   @ApiOperation({ operationId: 'pauseQueue', summary: 'Pause: no job of the queue starts (active ones finish); creates the queue if new' })
   @ApiAnswer(200, 'Queue', 'The queue, paused.')
-  pause(@Param('name') name: string): Promise<ApiQueue> {
-    return this.queues.setPaused(name, true);
+  pause(@Param('name') name: string, @Req() req: FastifyRequest): Promise<ApiQueue> {
+    return this.queues.setPaused(name, true, principalOf(req).project);
   }
 
   @Post(':name/resume')
@@ -55,7 +55,7 @@ export class QueuesController {
   @HttpCode(200)
   @ApiOperation({ operationId: 'resumeQueue', summary: 'Resume a paused queue' })
   @ApiAnswer(200, 'Queue', 'The queue, running.')
-  resume(@Param('name') name: string): Promise<ApiQueue> {
-    return this.queues.setPaused(name, false);
+  resume(@Param('name') name: string, @Req() req: FastifyRequest): Promise<ApiQueue> {
+    return this.queues.setPaused(name, false, principalOf(req).project);
   }
 }

@@ -9,7 +9,7 @@ import { HistoryQueries, QueueCounts } from '../audit/queries';
 import { QueueSettings, RedisJobStore } from '../redis/redis-job-store';
 import type { ConfigureQueueDto } from './dto/configure-queue.dto';
 import { checkQueueName, QueueNotFoundError } from './queue-name';
-import { DEFAULT_PROJECT } from '../auth/principal';
+import { bareQueue, inProject, qualify } from '../core/project-queue';
 import { disablePayloadSearch, enablePayloadSearch, PayloadIndexState, payloadSearchStates } from './payload-search';
 
 /** The API.md queue object (`external` is an addition). */
@@ -30,7 +30,9 @@ export interface ApiQueue {
 }
 
 /**
- * Queue use cases behind `/queues`: list, read, configure, pause, resume.
+ * Queue use cases behind `/queues`: list, read, configure, pause, resume,
+ * each within the caller's project: a URL's bare name is qualified with it
+ * (src/core/project-queue.ts), answers carry the bare name.
  * Settings live in the queue's Redis meta hash (RedisJobStore.configureQueue);
  * counts are exact (HistoryQueries.queueCounts: live from Redis, terminal from Postgres).
  */
@@ -42,9 +44,9 @@ export class QueuesService {
     private readonly history: HistoryQueries,
   ) {}
 
-  /** Every queue, by name. */
-  async list(): Promise<ApiQueue[]> {
-    const names = await this.store.listQueues();
+  /** Every queue of `project`, by name. */
+  async list(project: string): Promise<ApiQueue[]> {
+    const names = (await this.store.listQueues()).filter((q) => inProject(q, project));
     const [settings, counts, search] = await Promise.all([
       Promise.all(names.map((n) => this.store.queueSettings(n))),
       this.history.queueCounts(names),
@@ -57,15 +59,19 @@ export class QueuesService {
     return out;
   }
 
-  /** @throws QueueNotFoundError (404) unless the queue exists. */
-  async get(name: string): Promise<ApiQueue> {
-    const s = LIMITS.queuePattern.test(name) ? await this.store.queueSettings(name) : null;
-    if (!s) throw new QueueNotFoundError(name);
-    const [counts, search] = await Promise.all([this.history.queueCounts([name]), this.searchStates([name])]);
-    return this.render(s, counts[name], search);
+  /**
+   * The queue `name` (bare) of `project`.
+   * @throws QueueNotFoundError (404) unless the queue exists in that project.
+   */
+  async get(name: string, project: string): Promise<ApiQueue> {
+    const qualified = LIMITS.queuePattern.test(name) ? qualify(project, name) : null;
+    const s = qualified !== null ? await this.store.queueSettings(qualified) : null;
+    if (!s || qualified === null) throw new QueueNotFoundError(name);
+    const [counts, search] = await Promise.all([this.history.queueCounts([qualified]), this.searchStates([qualified])]);
+    return this.render(s, counts[qualified], search);
   }
 
-  /** The payload-search states, or null when PostgreSQL does not answer (the queue object then omits them). */
+  /** The payload-search states by qualified name, or null when PostgreSQL does not answer (the queue object then omits them). */
   private searchStates(names: string[]): Promise<Map<string, PayloadIndexState> | null> {
     return payloadSearchStates(this.history.db, names).catch(() => null);
   }
@@ -75,25 +81,26 @@ export class QueuesService {
    * A partial `defaults.backoff` is merged over the queue's current default backoff.
    * @throws ValidationError (400) for a bad name or an inconsistent backoff.
    */
-  async configure(name: string, body: ConfigureQueueDto, project = DEFAULT_PROJECT): Promise<ApiQueue> {
-    checkQueueName(name);
+  async configure(name: string, body: ConfigureQueueDto, project: string): Promise<ApiQueue> {
+    const qualified = qualify(project, checkQueueName(name));
     let backoff: BackoffSpec | undefined;
     if (body.defaults?.backoff) {
-      const current = (await this.store.queueSettings(name))?.defaults.backoff ?? DEFAULT_BACKOFF;
+      const current = (await this.store.queueSettings(qualified))?.defaults.backoff ?? DEFAULT_BACKOFF;
       const given = Object.fromEntries(Object.entries(body.defaults.backoff).filter(([, v]) => v !== undefined));
       backoff = { ...current, ...given } as BackoffSpec;
       const problem = backoffProblem(backoff);
       if (problem) throw new ValidationError(`invalid defaults.backoff: ${problem}`, [{ path: 'defaults.backoff', message: problem }]);
     }
-    await this.store.configureQueue(name, {
+    await this.store.configureQueue(qualified, {
       maxConcurrency: body.maxConcurrency,
       rateLimit: body.rateLimit === null ? null : body.rateLimit ? { max: body.rateLimit.max, durationMs: body.rateLimit.durationMs } : undefined,
       external: body.external,
       defaults: body.defaults ? { maxAttempts: body.defaults.maxAttempts, timeoutMs: body.defaults.timeoutMs, backoff } : undefined,
     });
-    if (body.payloadSearch === true) await enablePayloadSearch(this.history.db, project, name);
-    else if (body.payloadSearch === false) await disablePayloadSearch(this.history.db, project, name);
-    return this.get(name);
+    // The index's predicate and its bookkeeping name the qualified queue (src/queues/payload-search.ts).
+    if (body.payloadSearch === true) await enablePayloadSearch(this.history.db, qualified);
+    else if (body.payloadSearch === false) await disablePayloadSearch(this.history.db, qualified);
+    return this.get(name, project);
   }
 
   /**
@@ -102,16 +109,16 @@ export class QueuesService {
    * does not (API.md: a queue exists once configured, paused or given a job).
    * @throws ValidationError (400) for a bad name; SluiceError not_found (404) on resume of an unknown queue.
    */
-  async setPaused(name: string, paused: boolean): Promise<ApiQueue> {
-    checkQueueName(name);
-    if (!paused && !(await this.store.queueSettings(name))) throw new SluiceError('not_found', `queue ${name} not found`);
-    await this.store.configureQueue(name, { paused });
-    return this.get(name);
+  async setPaused(name: string, paused: boolean, project: string): Promise<ApiQueue> {
+    const qualified = qualify(project, checkQueueName(name));
+    if (!paused && !(await this.store.queueSettings(qualified))) throw new SluiceError('not_found', `queue ${name} not found`);
+    await this.store.configureQueue(qualified, { paused });
+    return this.get(name, project);
   }
 
   private render(s: QueueSettings, counts: QueueCounts | undefined, search: Map<string, PayloadIndexState> | null = null): ApiQueue {
     return {
-      name: s.name,
+      name: bareQueue(s.name),
       paused: s.paused,
       maxConcurrency: s.maxConcurrency,
       rateLimit: s.rateLimit,

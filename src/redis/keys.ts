@@ -69,6 +69,15 @@ export const jobChangesChannel = (prefix: string): string => `${prefix}:jobs:cha
 /** Set (with an expiry) while some API process has live-update listeners: writers publish only then. */
 export const liveListenersKey = (prefix: string): string => `${prefix}:live:listeners`;
 
-/** External workers seen by the API (src/external/external-workers.ts): a sorted set of ids by last seen (ms) and one hash per worker. */
-export const externalWorkersKey = (prefix: string): string => `${prefix}:xworkers`;
-export const externalWorkerKey = (prefix: string, id: string): string => `${prefix}:xworker:${id}`;
+/**
+ * External workers seen by the API (src/external/external-workers.ts), per
+ * project (a worker id is the project's: two projects' `w1` are two workers):
+ * a sorted set of ids by last seen (ms) and one hash per worker. The
+ * `default` project's keys are those of before projects; another's carry
+ * `@<project>` (a project name holds no `:`, so no key of one project is
+ * another's).
+ */
+export const externalWorkersKey = (prefix: string, project = 'default'): string =>
+  project === 'default' ? `${prefix}:xworkers` : `${prefix}:xworkers@${project}`;
+export const externalWorkerKey = (prefix: string, id: string, project = 'default'): string =>
+  project === 'default' ? `${prefix}:xworker:${id}` : `${prefix}:xworker@${project}:${id}`;

@@ -1,5 +1,6 @@
 import { iso, WithIsoTimes } from '../http/api-job';
 import type { ScheduleRow } from './schedule-repository';
+import { bareQueue } from '../core/project-queue';
 
 /**
  * The schedule object of the API: the row's definition and run times, times
@@ -19,6 +20,8 @@ export function toApiSchedule(r: ScheduleRow): ApiSchedule {
   const { lastSlot, claimUntil, revision, ...rest } = r;
   return {
     ...rest,
+    // The bare name its project's clients use (src/core/project-queue.ts).
+    queue: bareQueue(r.queue),
     nextRunAt: r.enabled ? iso(r.nextRunAt) : null,
     lastRunAt: iso(r.lastRunAt),
     lastSlotAt: iso(lastSlot),

@@ -78,16 +78,16 @@ export class ScheduleRepository {
   constructor(private readonly db: DataSource) {}
 
   /**
-   * Inserts a schedule.
-   * @throws SluiceError `conflict` when the name is taken.
+   * Inserts a schedule of `project` (`d.queue` qualified, of that project).
+   * @throws SluiceError `conflict` when the name is taken in the project.
    */
-  async insert(id: string, d: ScheduleDefinition, nextRunAt: number | null, now: number): Promise<ScheduleRow> {
+  async insert(id: string, project: string, d: ScheduleDefinition, nextRunAt: number | null, now: number): Promise<ScheduleRow> {
     try {
       const rows = await this.db.query(
         `INSERT INTO schedules (id, name, cron, timezone, queue, type, payload, priority, max_attempts, backoff, timeout_ms, enabled,
-           next_run_at, revision, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, $14, $14) RETURNING ${COLUMNS}`,
-        [id, d.name, d.cron, d.timezone, d.queue, d.type, JSON.stringify(d.payload), d.priority, d.maxAttempts, d.backoff === null ? null : JSON.stringify(d.backoff), d.timeoutMs, d.enabled, ts(nextRunAt), ts(now)],
+           next_run_at, revision, created_at, updated_at, project)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, $14, $14, $15) RETURNING ${COLUMNS}`,
+        [id, d.name, d.cron, d.timezone, d.queue, d.type, JSON.stringify(d.payload), d.priority, d.maxAttempts, d.backoff === null ? null : JSON.stringify(d.backoff), d.timeoutMs, d.enabled, ts(nextRunAt), ts(now), project],
       );
       return toRow(rows[0]);
     } catch (e) {
@@ -95,9 +95,9 @@ export class ScheduleRepository {
     }
   }
 
-  /** All schedules, oldest first. */
-  async list(): Promise<ScheduleRow[]> {
-    return (await this.db.query(`SELECT ${COLUMNS} FROM schedules ORDER BY created_at, id`)).map(toRow);
+  /** The schedules of `project`, oldest first (index `schedules_project_created`). */
+  async list(project: string): Promise<ScheduleRow[]> {
+    return (await this.db.query(`SELECT ${COLUMNS} FROM schedules WHERE project = $1 ORDER BY created_at, id`, [project])).map(toRow);
   }
 
   /** Enabled schedules only (what a scheduler caches). */
@@ -105,8 +105,12 @@ export class ScheduleRepository {
     return (await this.db.query(`SELECT ${COLUMNS} FROM schedules WHERE enabled ORDER BY next_run_at`)).map(toRow);
   }
 
-  async get(id: string): Promise<ScheduleRow | null> {
-    const rows = await this.db.query(`SELECT ${COLUMNS} FROM schedules WHERE id = $1`, [id]);
+  /** The schedule `id` (of `project` when given: another project's is null). */
+  async get(id: string, project?: string): Promise<ScheduleRow | null> {
+    const rows =
+      project === undefined
+        ? await this.db.query(`SELECT ${COLUMNS} FROM schedules WHERE id = $1`, [id])
+        : await this.db.query(`SELECT ${COLUMNS} FROM schedules WHERE id = $1 AND project = $2`, [id, project]);
     return rows.length ? toRow(rows[0]) : null;
   }
 
@@ -114,17 +118,17 @@ export class ScheduleRepository {
    * Replaces the definition, bumps the revision (a scheduler holding the old
    * one can no longer claim a slot) and sets `next_run_at`. The slot
    * bookkeeping (`last_slot`) is kept, so no slot ever fires twice.
-   * @returns null when the schedule does not exist.
-   * @throws SluiceError `conflict` when the new name is taken.
+   * @returns null when the schedule does not exist (in `project`).
+   * @throws SluiceError `conflict` when the new name is taken in the project.
    */
-  async update(id: string, d: ScheduleDefinition, nextRunAt: number | null, now: number): Promise<ScheduleRow | null> {
+  async update(id: string, project: string, d: ScheduleDefinition, nextRunAt: number | null, now: number): Promise<ScheduleRow | null> {
     try {
       const rows = await this.db.query(
         `UPDATE schedules SET name = $2, cron = $3, timezone = $4, queue = $5, type = $6, payload = $7, priority = $8,
            max_attempts = $9, backoff = $10, timeout_ms = $11, enabled = $12, next_run_at = $13,
            revision = revision + 1, updated_at = $14
-         WHERE id = $1 RETURNING ${COLUMNS}`,
-        [id, d.name, d.cron, d.timezone, d.queue, d.type, JSON.stringify(d.payload), d.priority, d.maxAttempts, d.backoff === null ? null : JSON.stringify(d.backoff), d.timeoutMs, d.enabled, ts(nextRunAt), ts(now)],
+         WHERE id = $1 AND project = $15 RETURNING ${COLUMNS}`,
+        [id, d.name, d.cron, d.timezone, d.queue, d.type, JSON.stringify(d.payload), d.priority, d.maxAttempts, d.backoff === null ? null : JSON.stringify(d.backoff), d.timeoutMs, d.enabled, ts(nextRunAt), ts(now), project],
       );
       return rows[0]?.[0] ? toRow(rows[0][0]) : null;
     } catch (e) {
@@ -132,9 +136,9 @@ export class ScheduleRepository {
     }
   }
 
-  /** @returns the deleted row, or null when it did not exist. */
-  async delete(id: string): Promise<ScheduleRow | null> {
-    const rows = await this.db.query(`DELETE FROM schedules WHERE id = $1 RETURNING ${COLUMNS}`, [id]);
+  /** @returns the deleted row, or null when it did not exist (in `project`). */
+  async delete(id: string, project: string): Promise<ScheduleRow | null> {
+    const rows = await this.db.query(`DELETE FROM schedules WHERE id = $1 AND project = $2 RETURNING ${COLUMNS}`, [id, project]);
     return rows[0]?.[0] ? toRow(rows[0][0]) : null;
   }
 

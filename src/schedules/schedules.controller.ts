@@ -1,4 +1,6 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
 import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
@@ -9,7 +11,7 @@ import { CreateScheduleDto, PreviewQueryDto, UpdateScheduleDto } from './dto/sch
 import type { ScheduleInput } from './schedule-definition';
 import { SchedulesService } from './schedules.service';
 
-/** API.md "Schedules (cron)". */
+/** API.md "Schedules (cron)": the principal's project's schedules only (another project's id → 404). */
 @ApiTags('schedules')
 @Controller('schedules')
 export class SchedulesController {
@@ -22,16 +24,16 @@ export class SchedulesController {
   @ApiOperation({ operationId: 'createSchedule', summary: 'Create a cron schedule' })
   @ApiAnswer(201, 'Schedule', 'The new schedule with its nextRunAt.')
   @ApiErrors([409, 'A schedule with this name exists (code conflict).'])
-  async create(@Body() body: CreateScheduleDto): Promise<ApiSchedule> {
-    return toApiSchedule(await this.schedules.create(toInput(body) as ScheduleInput));
+  async create(@Body() body: CreateScheduleDto, @Req() req: FastifyRequest): Promise<ApiSchedule> {
+    return toApiSchedule(await this.schedules.create(toInput(body) as ScheduleInput, principalOf(req).project));
   }
 
   @Get()
   @Access('viewer')
   @ApiOperation({ operationId: 'listSchedules', summary: 'All schedules, oldest first' })
   @ApiAnswer(200, ['Schedule'], 'Every schedule, oldest first.')
-  async list(): Promise<ApiSchedule[]> {
-    return (await this.schedules.list()).map(toApiSchedule);
+  async list(@Req() req: FastifyRequest): Promise<ApiSchedule[]> {
+    return (await this.schedules.list(principalOf(req).project)).map(toApiSchedule);
   }
 
   /** Declared before `:id`, so "preview" is not taken for an id. */
@@ -48,8 +50,8 @@ export class SchedulesController {
   @Access('viewer')
   @ApiOperation({ operationId: 'getSchedule', summary: 'A schedule by id' })
   @ApiAnswer(200, 'Schedule', 'The schedule.')
-  async get(@Param('id') id: string): Promise<ApiSchedule> {
-    return toApiSchedule(await this.schedules.get(id));
+  async get(@Param('id') id: string, @Req() req: FastifyRequest): Promise<ApiSchedule> {
+    return toApiSchedule(await this.schedules.get(id, principalOf(req).project));
   }
 
   @Patch(':id')
@@ -58,8 +60,8 @@ export class SchedulesController {
   @ApiOperation({ operationId: 'updateSchedule', summary: 'Change a schedule (omitted fields are kept)' })
   @ApiAnswer(200, 'Schedule', 'The schedule as changed.')
   @ApiErrors([409, 'A schedule with this name exists (code conflict).'])
-  async update(@Param('id') id: string, @Body() body: UpdateScheduleDto): Promise<ApiSchedule> {
-    return toApiSchedule(await this.schedules.update(id, toInput(body)));
+  async update(@Param('id') id: string, @Body() body: UpdateScheduleDto, @Req() req: FastifyRequest): Promise<ApiSchedule> {
+    return toApiSchedule(await this.schedules.update(id, toInput(body), principalOf(req).project));
   }
 
   @Delete(':id')
@@ -67,8 +69,8 @@ export class SchedulesController {
   @Audited('schedule.delete', { param: 'id' })
   @ApiOperation({ operationId: 'deleteSchedule', summary: 'Delete a schedule; answers the deleted schedule' })
   @ApiAnswer(200, 'Schedule', 'The deleted schedule.')
-  async remove(@Param('id') id: string): Promise<ApiSchedule> {
-    return toApiSchedule(await this.schedules.remove(id));
+  async remove(@Param('id') id: string, @Req() req: FastifyRequest): Promise<ApiSchedule> {
+    return toApiSchedule(await this.schedules.remove(id, principalOf(req).project));
   }
 }
 

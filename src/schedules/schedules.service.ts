@@ -14,6 +14,7 @@ import { REDIS } from '../redis/redis.module';
 import { RedisJobStore } from '../redis/redis-job-store';
 import { ScheduleInput, schedulesChannel, validateSchedule } from './schedule-definition';
 import { SCHEDULE_CLOCK } from './schedule-clock';
+import { bareQueue, qualify } from '../core/project-queue';
 import { ScheduleRepository, ScheduleRow } from './schedule-repository';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -21,7 +22,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const NOT_NULL = ['name', 'cron', 'timezone', 'queue', 'type', 'payload', 'priority', 'enabled'] as const;
 
 /**
- * Schedule use cases behind the HTTP API. Each change bumps nothing in
+ * Schedule use cases behind the HTTP API, each within the caller's project:
+ * names are unique per project, the row's `queue` is the qualified name
+ * (src/core/project-queue.ts) the scheduler enqueues into, another
+ * project's schedule id → 404. Each change bumps nothing in
  * Redis but a pub/sub notice, so the schedulers reload at once (they also
  * reload every few seconds, and every slot claim re-checks the row).
  */
@@ -44,24 +48,24 @@ export class SchedulesService {
   /**
    * Creates a schedule; `nextRunAt` is the first slot after now (null when disabled).
    * @throws ValidationError (400) naming each bad field; PayloadTooLargeError (413);
-   *   SluiceError `conflict` (409) for a duplicate name.
+   *   SluiceError `conflict` (409) for a duplicate name in the project.
    */
-  async create(input: ScheduleInput): Promise<ScheduleRow> {
-    const { def, slots } = validateSchedule(input, this.config.maxPayloadBytes);
+  async create(input: ScheduleInput, project: string): Promise<ScheduleRow> {
+    const { def, slots } = this.validate(input, project);
     await this.checkType(def.queue, def.type);
     const now = this.clock.now();
-    const row = await this.repo.insert(uuidv7(), def, def.enabled ? slots.nextAfter(now) : null, now);
+    const row = await this.repo.insert(uuidv7(), project, def, def.enabled ? slots.nextAfter(now) : null, now);
     await this.notify(row.id);
     return row;
   }
 
-  list(): Promise<ScheduleRow[]> {
-    return this.repo.list();
+  list(project: string): Promise<ScheduleRow[]> {
+    return this.repo.list(project);
   }
 
-  /** @throws SluiceError `not_found` (404). */
-  async get(id: string): Promise<ScheduleRow> {
-    const row = UUID.test(id) ? await this.repo.get(id) : null;
+  /** @throws SluiceError `not_found` (404), also for another project's schedule. */
+  async get(id: string, project: string): Promise<ScheduleRow> {
+    const row = UUID.test(id) ? await this.repo.get(id, project) : null;
     if (!row) throw notFound(id);
     return row;
   }
@@ -71,8 +75,8 @@ export class SchedulesService {
    * `nextRunAt` from now: slots missed while disabled are not fired.
    * @throws as {@link create}, and `not_found` (404).
    */
-  async update(id: string, patch: Partial<ScheduleInput>): Promise<ScheduleRow> {
-    const cur = await this.get(id);
+  async update(id: string, patch: Partial<ScheduleInput>, project: string): Promise<ScheduleRow> {
+    const cur = await this.get(id, project);
     const nulls = NOT_NULL.filter((k) => patch[k] === null);
     if (nulls.length) throw new ValidationError('invalid schedule', nulls.map((path) => ({ path, message: 'must not be null' })));
     const pick = <K extends keyof ScheduleInput>(k: K, v: ScheduleInput[K]) => (patch[k] === undefined ? v : patch[k]);
@@ -80,7 +84,7 @@ export class SchedulesService {
       name: pick('name', cur.name) as string,
       cron: pick('cron', cur.cron) as string,
       timezone: pick('timezone', cur.timezone),
-      queue: pick('queue', cur.queue),
+      queue: pick('queue', bareQueue(cur.queue)),
       type: pick('type', cur.type) as string,
       payload: pick('payload', cur.payload),
       priority: pick('priority', cur.priority),
@@ -89,20 +93,20 @@ export class SchedulesService {
       timeoutMs: pick('timeoutMs', cur.timeoutMs),
       enabled: pick('enabled', cur.enabled),
     };
-    const { def, slots } = validateSchedule(merged, this.config.maxPayloadBytes);
+    const { def, slots } = this.validate(merged, project);
     if (def.queue !== cur.queue || def.type !== cur.type) await this.checkType(def.queue, def.type);
     const now = this.clock.now();
     const retime = def.cron !== cur.cron || def.timezone !== cur.timezone || (def.enabled && !cur.enabled) || cur.nextRunAt === null;
     const nextRunAt = !def.enabled ? null : retime ? slots.nextAfter(now) : cur.nextRunAt;
-    const row = await this.repo.update(id, def, nextRunAt, now);
+    const row = await this.repo.update(id, project, def, nextRunAt, now);
     if (!row) throw notFound(id);
     await this.notify(id);
     return row;
   }
 
   /** Deletes a schedule: no slot of it fires after this returns. @throws `not_found` (404). */
-  async remove(id: string): Promise<ScheduleRow> {
-    const row = UUID.test(id) ? await this.repo.delete(id) : null;
+  async remove(id: string, project: string): Promise<ScheduleRow> {
+    const row = UUID.test(id) ? await this.repo.delete(id, project) : null;
     if (!row) throw notFound(id);
     await this.notify(id);
     return row;
@@ -116,7 +120,13 @@ export class SchedulesService {
     return CronSlots.compile({ cron, timezone }).preview(from ?? this.clock.now(), count);
   }
 
-  /** Same rule as POST /jobs: a registered handler, unless the queue is external. */
+  /** validateSchedule, then the definition's queue qualified with `project` (what the slots enqueue into). */
+  private validate(input: ScheduleInput, project: string): ReturnType<typeof validateSchedule> {
+    const v = validateSchedule(input, this.config.maxPayloadBytes);
+    return { ...v, def: { ...v.def, queue: qualify(project, v.def.queue) } };
+  }
+
+  /** Same rule as POST /jobs: a registered handler, unless the (qualified) queue is external. */
   private async checkType(queue: string, type: string): Promise<void> {
     if (this.handlers.map.get(type)) return;
     if ((await this.store.queueSettings(queue))?.external) return;

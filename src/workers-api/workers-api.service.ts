@@ -8,6 +8,7 @@ import type { RedisClient } from '../redis/connection';
 import { RedisJobStore } from '../redis/redis-job-store';
 import { REDIS } from '../redis/redis.module';
 import { WorkerInfo, WorkerRegistry } from '../workers/worker-registry';
+import { bareQueue, inProject } from '../core/project-queue';
 import { heldJobs } from './held-jobs';
 
 /**
@@ -38,29 +39,42 @@ export class WorkersApiService {
   ) {}
 
   /**
-   * Every known worker: in-process ones (oldest heartbeat first), then external ones (most recently seen first).
-   * @param project the caller's project (one project today: its queues' filter goes here when projects land).
+   * The workers that serve `project`: in-process ones (oldest heartbeat
+   * first), then its external ones (most recently seen first).
+   * In-process workers are server processes shared by every project (their
+   * handlers are server code): one with `QUEUES=*` serves every project's
+   * queues and is shown to each as `["*"]`; one with a QUEUES list is shown
+   * to a project with that list cut to the project's queues (bare names),
+   * and not at all to a project none of its queues belongs to. A dead entry
+   * whose details expired (no queues known) is shown to `default` only.
+   * External workers belong to the project of the queues they call
+   * (src/external/external-workers.ts). `jobs` lists the project's jobs only.
    * @param opts.held also read the jobs each one holds (GET /workers; the dashboard's counts skip it).
    * @throws when Redis is unreachable.
    */
   async list(project = DEFAULT_PROJECT, opts: { held?: boolean } = {}): Promise<ApiWorker[]> {
-    void project;
     const now = Date.now();
     const [workers, external] = await Promise.all([
       WorkerRegistry.list(this.redis, this.config.redisPrefix),
-      ExternalWorkerTracker.list(this.redis, this.config.redisPrefix, now),
+      ExternalWorkerTracker.list(this.redis, this.config.redisPrefix, project, now),
     ]);
-    const held = opts.held ? await heldJobs(this.store, await this.store.listQueues()) : null;
+    const held = opts.held ? await heldJobs(this.store, (await this.store.listQueues()).filter((q) => inProject(q, project))) : null;
     const aliveMs = Math.max(2 * this.config.lockTtlMs, 60_000);
-    const known = new Set(workers.map((w) => w.id));
-    const out: ApiWorker[] = workers.map((w) => ({
-      ...w,
-      startedAt: iso(w.startedAt),
-      lastHeartbeatAt: iso(w.lastHeartbeatAt),
-      kind: 'process',
-      lastClaimAt: null,
-      ...(held ? { jobs: held.get(w.id)?.ids ?? [] } : {}),
-    }));
+    const out: ApiWorker[] = [];
+    for (const w of workers) {
+      const queues = w.queues.includes('*') ? ['*'] : w.queues.filter((q) => inProject(q, project)).map(bareQueue);
+      if (queues.length === 0 && (w.queues.length > 0 || project !== DEFAULT_PROJECT)) continue;
+      out.push({
+        ...w,
+        queues,
+        startedAt: iso(w.startedAt),
+        lastHeartbeatAt: iso(w.lastHeartbeatAt),
+        kind: 'process',
+        lastClaimAt: null,
+        ...(held ? { jobs: held.get(w.id)?.ids ?? [] } : {}),
+      });
+    }
+    const known = new Set(out.map((w) => w.id));
     for (const x of external) {
       if (known.has(x.id)) continue;
       const h = held?.get(x.id);

@@ -120,3 +120,72 @@ test('public routes need nothing', async () => {
     expect([200, 301, 302, 400, 503]).toContain(res.status);
   }
 });
+
+describe('404 across projects', () => {
+  /** Routes whose `:name` names a queue of the caller's own project to create or claim from: they act there, never on another project's queue. */
+  const ACT_IN_OWN_PROJECT = new Set(['PUT /queues/:name', 'POST /queues/:name/pause', 'POST /queues/:name/claim']);
+  /** A body each route's validation accepts, so that what answers is the lookup. */
+  const BODIES: Record<string, object> = {
+    'POST /jobs/:id/heartbeat': { lockToken: 'x' },
+    'POST /jobs/:id/complete': { lockToken: 'x' },
+    'POST /jobs/:id/fail': { lockToken: 'x', error: { message: 'x' } },
+    'PATCH /schedules/:id': { enabled: false },
+    'PATCH /users/:id': { role: 'viewer' },
+    'POST /queues/:name/claim': { workerId: 'matrix-w' },
+  };
+  const ids: Record<string, string> = {};
+  // A queue only the other project has (the passes above created `matrix-q` in default).
+  const root = (r: ReturnType<typeof api.http.get>) => r.set('authorization', `Bearer ${BOOTSTRAP}`).set('x-sluice-project', 'matrix-other');
+
+  beforeAll(async () => {
+    expect((await api.http.post('/projects').set('authorization', `Bearer ${BOOTSTRAP}`).send({ name: 'matrix-other' })).status).toBe(201);
+    expect((await root(api.http.put('/queues/matrix-oq')).send({ external: true })).status).toBe(200);
+    const job = await root(api.http.post('/jobs')).send({ queue: 'matrix-oq', type: 'ext.task' });
+    expect(job.status).toBe(201);
+    ids['/jobs'] = job.body.id;
+    const s = await root(api.http.post('/schedules')).send({ name: 'matrix-s', cron: '0 3 * * *', queue: 'matrix-oq', type: 'ext.task' });
+    expect(s.status).toBe(201);
+    ids['/schedules'] = s.body.id;
+    const k = await root(api.http.post('/keys')).send({ name: 'matrix-other-key', role: 'viewer' });
+    expect(k.status).toBe(201);
+    ids['/keys'] = k.body.id;
+    const u = await root(api.http.post('/users')).send({ username: 'matrix-other-user', password: randomBytes(12).toString('base64url'), role: 'viewer' });
+    expect(u.status).toBe(201);
+    ids['/users'] = u.body.id;
+  });
+
+  test("every route with an id or a name: another project's → 404 (never 403), whatever the caller's role may", async () => {
+    const wrong: string[] = [];
+    // The routes that must answer 404 first: the others create the name in the caller's project.
+    const routes = table
+      .filter((r) => /:(id|name)\b/.test(r.path) && !r.required!.includes('public'))
+      .sort((a, b) => Number(ACT_IN_OWN_PROJECT.has(`${a.method} ${a.path}`)) - Number(ACT_IN_OWN_PROJECT.has(`${b.method} ${b.path}`)));
+    expect(routes.length).toBeGreaterThan(15);
+    for (const r of routes) {
+      const route = `${r.method} ${r.path}`;
+      const base = Object.keys(ids).find((b) => r.path.startsWith(`${b}/:id`));
+      if (r.path.includes(':id') && !base) {
+        wrong.push(`${route}: no id of another project to try (add one to this test)`);
+        continue;
+      }
+      const url = r.path.replace(':id', base ? ids[base] : '').replace(':name', 'matrix-oq');
+      const m = r.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+      let req = api.http[m](url).set('authorization', `Bearer ${keyOf.get('admin')}`);
+      if (m !== 'get' && m !== 'delete') req = req.send(BODIES[route] ?? {});
+      const res = await req;
+      if (ACT_IN_OWN_PROJECT.has(route)) {
+        if (res.status !== 200) wrong.push(`${route} → ${res.status} (acts in the caller's project: 200)`);
+      } else if (res.status !== 404 || res.body?.error?.code !== 'not_found') {
+        wrong.push(`${route} → ${res.status}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+    // The other project's things are as they were.
+    const q = await root(api.http.get('/queues/matrix-oq'));
+    expect(q.body).toMatchObject({ paused: false, external: true, counts: { waiting: 1 } });
+    expect((await root(api.http.get(`/jobs/${ids['/jobs']}`))).body.status).toBe('waiting');
+    expect((await root(api.http.get(`/schedules/${ids['/schedules']}`))).body.enabled).toBe(true);
+    expect((await root(api.http.get('/keys'))).body.map((k: { id: string }) => k.id)).toContain(ids['/keys']);
+    expect((await root(api.http.get('/users'))).body.map((u: { id: string; role: string }) => [u.id, u.role])).toEqual([[ids['/users'], 'viewer']]);
+  });
+});

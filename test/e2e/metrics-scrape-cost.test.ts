@@ -51,7 +51,7 @@ describe('GET /metrics: Redis commands per scrape do not grow with the backlog',
     await fill(10);
     const small = await scrapeCost();
     await fill(19_990);
-    const depth = /^sluice_queue_jobs\{queue="cost",state="waiting"\} 20000$/m;
+    const depth = /^sluice_queue_jobs\{project="default",queue="cost",state="waiting"\} 20000$/m;
     expect((await api.http.get('/metrics')).text).toMatch(depth);
     const large = await scrapeCost();
     expect(large).toEqual(small);

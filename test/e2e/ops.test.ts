@@ -85,16 +85,16 @@ describe('ops endpoints (e2e)', () => {
       const res = await api.http.get('/metrics');
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
-      expect(res.text).toContain('sluice_queue_jobs{queue="opsdepth",state="waiting"} 1');
-      expect(res.text).toContain('sluice_queue_jobs{queue="opsdepth",state="delayed"} 1');
-      expect(res.text).toContain('sluice_queue_jobs{queue="opsdepth",state="active"} 0');
+      expect(res.text).toContain('sluice_queue_jobs{project="default",queue="opsdepth",state="waiting"} 1');
+      expect(res.text).toContain('sluice_queue_jobs{project="default",queue="opsdepth",state="delayed"} 1');
+      expect(res.text).toContain('sluice_queue_jobs{project="default",queue="opsdepth",state="active"} 0');
       expect(res.text).toContain('sluice_queue_depth_scrape_success 1');
       expect(res.text).toMatch(/^sluice_audit_lag_seconds \d/m);
       expect(res.text).toMatch(/^sluice_audit_backlog_events \d/m);
       expect(res.text).toContain('sluice_audit_backlog_max 1000000');
       expect(res.text).toContain('sluice_enqueue_refused_total 0');
       expect(res.text).toContain('sluice_http_requests_total{method="POST",route="/jobs",status="201"} 2');
-      expect(res.text).toMatch(/^sluice_queue_oldest_waiting_age_seconds\{queue="opsdepth"\} \d/m);
+      expect(res.text).toMatch(/^sluice_queue_oldest_waiting_age_seconds\{project="default",queue="opsdepth"\} \d/m);
       // The worker's series belong to processes with the worker role.
       expect(res.text).not.toContain('sluice_jobs_started_total');
       // prom-client's default process metrics are on.
@@ -120,16 +120,16 @@ describe('ops endpoints (e2e)', () => {
         'completion counted',
         async () => {
           const t = (await api.http.get('/metrics')).text;
-          return t.includes('sluice_jobs_completed_total{queue="opsrun",type="diag.echo"} 1') ? t : undefined;
+          return t.includes('sluice_jobs_completed_total{project="default",queue="opsrun",type="diag.echo"} 1') ? t : undefined;
         },
         15_000,
         50,
       );
-      expect(text).toContain('sluice_jobs_started_total{queue="opsrun",type="diag.echo"} 1');
-      expect(text).toContain('sluice_job_processing_seconds_count{queue="opsrun",type="diag.echo",outcome="completed"} 1');
-      expect(text).toContain('sluice_job_wait_seconds_count{queue="opsrun",type="diag.echo"} 1');
-      expect(text).toContain('sluice_queue_jobs{queue="opsrun",state="active"} 0');
-      expect(text).not.toContain('sluice_jobs_failed_total{queue="opsrun"');
+      expect(text).toContain('sluice_jobs_started_total{project="default",queue="opsrun",type="diag.echo"} 1');
+      expect(text).toContain('sluice_job_processing_seconds_count{project="default",queue="opsrun",type="diag.echo",outcome="completed"} 1');
+      expect(text).toContain('sluice_job_wait_seconds_count{project="default",queue="opsrun",type="diag.echo"} 1');
+      expect(text).toContain('sluice_queue_jobs{project="default",queue="opsrun",state="active"} 0');
+      expect(text).not.toContain('sluice_jobs_failed_total{project="default",queue="opsrun"');
     });
 
     it('a failed attempt is counted by reason', async () => {
@@ -139,12 +139,12 @@ describe('ops endpoints (e2e)', () => {
         'failure counted',
         async () => {
           const t = (await api.http.get('/metrics')).text;
-          return t.includes('sluice_jobs_failed_total{queue="opsfail",type="diag.fail",reason="error"} 1') ? t : undefined;
+          return t.includes('sluice_jobs_failed_total{project="default",queue="opsfail",type="diag.fail",reason="error"} 1') ? t : undefined;
         },
         30_000,
         50,
       );
-      expect(text).toContain('sluice_job_processing_seconds_count{queue="opsfail",type="diag.fail",outcome="failed"} 1');
+      expect(text).toContain('sluice_job_processing_seconds_count{project="default",queue="opsfail",type="diag.fail",outcome="failed"} 1');
     });
   });
 

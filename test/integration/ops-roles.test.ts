@@ -109,13 +109,13 @@ describe('every role serves the ops endpoints', () => {
     await store.enqueue([normalizeEnqueue({ queue: 'opsidle', type: 'diag.echo', priority: 50 }, 1_000_000)]);
     const text = await waitUntil('completion counted', async () => {
       const t = (await get(worker, '/metrics')).text;
-      return t.includes('sluice_jobs_completed_total{queue="opsq",type="diag.echo"} 1') ? t : undefined;
+      return t.includes('sluice_jobs_completed_total{project="default",queue="opsq",type="diag.echo"} 1') ? t : undefined;
     }, 30_000, 100);
     expect(done.id).toBeTruthy();
-    expect(text).toContain('sluice_jobs_started_total{queue="opsq",type="diag.echo"} 1');
-    expect(text).toContain('sluice_job_processing_seconds_count{queue="opsq",type="diag.echo",outcome="completed"} 1');
-    expect(text).toContain('sluice_job_wait_seconds_count{queue="opsq",type="diag.echo"} 1');
-    expect(text).toContain('sluice_queue_jobs{queue="opsidle",state="waiting"} 2');
+    expect(text).toContain('sluice_jobs_started_total{project="default",queue="opsq",type="diag.echo"} 1');
+    expect(text).toContain('sluice_job_processing_seconds_count{project="default",queue="opsq",type="diag.echo",outcome="completed"} 1');
+    expect(text).toContain('sluice_job_wait_seconds_count{project="default",queue="opsq",type="diag.echo"} 1');
+    expect(text).toContain('sluice_queue_jobs{project="default",queue="opsidle",state="waiting"} 2');
     expect(text).toContain('sluice_queue_depth_scrape_success 1');
     expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
     // The other roles' series are not there.
@@ -123,7 +123,7 @@ describe('every role serves the ops endpoints', () => {
     expect(text).not.toContain('sluice_audit_lag_seconds');
     // The idle queue's oldest job (the low-priority one, enqueued first) ages.
     await waitUntil('oldest waiting age ≥ 1 s', async () => {
-      const m = /^sluice_queue_oldest_waiting_age_seconds\{queue="opsidle"\} (\S+)$/m.exec((await get(worker, '/metrics')).text);
+      const m = /^sluice_queue_oldest_waiting_age_seconds\{project="default",queue="opsidle"\} (\S+)$/m.exec((await get(worker, '/metrics')).text);
       return m !== null && Number(m[1]) >= 1;
     }, 15_000, 200);
   });
@@ -145,7 +145,7 @@ describe('every role serves the ops endpoints', () => {
     }
     const text = await waitUntil('slot fired and lease reaped', async () => {
       const t = (await get(scheduler, '/metrics')).text;
-      return /^sluice_cron_slots_fired_total\{queue="opscron"\} [1-9]/m.test(t) && t.includes('sluice_leases_reaped_total{queue="opsreap"} 1') ? t : undefined;
+      return /^sluice_cron_slots_fired_total\{project="default",queue="opscron"\} [1-9]/m.test(t) && t.includes('sluice_leases_reaped_total{project="default",queue="opsreap"} 1') ? t : undefined;
     }, 30_000, 200);
     expect(text).not.toContain('sluice_jobs_started_total{');
     expect(text).not.toContain('sluice_queue_jobs{');

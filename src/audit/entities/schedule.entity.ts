@@ -10,9 +10,12 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 @Entity({ name: 'schedules' })
 export class ScheduleEntity {
   @PrimaryColumn('uuid') id!: string;
-  @Column('text', { unique: true }) name!: string;
+  /** The project it belongs to; `name` is unique per project (migration 1796001500000-Projects). */
+  @Column('text', { default: 'default' }) project!: string;
+  @Column('text') name!: string;
   @Column('text') cron!: string;
   @Column('text') timezone!: string;
+  /** The qualified queue name (src/core/project-queue.ts) the slots enqueue into. */
   @Column('text') queue!: string;
   @Column('text') type!: string;
   @Column('jsonb') payload!: Record<string, unknown>;

@@ -2,6 +2,7 @@ import { BackoffSpec, DEFAULT_BACKOFF, decodeBackoff } from '../../core/backoff'
 import { ValidationError } from '../../core/errors';
 import type { Job, Json } from '../../core/job';
 import { JOB_STATUSES, JobStatus } from '../../core/job-status';
+import { DEFAULT_PROJECT } from '../../core/project-queue';
 
 /**
  * Helpers shared by the history queries: the SELECT list that reads a `jobs`
@@ -176,4 +177,16 @@ export function decodeIdCursor(cursor: string): string {
   if (bytes.length !== 16 || bytes.toString('base64url') !== cursor) badCursor();
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * SQL condition: the qualified queue name in column `col` belongs to
+ * `project` (src/core/project-queue.ts): for `default` a name without `/`,
+ * for any other one that starts with `<project>/`. Used as a filter on the
+ * small per-queue tables (`job_counts`, `dead_letter_counts`, `job_finishes`)
+ * that the history queries start from, or on the rows of a bounded scan.
+ * @param param adds a query parameter and returns its placeholder.
+ */
+export function projectCondition(col: string, project: string, param: (v: unknown) => string): string {
+  return project === DEFAULT_PROJECT ? `strpos(${col}, '/') = 0` : `starts_with(${col}, ${param(project + '/')})`;
 }

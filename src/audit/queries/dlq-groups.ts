@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { ValidationError } from '../../core/errors';
-import { epochMs } from './common';
+import { epochMs, projectCondition } from './common';
 
 /** One dead-letter group (API.md v1.1 "Dead-letter groups"); times epoch ms. */
 export interface DlqGroup {
@@ -27,40 +27,52 @@ export const GROUP_NAMES_MAX = 20;
  * `dead_letter_jobs_fingerprint` index (fingerprint, failed_at DESC)
  * INCLUDE (queue, type) — an index-only scan, no table row read — largest
  * groups first; then per group kept, its newest row's `last_error` as the
- * sample (one probe of the same index). $1 = limit, $2 = queue (optional).
+ * sample (one probe of the same index). With a queue, `queue = $n`; else,
+ * with a project, the project's condition on the INCLUDEd `queue` (both an
+ * index-only filter). Returns the SQL and its parameters (the limit first).
  * Plans and timings at 100,000 DLQ rows: docs/query-plans.md.
  */
-export function dlqGroupsSql(queue: string | undefined): string {
-  const q = queue !== undefined ? ' AND queue = $2' : '';
-  return `SELECT g.fingerprint, g.n::int AS count, g.types[1:${GROUP_NAMES_MAX}] AS types, g.queues[1:${GROUP_NAMES_MAX}] AS queues,
+export function dlqGroupsSql(f: { queue?: string; project?: string | null }, limit: number): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const param = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const n = param(limit);
+  const cond = (col: string) =>
+    f.queue !== undefined ? ` AND ${col} = ${param(f.queue)}` : f.project != null ? ` AND ${projectCondition(col, f.project, param)}` : '';
+  const outer = cond('queue');
+  const inner = cond('d.queue');
+  const sql = `SELECT g.fingerprint, g.n::int AS count, g.types[1:${GROUP_NAMES_MAX}] AS types, g.queues[1:${GROUP_NAMES_MAX}] AS queues,
       ${epochMs('g.first_at')} AS first_ms, ${epochMs('g.last_at')} AS last_ms, s.last_error AS sample
     FROM (
       SELECT fingerprint, count(*) AS n, array_agg(DISTINCT type ORDER BY type) AS types, array_agg(DISTINCT queue ORDER BY queue) AS queues,
         min(failed_at) AS first_at, max(failed_at) AS last_at
-      FROM dead_letter_jobs WHERE fingerprint IS NOT NULL${q}
-      GROUP BY fingerprint ORDER BY count(*) DESC, fingerprint LIMIT $1
+      FROM dead_letter_jobs WHERE fingerprint IS NOT NULL${outer}
+      GROUP BY fingerprint ORDER BY count(*) DESC, fingerprint LIMIT ${n}
     ) g CROSS JOIN LATERAL (
-      SELECT d.last_error FROM dead_letter_jobs d WHERE d.fingerprint = g.fingerprint${q.replace('queue', 'd.queue')} ORDER BY d.failed_at DESC LIMIT 1
+      SELECT d.last_error FROM dead_letter_jobs d WHERE d.fingerprint = g.fingerprint${inner} ORDER BY d.failed_at DESC LIMIT 1
     ) s
     ORDER BY g.n DESC, g.fingerprint`;
+  return { sql, params };
 }
 
 /**
  * `GET /jobs/dlq/groups?queue=`: the dead-letter queue grouped by
  * fingerprint, largest group first (ties by fingerprint).
- * @param project the caller's project (one project today: every queue is `default`'s; the filter goes here when projects land).
+ * @param project the caller's project: only its queues' rows are grouped
+ *   (null = every project); `filter.queue` is a qualified name (of that
+ *   project). The group's `queues` are qualified names: the API renders them bare.
  * @param limit groups at most, 1..{@link GROUPS_LIMIT_MAX} (default {@link GROUPS_LIMIT_DEFAULT}).
  * @throws ValidationError (400) on a bad limit.
  */
-export async function dlqGroups(db: DataSource, project: string, filter: { queue?: string; limit?: number } = {}): Promise<DlqGroup[]> {
-  void project;
+export async function dlqGroups(db: DataSource, project: string | null, filter: { queue?: string; limit?: number } = {}): Promise<DlqGroup[]> {
   const limit = filter.limit ?? GROUPS_LIMIT_DEFAULT;
   if (!Number.isInteger(limit) || limit < 1 || limit > GROUPS_LIMIT_MAX) {
     throw new ValidationError('invalid limit', [{ path: 'limit', message: `must be an integer 1..${GROUPS_LIMIT_MAX}` }]);
   }
-  const params: unknown[] = [limit];
-  if (filter.queue !== undefined) params.push(filter.queue);
-  const rows = (await db.query(dlqGroupsSql(filter.queue), params)) as {
+  const { sql, params } = dlqGroupsSql({ queue: filter.queue, project }, limit);
+  const rows = (await db.query(sql, params)) as {
     fingerprint: string; count: number; types: string[]; queues: string[]; first_ms: number; last_ms: number; sample: string | null;
   }[];
   return rows.map((r) => ({

@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { ValidationError } from '../../core/errors';
 import type { TimeRange } from '../../core/time-range';
+import { projectCondition } from './common';
 
 /** One point of `GET /dashboard/metrics`: jobs finished in [at, at + stepMs). */
 export interface FinishPoint {
@@ -48,18 +49,27 @@ export function seriesBuckets(range: TimeRange, stepMs: number): { first: number
  * A count lives in exactly one of them, so their sum is exact; data older
  * than the per-second window has minute resolution (a minute's count goes
  * to the bucket its start falls in). Two primary-key range scans.
- * $1 = bucket start (ms), $2 = end (ms, exclusive), $3 = stepMs, $4 = queue (optional).
+ * $1 = bucket start (ms), $2 = end (ms, exclusive), $3 = stepMs; then the
+ * queue (`queue = $4`), or without one the project's condition (a filter of
+ * the range's rows; `default`'s takes no parameter). `params(from, to, step)`
+ * gives the full parameter list.
  */
-export function finishSeriesSql(queue: string | undefined): string {
-  const q = queue !== undefined ? ' AND queue = $4' : '';
+export function finishSeriesSql(f: { queue?: string; project?: string | null }): { sql: string; params: (fromMs: number, toMs: number, stepMs: number) => unknown[] } {
+  const extra: unknown[] = [];
+  const param = (v: unknown) => {
+    extra.push(v);
+    return `$${extra.length + 3}`;
+  };
+  const q = f.queue !== undefined ? ` AND queue = ${param(f.queue)}` : f.project != null ? ` AND ${projectCondition('queue', f.project, param)}` : '';
   const range = `bucket >= to_timestamp($1::float8 / 1000) AND bucket < to_timestamp($2::float8 / 1000)${q}`;
   // date_bin on the timestamps (C, per row), the epoch arithmetic once per step: extract(epoch …) per row was 2/3 of the time.
-  return `SELECT round(extract(epoch FROM b) * 1000)::float8 AS at, sum(completed)::float8 AS completed, sum(failed)::float8 AS failed
+  const sql = `SELECT round(extract(epoch FROM b) * 1000)::float8 AS at, sum(completed)::float8 AS completed, sum(failed)::float8 AS failed
     FROM (
       SELECT date_bin(make_interval(secs => $3::float8 / 1000), bucket, 'epoch') AS b, completed, failed FROM job_finishes WHERE ${range}
       UNION ALL
       SELECT date_bin(make_interval(secs => $3::float8 / 1000), bucket, 'epoch'), completed, failed FROM job_finishes_minute WHERE ${range}
     ) x GROUP BY b`;
+  return { sql, params: (fromMs, toMs, stepMs) => [fromMs, toMs, stepMs, ...extra] };
 }
 
 /**
@@ -67,15 +77,14 @@ export function finishSeriesSql(queue: string | undefined): string {
  * failed (into the DLQ) per bucket, zero-filled, oldest first. Counts are
  * by `finished_at` of the jobs as they are now (a failure retried from the
  * DLQ leaves its bucket), as the dashboard's throughput counts them.
- * @param project the caller's project (one project today: its filter goes here when projects land).
+ * @param project only this project's queues (null = every project); `queue`
+ *   is a qualified name (of that project).
  * @throws ValidationError (400) naming stepMs (see {@link seriesBuckets}).
  */
-export async function finishSeries(db: DataSource, project: string, range: TimeRange, stepMs: number, queue?: string): Promise<FinishPoint[]> {
-  void project;
+export async function finishSeries(db: DataSource, project: string | null, range: TimeRange, stepMs: number, queue?: string): Promise<FinishPoint[]> {
   const { first, count } = seriesBuckets(range, stepMs);
-  const params: unknown[] = [first * stepMs, (first + count) * stepMs, stepMs];
-  if (queue !== undefined) params.push(queue);
-  const rows = (await db.query(finishSeriesSql(queue), params)) as { at: number; completed: number; failed: number }[];
+  const q = finishSeriesSql({ queue, project });
+  const rows = (await db.query(q.sql, q.params(first * stepMs, (first + count) * stepMs, stepMs))) as { at: number; completed: number; failed: number }[];
   const out: FinishPoint[] = Array.from({ length: count }, (_, i) => ({ at: (first + i) * stepMs, completed: 0, failed: 0 }));
   for (const r of rows) {
     const p = out[Math.round(r.at / stepMs) - first];

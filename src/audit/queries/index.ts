@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { Job } from '../../core/job';
 import type { RedisJobStore } from '../../redis/redis-job-store';
 import { backfillFingerprints } from '../fingerprint-backfill';
+import { inProject } from '../../core/project-queue';
 import { auditLag } from './audit-lag';
 import { dlqGroups, DlqGroup } from './dlq-groups';
 import { waitForMirror } from './mirror-barrier';
@@ -46,10 +47,34 @@ export class HistoryQueries {
     return getJob(this.db, this.store, id);
   }
 
-  /** Newest first, keyset on id; limit 1..500 (default 50). */
+  /**
+   * The qualified names of `project`'s queues (src/core/project-queue.ts),
+   * and whether they are every known queue: then a listing of the project
+   * needs no project condition in SQL (an installation with one project,
+   * typically `default` alone, keeps the plans it had before projects).
+   */
+  async projectQueues(project: string): Promise<{ queues: string[]; sole: boolean }> {
+    const all = await this.store.listQueues();
+    const queues = all.filter((q) => inProject(q, project));
+    return { queues, sole: queues.length === all.length };
+  }
+
+  /**
+   * Newest first, keyset on id; limit 1..500 (default 50). With
+   * `filter.project` (and no queue), only that project's jobs: a row of
+   * another project never leaves here, even one that a racing new queue
+   * slips into a query run without the project condition (then the page is
+   * shorter; the cursor stays right).
+   */
   async listJobs(filter: ListJobsFilter = {}): Promise<Page<Job>> {
-    await this.settle(filter.queue ? [filter.queue] : undefined);
-    return listJobs(this.db, filter);
+    if (filter.queue !== undefined || filter.project == null) {
+      await this.settle(filter.queue ? [filter.queue] : undefined);
+      return listJobs(this.db, filter);
+    }
+    const { queues, sole } = await this.projectQueues(filter.project);
+    await this.settle(queues);
+    const page = await listJobs(this.db, { ...filter, project: sole ? null : filter.project });
+    return { items: page.items.filter((j) => inProject(j.queue, filter.project!)), nextCursor: page.nextCursor };
   }
 
   /** Audit trail, oldest first. */
@@ -67,19 +92,27 @@ export class HistoryQueries {
     return jobLogs(this.db, id);
   }
 
-  /** Dead-letter queue, newest failure first, keyset on (failed_at, job_id). */
+  /** Dead-letter queue, newest failure first, keyset on (failed_at, job_id); `filter.project` as for {@link listJobs}. */
   async listDlq(filter: ListDlqFilter = {}): Promise<Page<Job>> {
-    await this.settle(filter.queue ? [filter.queue] : undefined);
-    return listDlq(this.db, filter);
+    if (filter.queue !== undefined || filter.project == null) {
+      await this.settle(filter.queue ? [filter.queue] : undefined);
+      return listDlq(this.db, filter);
+    }
+    const { queues, sole } = await this.projectQueues(filter.project);
+    await this.settle(queues);
+    const page = await listDlq(this.db, { ...filter, project: sole ? null : filter.project });
+    return { items: page.items.filter((j) => inProject(j.queue, filter.project!)), nextCursor: page.nextCursor };
   }
 
   /**
    * Dead-letter groups, largest first (see dlq-groups.ts). Rows an audit
    * writer of an older version left without a fingerprint get theirs first
-   * (a probe of the fingerprint index when there are none).
+   * (a probe of the fingerprint index when there are none). Only
+   * `project`'s queues (`filter.queue` is a qualified name of it); the
+   * groups' `queues` are qualified names.
    */
   async dlqGroups(project: string, filter: { queue?: string; limit?: number } = {}): Promise<DlqGroup[]> {
-    await this.settle(filter.queue ? [filter.queue] : undefined);
+    await this.settle(filter.queue !== undefined ? [filter.queue] : (await this.projectQueues(project)).queues);
     for (let i = 0; i < 10 && (await backfillFingerprints(this.db)) > 0; i++);
     return dlqGroups(this.db, project, filter);
   }
@@ -90,9 +123,9 @@ export class HistoryQueries {
     return queueCounts(this.db, this.store, queues);
   }
 
-  /** Completed / failed in the last minute. */
-  throughput(): Promise<Throughput> {
-    return throughput(this.db, this.store);
+  /** Completed / failed in the last minute (of one project's queues; null = every project). */
+  throughput(project: string | null = null): Promise<Throughput> {
+    return throughput(this.db, this.store, project);
   }
 
   /** Age of the oldest unmirrored audit event, ms, and the backlog size. */

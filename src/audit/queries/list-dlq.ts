@@ -1,12 +1,14 @@
 import type { DataSource } from 'typeorm';
 import { DEFAULT_BACKOFF } from '../../core/backoff';
 import type { Job } from '../../core/job';
-import { badCursor, checkLimit, epochMs, isUtcMicros, JOB_SELECT, JobRow, parsePayload, rowToJob, UUID_RE } from './common';
+import { badCursor, checkLimit, epochMs, isUtcMicros, JOB_SELECT, JobRow, parsePayload, projectCondition, rowToJob, UUID_RE } from './common';
 import type { Page } from './list-jobs';
 
 export interface ListDlqFilter {
-  /** Exact queue name. */
+  /** Exact (qualified) queue name. */
   queue?: string;
+  /** Only this project's queues (src/core/project-queue.ts); absent or null = every project. Not needed with `queue`. */
+  project?: string | null;
   /** Exact job type. */
   type?: string;
   /** Dead-letter group (src/core/error-fingerprint.ts). */
@@ -48,34 +50,50 @@ export function decodeDlqCursor(cursor: string): DlqKey {
  * `dead_letter_jobs_*failed` indexes take as an index condition; the page's
  * rows are then joined to their `jobs` rows by primary key (LEFT: the DLQ
  * copy stands alone if the projection row is gone). Fetches `limit + 1` rows.
+ * With a `project` and no queue: one LIMITed range of
+ * `dead_letter_jobs_queue_failed` (or `_queue_type_failed` with a type) per
+ * queue of the project that has (had) dead-letter jobs — the rows of
+ * `dead_letter_counts` — then a top-N sort of at most queues × (limit + 1) rows;
+ * with a `fingerprint` too, the group's rows (`dead_letter_jobs_fingerprint`)
+ * with the project's condition as a filter.
  */
-export function listDlqSql(f: { queue?: string; type?: string; fingerprint?: string }, after: DlqKey | null, limit: number): { sql: string; params: unknown[] } {
+export function listDlqSql(
+  f: { queue?: string; type?: string; fingerprint?: string; project?: string | null },
+  after: DlqKey | null,
+  limit: number,
+): { sql: string; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
-  if (f.queue !== undefined) {
-    params.push(f.queue);
-    where.push(`d.queue = $${params.length}`);
+  const param = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  if (f.queue !== undefined) where.push(`d.queue = ${param(f.queue)}`);
+  if (f.type !== undefined) where.push(`d.type = ${param(f.type)}`);
+  if (f.fingerprint !== undefined) where.push(`d.fingerprint = ${param(f.fingerprint)}`);
+  if (after) where.push(`(d.failed_at, d.job_id) < (${param(after.failedAt)}::timestamptz, ${param(after.jobId)}::uuid)`);
+  let project = f.queue === undefined && f.project != null ? f.project : null;
+  // A group is read from its fingerprint index (its INCLUDEd queue filtered by the project's condition), not per queue.
+  if (project !== null && f.fingerprint !== undefined) {
+    where.push(projectCondition('d.queue', project, param));
+    project = null;
   }
-  if (f.type !== undefined) {
-    params.push(f.type);
-    where.push(`d.type = $${params.length}`);
-  }
-  if (f.fingerprint !== undefined) {
-    params.push(f.fingerprint);
-    where.push(`d.fingerprint = $${params.length}`);
-  }
-  if (after) {
-    params.push(after.failedAt, after.jobId);
-    where.push(`(d.failed_at, d.job_id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
-  }
-  params.push(limit + 1);
+  const n = param(limit + 1);
   // LIMIT inside, join outside: the page is cut from the index before any `jobs` row is read.
+  const page =
+    project === null
+      ? `SELECT * FROM dead_letter_jobs d${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
+    ORDER BY d.failed_at DESC, d.job_id DESC LIMIT ${n}`
+      : `SELECT d.* FROM dead_letter_counts c CROSS JOIN LATERAL (
+      SELECT * FROM dead_letter_jobs d WHERE ${['d.queue = c.queue', ...where].join(' AND ')}
+      ORDER BY d.failed_at DESC, d.job_id DESC LIMIT ${n}
+    ) d WHERE ${projectCondition('c.queue', project, param)}
+    ORDER BY d.failed_at DESC, d.job_id DESC LIMIT ${n}`;
   const sql = `SELECT ${JOB_SELECT},
     d.job_id AS d_id, d.queue AS d_queue, d.type AS d_type, d.payload AS d_payload, d.last_error AS d_last_error, d.attempts AS d_attempts, d.fingerprint AS d_fingerprint,
     ${epochMs('d.failed_at')} AS failed_ms, to_char(d.failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS failed_key
   FROM (
-    SELECT * FROM dead_letter_jobs d${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
-    ORDER BY d.failed_at DESC, d.job_id DESC LIMIT $${params.length}
+    ${page}
   ) d LEFT JOIN jobs j ON j.id = d.job_id
   ORDER BY d.failed_at DESC, d.job_id DESC`;
   return { sql, params };
@@ -129,7 +147,7 @@ function dlqRowToJob(r: DlqRow): Job {
 export async function listDlq(db: DataSource, filter: ListDlqFilter = {}): Promise<Page<Job>> {
   const limit = checkLimit(filter.limit);
   const after = filter.cursor !== undefined && filter.cursor !== '' ? decodeDlqCursor(filter.cursor) : null;
-  const { sql, params } = listDlqSql({ queue: filter.queue, type: filter.type, fingerprint: filter.fingerprint }, after, limit);
+  const { sql, params } = listDlqSql({ queue: filter.queue, type: filter.type, fingerprint: filter.fingerprint, project: filter.project }, after, limit);
   const rows: DlqRow[] = await db.query(sql, params);
   const more = rows.length > limit;
   const page = more ? rows.slice(0, limit) : rows;

@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { Job } from '../../core/job';
 import { JOB_STATUSES } from '../../core/job-status';
 import { ValidationError } from '../../core/errors';
-import { checkLimit, checkStatus, decodeIdCursor, encodeIdCursor, JOB_SELECT, JobRow, rowToJob } from './common';
+import { checkLimit, checkStatus, decodeIdCursor, encodeIdCursor, JOB_SELECT, JobRow, projectCondition, rowToJob } from './common';
 
 /** PostgreSQL's SQLSTATE for a statement cancelled by statement_timeout (manual, appendix A). */
 const QUERY_CANCELED = '57014';
@@ -27,8 +27,13 @@ async function boundedQuery(db: DataSource, sql: string, params: unknown[]): Pro
 }
 
 export interface ListJobsFilter {
-  /** Exact queue name. */
+  /** Exact (qualified) queue name. */
   queue?: string;
+  /**
+   * Only this project's queues (src/core/project-queue.ts); absent or null =
+   * every project. Not needed with `queue` (a qualified name names its project).
+   */
+  project?: string | null;
   /** One of the job statuses (waiting, delayed, active, completed, failed, cancelled). */
   status?: string;
   /** Exact job type. */
@@ -64,9 +69,11 @@ export function idAtMs(ms: number): string {
  * the planner reads its partial GIN index (src/queues/payload-search.ts);
  * elsewhere it walks the id range backwards and stops at LIMIT, so the
  * range bounds the work (≤ 31 days, and {@link PAYLOAD_SEARCH_TIMEOUT_MS}).
+ * With a `project` and no queue, the project's condition filters the rows
+ * of that range (src/audit/queries/common.ts projectCondition).
  */
 export function payloadSearchSql(
-  f: { queue?: string; status?: string; type?: string; payload: string; fromMs: number; toMs: number },
+  f: { queue?: string; status?: string; type?: string; project?: string | null; payload: string; fromMs: number; toMs: number },
   afterId: string | null,
   limit: number,
 ): { sql: string; params: unknown[] } {
@@ -78,6 +85,7 @@ export function payloadSearchSql(
   const where = [`j.id >= ${param(idAtMs(f.fromMs))}::uuid`, `j.id < ${param(idAtMs(f.toMs))}::uuid`];
   if (afterId !== null) where.push(`j.id < ${param(afterId)}::uuid`);
   if (f.queue !== undefined) where.push(`j.queue = ${param(f.queue)}`);
+  else if (f.project != null) where.push(projectCondition('j.queue', f.project, param));
   if (f.status !== undefined) where.push(`j.status = ${param(f.status)}`);
   if (f.type !== undefined) where.push(`j.type = ${param(f.type)}`);
   where.push(`sluice_payload_jsonb(j.payload) @> ${param(f.payload)}::jsonb`);
@@ -105,11 +113,18 @@ export interface Page<T> {
  *   that has (had) jobs of that status — the rows of `job_counts`, which the
  *   counter trigger keeps for every (queue, status) in `jobs` — then a top-N
  *   sort of at most queues × (limit + 1) rows.
+ * With a `project` (and no queue): the same, over that project's queues only:
+ * - no type: one LIMITed range of `jobs_queue_status_id` per (queue,
+ *   status) row of `job_counts` of the project (of the status, when given),
+ *   ids only (index-only), a top-N sort of at most queues × statuses ×
+ *   (limit + 1) ids, then the page's rows by primary key;
+ * - a type: the plans above with the project's condition as a filter of the
+ *   `jobs_type_status_id` range (as a queue filter is with a type today).
  * Fetches `limit + 1` rows to know whether a next page exists.
  * @param afterId the decoded cursor (the last id of the previous page).
  */
 export function listJobsSql(
-  f: { queue?: string; status?: string; type?: string; fromMs?: number; toMs?: number },
+  f: { queue?: string; status?: string; type?: string; project?: string | null; fromMs?: number; toMs?: number },
   afterId: string | null,
   limit: number,
 ): { sql: string; params: unknown[] } {
@@ -127,8 +142,20 @@ export function listJobsSql(
   if (f.toMs !== undefined) where.push(`id < ${param(idAtMs(f.toMs))}::uuid`);
   const n = param(limit + 1);
   const cond = (extra: string[]) => (extra.length ? ` WHERE ${extra.join(' AND ')}` : '');
+  const project = f.queue === undefined && f.project != null ? f.project : null;
   let from: string;
-  if (f.status === undefined && f.queue === undefined && f.type === undefined) from = `(SELECT * FROM jobs${cond(where)} ORDER BY id DESC LIMIT ${n}) j`;
+  if (project !== null && f.type === undefined) {
+    const counts = [projectCondition('c.queue', project, param)];
+    if (f.status !== undefined) counts.push(`c.status = ${param(f.status)}`);
+    // Ids only (index-only ranges of jobs_queue_status_id), sorted, then the page's rows by primary key: the sort never moves whole rows.
+    const ids = `SELECT k.id FROM job_counts c CROSS JOIN LATERAL (SELECT id FROM jobs${cond(['queue = c.queue', 'status = c.status', ...where])} ORDER BY id DESC LIMIT ${n}) k`;
+    from = `(${ids} WHERE ${counts.join(' AND ')} ORDER BY k.id DESC LIMIT ${n}) k JOIN jobs j ON j.id = k.id`;
+  } else if (project !== null) {
+    where.push(projectCondition('queue', project, param));
+    const statuses = f.status === undefined ? JOB_STATUSES.map((s) => `'${s}'`) : [param(f.status)];
+    const branches = statuses.map((s) => `(SELECT * FROM jobs${cond([...where, `status = ${s}`])} ORDER BY id DESC LIMIT ${n})`);
+    from = `(${branches.join(' UNION ALL ')}) j`;
+  } else if (f.status === undefined && f.queue === undefined && f.type === undefined) from = `(SELECT * FROM jobs${cond(where)} ORDER BY id DESC LIMIT ${n}) j`;
   else if (f.status === undefined) {
     // The statuses are the core's fixed names (checked by checkStatus), inlined so each branch is planned for its own status.
     const branches = JOB_STATUSES.map((s) => `(SELECT * FROM jobs${cond([...where, `status = '${s}'`])} ORDER BY id DESC LIMIT ${n})`);
@@ -162,7 +189,7 @@ export async function listJobs(db: DataSource, filter: ListJobsFilter = {}): Pro
   const limit = checkLimit(filter.limit);
   const status = checkStatus(filter.status);
   const afterId = filter.cursor !== undefined && filter.cursor !== '' ? decodeIdCursor(filter.cursor) : null;
-  const f = { queue: filter.queue, status, type: filter.type, fromMs: filter.fromMs, toMs: filter.toMs };
+  const f = { queue: filter.queue, status, type: filter.type, project: filter.project, fromMs: filter.fromMs, toMs: filter.toMs };
   let rows: JobRow[];
   if (filter.payload !== undefined) {
     if (filter.fromMs === undefined || filter.toMs === undefined) throw new ValidationError('from and to are required with payload', [{ path: 'from', message: 'required with payload' }]);

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { RedisJobStore } from '../../redis/redis-job-store';
+import { projectCondition } from './common';
 
 /** Jobs that finished in the last minute (the dashboard's `throughput`). */
 export interface Throughput {
@@ -16,17 +17,30 @@ export interface Throughput {
 export const THROUGHPUT_SQL = `SELECT coalesce(sum(completed), 0)::float8 AS completed, coalesce(sum(failed), 0)::float8 AS failed
   FROM job_finishes WHERE bucket > to_timestamp($1::float8 / 1000)`;
 
+/** {@link THROUGHPUT_SQL} of one project's queues: the same range, the project's condition as a filter of its (≤ 60 × queues) rows. */
+export function throughputSql(project: string | null): { sql: string; params: (v: unknown) => unknown[] } {
+  if (project === null) return { sql: THROUGHPUT_SQL, params: (since) => [since] };
+  const extra: unknown[] = [];
+  const cond = projectCondition('queue', project, (v) => {
+    extra.push(v);
+    return `$${extra.length + 1}`;
+  });
+  return { sql: `${THROUGHPUT_SQL} AND ${cond}`, params: (since) => [since, ...extra] };
+}
+
 /**
  * Throughput over the last 60 s (to the whole second), by `jobs.finished_at`
  * (Redis clock, so "now" is read from Redis TIME too). A job retried out of
  * the DLQ since no longer counts as failed; finishes not mirrored yet
  * (audit lag) are not counted.
+ * @param project only this project's queues (null = every project).
  * @returns counts per minute (integers).
  * @throws when Redis or Postgres is unreachable.
  */
-export async function throughput(db: DataSource, store: RedisJobStore): Promise<Throughput> {
+export async function throughput(db: DataSource, store: RedisJobStore, project: string | null = null): Promise<Throughput> {
   const [sec, usec] = await store.redis.time();
   const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
-  const [r] = (await db.query(THROUGHPUT_SQL, [now - 60_000])) as { completed: number; failed: number }[];
+  const q = throughputSql(project);
+  const [r] = (await db.query(q.sql, q.params(now - 60_000))) as { completed: number; failed: number }[];
   return { completedPerMin: r.completed, failedPerMin: r.failed };
 }

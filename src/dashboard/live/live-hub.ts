@@ -5,6 +5,7 @@ import type { JobChange } from '../../audit/job-changes';
 import type { SluiceConfig } from '../../config/config';
 import { SLUICE_CONFIG } from '../../config/config.module';
 import { UnavailableError } from '../../core/errors';
+import { bareQueue, inProject } from '../../core/project-queue';
 import { iso, toApiJob } from '../../http/api-job';
 import { toApiEvent, toApiLog } from '../../jobs/history-view';
 import type { RedisClient } from '../../redis/connection';
@@ -47,6 +48,10 @@ const PRESENCE_TTL_MS = 10_000;
  * client's history is re-read at most once at a time (notices arriving
  * meanwhile coalesce into one more read).
  *
+ * Projects: a client sees its credentials' project only — job changes of
+ * that project's queues (by bare name), that project's `counts`, a `?job=`
+ * of that project (else 404 before the stream opens).
+ *
  * Events: `counts` (the GET /dashboard/stats body), `job` ({id, queue,
  * status, updatedAt}; for `?job=` the whole job object), `event` and `log`
  * (`?job=` only: the job's new history events and log lines), `resync`.
@@ -60,7 +65,8 @@ export class LiveHub implements OnModuleDestroy {
   private readonly watchers = new Map<SseClient, { seq: number; logs: number; running: boolean; again: boolean }>();
   private sub: RedisClient | null = null;
   private timers: NodeJS.Timeout[] = [];
-  private lastCounts = '';
+  /** The last `counts` sent, per project (JSON). */
+  private readonly lastCounts = new Map<string, string>();
   private countsRunning = false;
   /** Tests shorten it. */
   heartbeatMs = HEARTBEAT_MS;
@@ -99,7 +105,7 @@ export class LiveHub implements OnModuleDestroy {
     if (this.clients.size === 1) this.start();
     if (jobId) void this.refreshJob(client);
     else {
-      this.lastCounts = ''; // the new client needs the current counts
+      this.lastCounts.delete(project); // the new client needs the current counts
       void this.counts();
     }
     return client;
@@ -160,41 +166,52 @@ export class LiveHub implements OnModuleDestroy {
     } catch {
       return;
     }
-    for (const p of this.pending.values()) {
-      // One project today: every queue is `default`'s. When projects land, skip changes of other projects' queues here.
+    for (const [client, p] of this.pending) {
       for (const c of changes) {
-        if (!Array.isArray(c) || typeof c[0] !== 'string') continue;
+        if (!Array.isArray(c) || typeof c[0] !== 'string' || typeof c[1] !== 'string') continue;
+        // A client sees its own project's queues only (src/core/project-queue.ts).
+        if (!inProject(c[1], client.project)) continue;
         if (p.jobs.size >= MAX_JOBS_PER_FLUSH && !p.jobs.has(c[0])) p.dropped++;
         else p.jobs.set(c[0], c);
       }
     }
     if (!this.watchers.size) return;
     const ids = new Set(changes.map((c) => c[0]));
+    // A `?job=` client's job was checked to be of its project when the stream opened (and is again on each re-read).
     for (const [client] of this.watchers) if (client.jobId && ids.has(client.jobId)) void this.refreshJob(client);
   }
 
   private flush(): void {
     for (const [client, p] of this.pending) {
       if (!p.jobs.size && !p.dropped) continue;
-      for (const [id, queue, status, at] of p.jobs.values()) client.send('job', { id, queue, status, updatedAt: iso(at) });
+      for (const [id, queue, status, at] of p.jobs.values()) client.send('job', { id, queue: bareQueue(queue), status, updatedAt: iso(at) });
       if (p.dropped) client.send('resync', { dropped: p.dropped });
       p.jobs.clear();
       p.dropped = 0;
     }
   }
 
-  /** Computes the dashboard stats once and sends them to every overview client when they changed. */
+  /**
+   * Computes the dashboard stats once per project that has overview
+   * clients, and sends each project's to its clients when they changed.
+   */
   private async counts(): Promise<void> {
     if (this.countsRunning || !this.pending.size) return;
     this.countsRunning = true;
     try {
-      const stats = await this.dashboard.stats();
-      const json = JSON.stringify(stats);
-      if (json === this.lastCounts) return;
-      this.lastCounts = json;
-      for (const client of this.pending.keys()) client.send('counts', stats);
-    } catch {
-      // Redis or PostgreSQL unreachable: the next tick tries again; the console's polling shows the 503.
+      const projects = new Set([...this.pending.keys()].map((c) => c.project));
+      for (const project of projects) {
+        try {
+          const stats = await this.dashboard.stats(project);
+          const json = JSON.stringify(stats);
+          if (json === this.lastCounts.get(project)) continue;
+          this.lastCounts.set(project, json);
+          for (const client of this.pending.keys()) if (client.project === project) client.send('counts', stats);
+        } catch {
+          // Redis or PostgreSQL unreachable: the next tick tries again; the console's polling shows the 503.
+        }
+      }
+      for (const project of this.lastCounts.keys()) if (!projects.has(project)) this.lastCounts.delete(project);
     } finally {
       this.countsRunning = false;
     }
@@ -213,7 +230,7 @@ export class LiveHub implements OnModuleDestroy {
       do {
         w.again = false;
         const job = await this.history.getJob(client.jobId);
-        if (!job || client.isClosed) return;
+        if (!job || client.isClosed || !inProject(job.queue, client.project)) return;
         await this.history.settle([job.queue]);
         const [events, logs] = await Promise.all([this.history.jobEvents(client.jobId), this.history.jobLogs(client.jobId)]);
         client.send('job', toApiJob(job));

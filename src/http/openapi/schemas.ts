@@ -24,8 +24,13 @@ const int = (description?: string, extra: SchemaObject = {}): SchemaObject => ({
 const time = (description?: string, nullable = false): SchemaObject => ({ type: 'string', format: 'date-time', ...(nullable ? { nullable: true } : {}), ...(description ? { description } : {}) });
 const str = (description?: string, nullable = false): SchemaObject => ({ type: 'string', ...(nullable ? { nullable: true } : {}), ...(description ? { description } : {}) });
 const ref = (name: string): SchemaObject => ({ $ref: `#/components/schemas/${name}` }) as SchemaObject;
-/** An object whose listed properties are all present (null where the schema says nullable). */
-const obj = (properties: Record<string, SchemaObject>, extra: SchemaObject = {}): SchemaObject => ({ type: 'object', required: Object.keys(properties), properties, ...extra });
+/** An object whose listed properties are all present (null where the schema says nullable), and the `optional` ones that may be absent. */
+const obj = (properties: Record<string, SchemaObject>, extra: SchemaObject = {}, optional: Record<string, SchemaObject> = {}): SchemaObject => ({
+  type: 'object',
+  required: Object.keys(properties),
+  properties: { ...properties, ...optional },
+  ...extra,
+});
 /** Any JSON value, null included. */
 const anyJson = (description: string): SchemaObject => ({ description });
 
@@ -69,6 +74,7 @@ const JOB_PROPERTIES: Record<string, SchemaObject> = {
   updatedAt: time(),
   executionSeq: int('executions started, refunded ones included (addition to API.md)', { minimum: 0 }),
   cancelRequested: { type: 'boolean', description: 'an active job has a pending cancel request (addition to API.md)' },
+  fingerprint: str('its dead-letter group (API.md v1.1): 16 hex characters of its error fingerprint; null unless failed', true),
 };
 
 const JOB_EXAMPLE = {
@@ -94,6 +100,7 @@ const JOB_EXAMPLE = {
   updatedAt: '2026-12-01T10:00:00.000Z',
   executionSeq: 0,
   cancelRequested: false,
+  fingerprint: null,
 };
 
 const KEY_PROPERTIES: Record<string, SchemaObject> = {
@@ -242,6 +249,12 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       counts: ref('QueueCounts'),
     },
     { example: QUEUE_EXAMPLE },
+    {
+      payloadSearch: {
+        description: "payload search index of the queue (v1.1 console): false when off, else the index's state; absent when PostgreSQL did not answer",
+        oneOf: [{ type: 'boolean', enum: [false] }, { type: 'string', enum: ['building', 'ready', 'failed'] }],
+      },
+    },
   ),
   Schedule: obj(
     {
@@ -298,7 +311,37 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
     startedAt: time(undefined, true),
     lastHeartbeatAt: time(undefined, true),
     status: { type: 'string', enum: ['running', 'draining', 'dead'] },
+    kind: { type: 'string', enum: ['process', 'external'], description: '`process`: an in-process worker (registry entry); `external`: a worker id seen calling the external worker protocol (v1.1 console)' },
+    lastClaimAt: time("an external worker's last claim; null for in-process workers", true),
+    jobs: { type: 'array', items: str(), description: 'ids of the active jobs it holds (≤ 100; GET /workers)' },
   }),
+  DlqGroup: obj(
+    {
+      fingerprint: str('16 hex characters'),
+      sample: str("the newest failure's error message", true),
+      count: int('dead-letter jobs in the group', { minimum: 1 }),
+      types: { type: 'array', items: str(), description: 'distinct job types (≤ 20, sorted)' },
+      queues: { type: 'array', items: str(), description: 'distinct queues (≤ 20, sorted)' },
+      firstAt: time('oldest failure'),
+      lastAt: time('newest failure'),
+    },
+    {
+      description: 'One dead-letter group: the failures sharing an error fingerprint (API.md v1.1).',
+      example: { fingerprint: '3f0c9a1e5b7d2c44', sample: 'order 41 not found', count: 12, types: ['charge'], queues: ['orders'], firstAt: '2026-12-01T09:00:00.000Z', lastAt: '2026-12-01T10:00:00.000Z' },
+    },
+  ),
+  DlqGroups: obj({ items: { type: 'array', items: ref('DlqGroup'), description: 'largest group first (ties by fingerprint)' } }),
+  DashboardMetrics: obj(
+    {
+      stepMs: int('bucket width, ms', { minimum: 1000, maximum: 86400000 }),
+      series: {
+        type: 'array',
+        description: 'oldest first, zero-filled',
+        items: obj({ at: time("the bucket's start"), completed: int(undefined, { minimum: 0 }), failed: int('into the dead-letter queue', { minimum: 0 }) }),
+      },
+    },
+    { example: { stepMs: 60000, series: [{ at: '2026-12-01T10:00:00.000Z', completed: 42, failed: 1 }] } },
+  ),
   DashboardStats: obj({
     queues: {
       type: 'object',
@@ -310,6 +353,7 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
     throughput: obj({ completedPerMin: int(undefined, { minimum: 0 }), failedPerMin: int(undefined, { minimum: 0 }) }),
     auditLagMs: int('age of the oldest audit event not yet in PostgreSQL, ms (0 = caught up)', { minimum: 0 }),
   }),
+  Project: obj({ name: str('the queue-name rule'), createdAt: time() }, { description: 'A project (tenant).', example: { name: 'acme', createdAt: '2026-12-01T00:00:00.000Z' } }),
   Health: obj({ status: { type: 'string', enum: ['ok'] } }, { example: { status: 'ok' } }),
   Readiness: {
     type: 'object',

@@ -125,9 +125,9 @@ describe('schedule materializer (real Postgres + Redis, fake clock)', () => {
     const edit = await createSchedule(repo, clock, { cron: '* * * * *', payload: { v: 1 } });
     const m = materializer(repo, s.store, clock);
     await m.tick(); // caches all three
-    await repo.delete(del.id);
-    await repo.update(off.id, { ...off, enabled: false }, null, clock.now());
-    await repo.update(edit.id, { ...edit, payload: { v: 2 } }, edit.nextRunAt, clock.now());
+    await repo.delete(del.id, 'default');
+    await repo.update(off.id, 'default', { ...off, enabled: false }, null, clock.now());
+    await repo.update(edit.id, 'default', { ...edit, payload: { v: 2 } }, edit.nextRunAt, clock.now());
     clock.set('2024-05-05T10:01:00Z');
     expect(await m.tick()).toBe(1);
     expect(await slotsOf(s.store, 'sched', del.id)).toEqual([]);

@@ -23,7 +23,7 @@ let seq = 0;
 export async function createSchedule(repo: ScheduleRepository, clock: Clock, input: Partial<ScheduleInput> & { cron: string }): Promise<ScheduleRow> {
   const { def, slots } = validateSchedule({ name: `s${++seq}-${Math.random()}`, type: 'diag.echo', queue: 'sched', ...input }, 524_288);
   const id = `0190${Math.floor(Math.random() * 0xffff).toString(16).padStart(4, '0')}-0000-7000-8000-${(++seq).toString(16).padStart(12, '0')}`;
-  return repo.insert(id, def, def.enabled ? slots.nextAfter(clock.now()) : null, clock.now());
+  return repo.insert(id, 'default', def, def.enabled ? slots.nextAfter(clock.now()) : null, clock.now());
 }
 
 /** A materializer on real Postgres/Redis with `clock`. */

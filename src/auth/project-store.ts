@@ -1,0 +1,108 @@
+import type { DataSource } from 'typeorm';
+import { SluiceError } from '../core/errors';
+import { DEFAULT_PROJECT } from '../core/project-queue';
+import type { RedisClient } from '../redis/connection';
+
+/** A project as `GET /projects` lists it; `createdAt` ISO. */
+export interface ProjectRecord {
+  name: string;
+  createdAt: string;
+}
+
+/** `POST /projects` with a name that exists (HTTP 409 `conflict`). */
+export class ProjectExistsError extends SluiceError {
+  constructor(name: string) {
+    super('conflict', `project ${JSON.stringify(name)} already exists`);
+  }
+}
+
+/**
+ * The projects registry (API.md v1.1 "Projects, API keys, roles").
+ *
+ * Redis is the lookup path (the guard asks it for a root key's
+ * `X-Sluice-Project`): the hash `<prefix>:projects` maps a name to its
+ * creation time (ms). PostgreSQL's `projects` table is the durable copy,
+ * written first on create; {@link reconcile} restores Redis from it (after
+ * Redis lost its data). `default` always exists, in neither store necessarily.
+ *
+ * Projects are never deleted, so a name found once is cached for the life
+ * of the process: the guard's check costs no Redis call after the first.
+ */
+export class ProjectStore {
+  private readonly known = new Set<string>([DEFAULT_PROJECT]);
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly db: DataSource | null,
+    private readonly prefix: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private get key(): string {
+    return `${this.prefix}:projects`;
+  }
+
+  /**
+   * True when the project exists; synchronous once it has been seen, else one HEXISTS.
+   * Rejects only when Redis cannot be reached.
+   */
+  exists(name: string): boolean | Promise<boolean> {
+    if (this.known.has(name)) return true;
+    return this.redis.hexists(this.key, name).then((n) => {
+      if (n) this.known.add(name);
+      return n === 1;
+    });
+  }
+
+  /**
+   * Creates a project.
+   * @throws ProjectExistsError (409) when it exists; the client's error when a store is unreachable.
+   */
+  async create(name: string): Promise<ProjectRecord> {
+    if (name === DEFAULT_PROJECT) throw new ProjectExistsError(name);
+    const at = this.now();
+    if (this.db) {
+      const rows: unknown[] = await this.db.query(`INSERT INTO projects (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING name`, [name, new Date(at)]);
+      if (!rows.length) {
+        // Known to PostgreSQL: make sure Redis knows it too (it may have lost it), then refuse.
+        await this.reconcile().catch(() => undefined);
+        throw new ProjectExistsError(name);
+      }
+      await this.redis.hset(this.key, name, String(at));
+    } else if (!(await this.redis.hsetnx(this.key, name, String(at)))) {
+      throw new ProjectExistsError(name);
+    }
+    this.known.add(name);
+    return { name, createdAt: new Date(at).toISOString() };
+  }
+
+  /** Every project, `default` first, then by name. */
+  async list(): Promise<ProjectRecord[]> {
+    const all = await this.redis.hgetall(this.key);
+    const out: ProjectRecord[] = Object.entries(all)
+      .filter(([name]) => name !== DEFAULT_PROJECT)
+      .map(([name, ms]) => ({ name, createdAt: new Date(Number(ms) || 0).toISOString() }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const dflt = all[DEFAULT_PROJECT] ?? (await this.defaultCreatedAt());
+    return [{ name: DEFAULT_PROJECT, createdAt: new Date(Number(dflt) || 0).toISOString() }, ...out];
+  }
+
+  /**
+   * Copies PostgreSQL's projects into Redis (those Redis lacks).
+   * @returns how many were restored.
+   */
+  async reconcile(): Promise<number> {
+    if (!this.db) return 0;
+    const rows: { name: string; ms: number }[] = await this.db.query(`SELECT name, (extract(epoch FROM created_at) * 1000)::float8 AS ms FROM projects`);
+    let restored = 0;
+    for (const r of rows) restored += await this.redis.hsetnx(this.key, r.name, String(Math.round(r.ms)));
+    return restored;
+  }
+
+  /** When `default` was created: the migration's row; now when there is no database. */
+  private async defaultCreatedAt(): Promise<number> {
+    const at = this.now();
+    await this.redis.hsetnx(this.key, DEFAULT_PROJECT, String(at));
+    return Number((await this.redis.hget(this.key, DEFAULT_PROJECT)) ?? at);
+  }
+}

@@ -1,0 +1,46 @@
+import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
+import { ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
+import { IsString, Matches } from 'class-validator';
+import { PROJECT_PATTERN } from '../core/project-queue';
+import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
+import { Audited } from '../oplog/audited.decorator';
+import { Access } from './access.decorator';
+import { ProjectStore, type ProjectRecord } from './project-store';
+
+/** `POST /projects` body. */
+export class CreateProjectDto {
+  @ApiProperty({ pattern: PROJECT_PATTERN.source, example: 'acme', description: 'the queue-name rule' })
+  @IsString()
+  @Matches(PROJECT_PATTERN, { message: `must match ${PROJECT_PATTERN.source}` })
+  name!: string;
+}
+
+/**
+ * API.md v1.1 projects (tenants): create and list, root keys only. A root
+ * key then acts in a project by sending `X-Sluice-Project: <name>`; keys and
+ * users created there belong to it.
+ */
+@ApiTags('projects')
+@Controller('projects')
+export class ProjectsController {
+  constructor(private readonly projects: ProjectStore) {}
+
+  @Post()
+  @HttpCode(201)
+  @Access('root')
+  @Audited('project.create', { result: 'name' })
+  @ApiOperation({ operationId: 'createProject', summary: 'Create a project (root key)' })
+  @ApiAnswer(201, 'Project', 'The new project.')
+  @ApiErrors([409, 'A project with this name exists (code conflict).'])
+  create(@Body() body: CreateProjectDto): Promise<ProjectRecord> {
+    return this.projects.create(body.name);
+  }
+
+  @Get()
+  @Access('root')
+  @ApiOperation({ operationId: 'listProjects', summary: 'Every project, `default` first (root key)' })
+  @ApiAnswer(200, ['Project'], 'Every project: default first, then by name.')
+  list(): Promise<ProjectRecord[]> {
+    return this.projects.list();
+  }
+}
