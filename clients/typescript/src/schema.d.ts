@@ -72,6 +72,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/dlq/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The dead-letter queue grouped by error fingerprint (one cause per group), largest first */
+        get: operations["listDeadLetterGroups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs/dlq/retry": {
         parameters: {
             query?: never;
@@ -81,7 +98,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Retry every dead-letter job matching queue/type */
+        /** Retry every dead-letter job matching queue/type/fingerprint (AND) */
         post: operations["retryDeadLetterJobs"];
         delete?: never;
         options?: never;
@@ -130,7 +147,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List jobs from PostgreSQL, newest first (keyset pagination) */
+        /** List jobs from PostgreSQL, newest first (keyset pagination); from/to on created time; payload containment within from..to */
         get: operations["listJobs"];
         put?: never;
         /** Enqueue a job */
@@ -425,25 +442,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Registered worker processes: running, draining or dead (missed heartbeats) */
+        /** Workers: in-process ones (kind "process": running, draining or dead after missed heartbeats) and external ones seen claiming (kind "external"), each with the ids of the jobs it holds (≤ 100) */
         get: operations["listWorkers"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/dashboard": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Redirects to the operator console at /ui/ (the old page moved there) */
-        get: operations["getDashboardPage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -461,6 +461,40 @@ export interface paths {
         };
         /** Counts per queue and in total, live workers, throughput, audit lag */
         get: operations["getDashboardStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Jobs completed and failed per step (from PostgreSQL), for charts; range ≤ 31 days, ≤ 2000 points */
+        get: operations["getDashboardMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Live updates (Server-Sent Events): counts and job changes; ?job=<id> for one job’s events, logs and progress */
+        get: operations["streamDashboardEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -516,6 +550,24 @@ export interface paths {
         post?: never;
         /** Revoke a key: refused from then on (within 1 s on every api replica) */
         delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every project, `default` first (root key) */
+        get: operations["listProjects"];
+        put?: never;
+        /** Create a project (root key) */
+        post: operations["createProject"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -632,6 +684,8 @@ export interface components {
         RetryDlqDto: {
             queue?: string;
             type?: string;
+            /** @description a dead-letter group (GET /jobs/dlq/groups); combined with queue/type as AND */
+            fingerprint?: string;
         };
         RetryJobDto: {
             /** @description replaces the payload; ≤ MAX_PAYLOAD_BYTES */
@@ -777,6 +831,8 @@ export interface components {
             defaults?: components["schemas"]["QueueDefaultsDto"];
             /** @description served only through the external worker protocol; accepts any job type */
             external?: boolean;
+            /** @description GET /jobs?payload= searches of this queue use an index of its own (a partial GIN index on jobs.payload, built in the background): only this queue's rows pay for it */
+            payloadSearch?: boolean;
         };
         ClaimDto: {
             /** @description the caller; recorded on the job and its events */
@@ -837,6 +893,13 @@ export interface components {
             expiresAt?: string;
             /** @description this key's token bucket; absent = KEY_RATE_LIMIT_PER_SEC / KEY_RATE_LIMIT_BURST */
             rateLimit?: components["schemas"]["KeyRateLimitDto"];
+        };
+        CreateProjectDto: {
+            /**
+             * @description the queue-name rule
+             * @example acme
+             */
+            name: string;
         };
         CreateUserDto: {
             /**
@@ -902,7 +965,7 @@ export interface components {
                  * @description machine-readable; see API.md "Errors"
                  * @enum {string}
                  */
-                code: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "lease_lost" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "unavailable" | "internal";
+                code: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "request_timeout" | "conflict" | "lease_lost" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "unavailable" | "internal";
                 /** @description human-readable; no stack traces */
                 message: string;
                 /** @description one entry per field for validation_failed (else usually empty) */
@@ -963,7 +1026,8 @@ export interface components {
          *       "finishedAt": null,
          *       "updatedAt": "2026-12-01T10:00:00.000Z",
          *       "executionSeq": 0,
-         *       "cancelRequested": false
+         *       "cancelRequested": false,
+         *       "fingerprint": null
          *     }
          */
         Job: {
@@ -1017,6 +1081,8 @@ export interface components {
             executionSeq: number;
             /** @description an active job has a pending cancel request (addition to API.md) */
             cancelRequested: boolean;
+            /** @description its dead-letter group (API.md v1.1): 16 hex characters of its error fingerprint; null unless failed */
+            fingerprint: string | null;
         };
         /** @description A job held under a lease by the caller of claim. */
         ClaimedJob: {
@@ -1070,6 +1136,8 @@ export interface components {
             executionSeq: number;
             /** @description an active job has a pending cancel request (addition to API.md) */
             cancelRequested: boolean;
+            /** @description its dead-letter group (API.md v1.1): 16 hex characters of its error fingerprint; null unless failed */
+            fingerprint: string | null;
             /** @description pass it to heartbeat, complete and fail */
             lockToken: string;
             /**
@@ -1077,6 +1145,10 @@ export interface components {
              * @description lease end (Redis clock); renew with a heartbeat
              */
             leaseExpiresAt: string | null;
+            /** @description W3C traceparent to parent the worker's processing span on: the context the job was enqueued in (the server's enqueue span when it traces, else the producer's `traceparent` header), or, when the server traces and the job carries none, its claim span; null otherwise (addition to API.md) */
+            traceparent: string | null;
+            /** @description W3C tracestate that goes with `traceparent`; null when none (addition to API.md) */
+            tracestate: string | null;
         };
         /**
          * @description One page of a keyset-paginated list, newest first.
@@ -1111,7 +1183,8 @@ export interface components {
          *           "finishedAt": null,
          *           "updatedAt": "2026-12-01T10:00:00.000Z",
          *           "executionSeq": 0,
-         *           "cancelRequested": false
+         *           "cancelRequested": false,
+         *           "fingerprint": null
          *         }
          *       ],
          *       "nextCursor": null
@@ -1154,7 +1227,8 @@ export interface components {
          *           "finishedAt": null,
          *           "updatedAt": "2026-12-01T10:00:00.000Z",
          *           "executionSeq": 0,
-         *           "cancelRequested": false
+         *           "cancelRequested": false,
+         *           "fingerprint": null
          *         }
          *       ]
          *     }
@@ -1334,6 +1408,8 @@ export interface components {
             /** @description served only through the external worker protocol */
             external: boolean;
             counts: components["schemas"]["QueueCounts"];
+            /** @description payload search index of the queue (v1.1 console): false when off, else the index's state; absent when PostgreSQL did not answer */
+            payloadSearch?: false | ("building" | "ready" | "failed");
         };
         /**
          * @example {
@@ -1429,6 +1505,87 @@ export interface components {
             lastHeartbeatAt: string | null;
             /** @enum {string} */
             status: "running" | "draining" | "dead";
+            /**
+             * @description `process`: an in-process worker (registry entry); `external`: a worker id seen calling the external worker protocol (v1.1 console)
+             * @enum {string}
+             */
+            kind: "process" | "external";
+            /**
+             * Format: date-time
+             * @description an external worker's last claim; null for in-process workers
+             */
+            lastClaimAt: string | null;
+            /** @description ids of the active jobs it holds (≤ 100; GET /workers) */
+            jobs: string[];
+        };
+        /**
+         * @description One dead-letter group: the failures sharing an error fingerprint (API.md v1.1).
+         * @example {
+         *       "fingerprint": "3f0c9a1e5b7d2c44",
+         *       "sample": "order 41 not found",
+         *       "count": 12,
+         *       "types": [
+         *         "charge"
+         *       ],
+         *       "queues": [
+         *         "orders"
+         *       ],
+         *       "firstAt": "2026-12-01T09:00:00.000Z",
+         *       "lastAt": "2026-12-01T10:00:00.000Z"
+         *     }
+         */
+        DlqGroup: {
+            /** @description 16 hex characters */
+            fingerprint: string;
+            /** @description the newest failure's error message */
+            sample: string | null;
+            /** @description dead-letter jobs in the group */
+            count: number;
+            /** @description distinct job types (≤ 20, sorted) */
+            types: string[];
+            /** @description distinct queues (≤ 20, sorted) */
+            queues: string[];
+            /**
+             * Format: date-time
+             * @description oldest failure
+             */
+            firstAt: string;
+            /**
+             * Format: date-time
+             * @description newest failure
+             */
+            lastAt: string;
+        };
+        DlqGroups: {
+            /** @description largest group first (ties by fingerprint) */
+            items: components["schemas"]["DlqGroup"][];
+        };
+        /**
+         * @example {
+         *       "stepMs": 60000,
+         *       "series": [
+         *         {
+         *           "at": "2026-12-01T10:00:00.000Z",
+         *           "completed": 42,
+         *           "failed": 1
+         *         }
+         *       ]
+         *     }
+         */
+        DashboardMetrics: {
+            /** @description bucket width, ms */
+            stepMs: number;
+            /** @description oldest first, zero-filled */
+            series: {
+                /**
+                 * Format: date-time
+                 * @description the bucket's start
+                 */
+                at: string;
+                completed: number;
+                /** @description into the dead-letter queue */
+                failed: number;
+            }[];
         };
         DashboardStats: {
             /** @description queue name → counts */
@@ -1462,6 +1619,19 @@ export interface components {
             };
             /** @description age of the oldest audit event not yet in PostgreSQL, ms (0 = caught up) */
             auditLagMs: number;
+        };
+        /**
+         * @description A project (tenant).
+         * @example {
+         *       "name": "acme",
+         *       "createdAt": "2026-12-01T00:00:00.000Z"
+         *     }
+         */
+        Project: {
+            /** @description the queue-name rule */
+            name: string;
+            /** Format: date-time */
+            createdAt: string;
         };
         /**
          * @example {
@@ -1792,7 +1962,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Bad request: a body or query field fails validation, or the body is not JSON (`details` lists `{path, message}` per field). */
+        /** @description Bad request: a body, query or path field fails validation (`details` lists `{path, message}` per field; a NUL or lone surrogate in any string, an invalid name), the body is not JSON, a path segment is not valid percent-encoded UTF-8, or Node's HTTP parser refused the request (a bad header or chunk). */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1872,7 +2042,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request was not received in time. */
+        /** @description The request (headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS) was not received in time; the socket is closed. */
         RequestTimeout: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1882,8 +2052,8 @@ export interface components {
                 /**
                  * @example {
                  *       "error": {
-                 *         "code": "validation_failed",
-                 *         "message": "The request was not received in time",
+                 *         "code": "request_timeout",
+                 *         "message": "The request (headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS) was not received in time",
                  *         "details": [],
                  *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
                  *       }
@@ -1912,7 +2082,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request line is too long. */
+        /** @description A path segment (an id or a name) is longer than 100 characters. */
         UriTooLong: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1922,8 +2092,8 @@ export interface components {
                 /**
                  * @example {
                  *       "error": {
-                 *         "code": "validation_failed",
-                 *         "message": "The request line is too long",
+                 *         "code": "uri_too_long",
+                 *         "message": "A path segment (an id or a name) is longer than 100 characters",
                  *         "details": [],
                  *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
                  *       }
@@ -1974,7 +2144,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request headers are too large. */
+        /** @description The request line and headers are over 16 KiB; the socket is closed. */
         HeadersTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1984,8 +2154,8 @@ export interface components {
                 /**
                  * @example {
                  *       "error": {
-                 *         "code": "validation_failed",
-                 *         "message": "The request headers are too large",
+                 *         "code": "headers_too_large",
+                 *         "message": "The request line and headers are over 16 KiB",
                  *         "details": [],
                  *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
                  *       }
@@ -2054,6 +2224,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             414: components["responses"]["UriTooLong"];
@@ -2079,6 +2250,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             414: components["responses"]["UriTooLong"];
@@ -2105,6 +2277,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
@@ -2121,6 +2294,8 @@ export interface operations {
                 limit?: number;
                 queue?: string;
                 type?: string;
+                /** @description one dead-letter group (GET /jobs/dlq/groups) */
+                fingerprint?: string;
             };
             header?: {
                 /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
@@ -2139,6 +2314,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDeadLetterGroups: {
+        parameters: {
+            query?: {
+                queue?: string;
+                limit?: number;
+            };
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's dead-letter groups, largest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DlqGroups"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -2288,6 +2499,12 @@ export interface operations {
                 queue?: string;
                 status?: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled";
                 type?: string;
+                /** @description created at or after (ISO-8601); required with payload */
+                from?: string;
+                /** @description created before (ISO-8601); with payload: default now, and to − from ≤ 31 days */
+                to?: string;
+                /** @description JSON object the payload contains, e.g. {"orderId":42} (≤ 4 KB, ≤ 8 levels); needs from (and to) */
+                payload?: string;
             };
             header?: {
                 /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
@@ -2323,6 +2540,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description W3C Trace Context (version 00): the enqueued jobs carry it, and their processing spans continue that trace. A malformed value is ignored (never a 400). */
+                traceparent?: string;
+                /** @description W3C tracestate that goes with `traceparent` (at most 512 characters and 32 members; an invalid list is dropped). */
+                tracestate?: string;
                 /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
                 "X-Sluice-Project"?: components["parameters"]["Project"];
             };
@@ -2383,6 +2604,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description W3C Trace Context (version 00): the enqueued jobs carry it, and their processing spans continue that trace. A malformed value is ignored (never a 400). */
+                traceparent?: string;
+                /** @description W3C tracestate that goes with `traceparent` (at most 512 characters and 32 members; an invalid list is dropped). */
+                tracestate?: string;
                 /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
                 "X-Sluice-Project"?: components["parameters"]["Project"];
             };
@@ -2452,6 +2677,7 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -2543,6 +2769,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobEvents"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -2577,6 +2804,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobExecutions"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -2611,6 +2839,7 @@ export interface operations {
                     "application/json": components["schemas"]["JobLogs"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -2643,6 +2872,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -2765,6 +2995,7 @@ export interface operations {
                     "application/json": components["schemas"]["Schedule"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -2885,6 +3116,7 @@ export interface operations {
                     "application/json": components["schemas"]["Queue"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -2919,6 +3151,7 @@ export interface operations {
                     "application/json": components["schemas"]["Queue"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -3260,36 +3493,10 @@ export interface operations {
                     "application/json": components["schemas"]["Worker"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            408: components["responses"]["RequestTimeout"];
-            414: components["responses"]["UriTooLong"];
-            429: components["responses"]["TooManyRequests"];
-            431: components["responses"]["HeadersTooLarge"];
-            503: components["responses"]["Unavailable"];
-        };
-    };
-    getDashboardPage: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Redirect to /ui/. */
-            302: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": string;
-                };
-            };
-            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
@@ -3319,6 +3526,85 @@ export interface operations {
                     "application/json": components["schemas"]["DashboardStats"];
                 };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDashboardMetrics: {
+        parameters: {
+            query?: {
+                /** @description one queue (every queue when absent) */
+                queue?: string;
+                /** @description ISO-8601 time; default `to` − 1 h; the range is at most 31 days */
+                from?: string;
+                /** @description ISO-8601 time; default now */
+                to?: string;
+                /** @description bucket width, ms; at most 2000 points; default: the smallest of 1 s, 5 s, 10 s, 30 s, 1 min, 5 min, … giving ≤ 300 points */
+                stepMs?: number;
+            };
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The series of the project's queues (or of one). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DashboardMetrics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    streamDashboardEvents: {
+        parameters: {
+            query?: {
+                /** @description one job's live history (its events, log lines and progress) instead of the overview */
+                job?: string;
+            };
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An event stream (text/event-stream) that stays open. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -3351,6 +3637,7 @@ export interface operations {
                     "application/json": components["schemas"]["Job"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -3383,6 +3670,7 @@ export interface operations {
                     "application/json": components["schemas"]["KeyView"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -3469,6 +3757,88 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listProjects: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every project: default first, then by name. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateProjectDto"];
+            };
+        };
+        responses: {
+            /** @description The new project. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description A project with this name exists (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listUsers: {
         parameters: {
             query?: never;
@@ -3491,6 +3861,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -3726,6 +4097,7 @@ export interface operations {
                     "application/json": components["schemas"]["Session"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
