@@ -83,6 +83,7 @@ export class DashboardController {
   @Get('dashboard/metrics')
   @Access('viewer')
   @ApiOperation({ summary: 'Jobs completed and failed per step (from PostgreSQL), for charts; range ≤ 31 days, ≤ 2000 points' })
+  @ApiAnswer(200, 'MetricsSeries', 'Completed and failed jobs per step, oldest first.')
   async metrics(@Query() q: MetricsQueryDto, @Req() req: FastifyRequest): Promise<{ stepMs: number; series: { at: string; completed: number; failed: number }[] }> {
     const m = await this.dashboard.metrics(principalOf(req).project, q);
     return { stepMs: m.stepMs, series: m.series.map((p) => ({ at: iso(p.at) as string, completed: p.completed, failed: p.failed })) };

@@ -36,6 +36,7 @@ export class DlqController {
   @Get('dlq/groups')
   @Access('viewer', 'producer')
   @ApiOperation({ summary: 'The dead-letter queue grouped by error fingerprint (one cause per group), largest first' })
+  @ApiAnswer(200, 'DlqGroups', 'The groups, largest first.')
   async groups(@Query() q: DlqGroupsQueryDto, @Req() req: FastifyRequest): Promise<{ items: ApiDlqGroup[] }> {
     const groups = await this.dlq.groups(principalOf(req).project, { queue: q.queue, limit: q.limit });
     return { items: groups.map((g) => ({ ...g, firstAt: iso(g.firstAt) as string, lastAt: iso(g.lastAt) as string })) };

@@ -69,6 +69,7 @@ const JOB_PROPERTIES: Record<string, SchemaObject> = {
   updatedAt: time(),
   executionSeq: int('executions started, refunded ones included (addition to API.md)', { minimum: 0 }),
   cancelRequested: { type: 'boolean', description: 'an active job has a pending cancel request (addition to API.md)' },
+  fingerprint: str('failed jobs: the hash of the normalised error (the DLQ group, API.md v1.1); null otherwise', true),
 };
 
 const JOB_EXAMPLE = {
@@ -222,6 +223,25 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
   JobLogLine: obj({ at: time(), attempt: int(undefined, { minimum: 0 }), level: str('info, warn or error'), message: str() }),
   JobLogs: obj({ items: { type: 'array', items: ref('JobLogLine'), description: 'oldest first' } }),
   Retried: obj({ retried: int('jobs moved back to waiting', { minimum: 0 }) }, { example: { retried: 12 } }),
+  DlqGroups: obj({
+    items: {
+      type: 'array',
+      description: 'largest group first',
+      items: obj({
+        fingerprint: str('hash of the normalised error; pass it to POST /jobs/dlq/retry or GET /jobs/dlq/all'),
+        sample: str("one member's error message"),
+        count: int('failed jobs in the group', { minimum: 0 }),
+        types: { type: 'array', items: str() },
+        queues: { type: 'array', items: str() },
+        firstAt: time('oldest failure'),
+        lastAt: time('newest failure'),
+      }),
+    },
+  }),
+  MetricsSeries: obj({
+    stepMs: int('bucket width, ms', { minimum: 1 }),
+    series: { type: 'array', description: 'oldest first, zero-filled', items: obj({ at: time('start of the step'), completed: int(undefined, { minimum: 0 }), failed: int(undefined, { minimum: 0 }) }) },
+  }),
   Purged: obj({ purged: int('jobs removed from the dead-letter queue', { minimum: 0 }) }, { example: { purged: 12 } }),
   LeaseRenewed: obj(
     { leaseExpiresAt: time('new lease end (Redis clock)', true), cancelRequested: { type: 'boolean', description: 'a client asked to cancel: stop and complete or fail' } },
@@ -240,8 +260,15 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       ),
       external: { type: 'boolean', description: 'served only through the external worker protocol' },
       counts: ref('QueueCounts'),
+      payloadSearch: {
+        oneOf: [
+          { type: 'boolean', enum: [false] },
+          { type: 'string', enum: ['building', 'ready', 'failed'] },
+        ],
+        description: "false, or the state of the queue's payload index (PUT payloadSearch: true builds it); absent while PostgreSQL does not answer",
+      },
     },
-    { example: QUEUE_EXAMPLE },
+    { example: QUEUE_EXAMPLE, required: ['name', 'paused', 'maxConcurrency', 'rateLimit', 'defaults', 'external', 'counts'] },
   ),
   Schedule: obj(
     {
@@ -298,7 +325,10 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
     startedAt: time(undefined, true),
     lastHeartbeatAt: time(undefined, true),
     status: { type: 'string', enum: ['running', 'draining', 'dead'] },
-  }),
+    kind: { type: 'string', enum: ['process', 'external'], description: 'a worker process of a server, or an external worker seen claiming (v1.1)' },
+    lastClaimAt: time('external workers: their last claim; null for processes', true),
+    jobs: { type: 'array', items: str(), description: 'ids of the active jobs it holds, at most 100 (GET /workers only)' },
+  }, { required: ['id', 'hostname', 'pid', 'queues', 'concurrency', 'active', 'startedAt', 'lastHeartbeatAt', 'status', 'kind', 'lastClaimAt'] }),
   DashboardStats: obj({
     queues: {
       type: 'object',
