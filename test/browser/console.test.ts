@@ -100,6 +100,16 @@ test('overview: queues with counts, tiles, needs attention; screenshot, axe, 390
   await page.getByRole('link', { name: 'mail' }).first().waitFor();
   await page.getByText('Workers alive').waitFor();
   expect(await page.locator('.table-wrap[aria-label="Queues"]').textContent()).toContain('mail');
+  // Charts from GET /dashboard/metrics: the 5 echo jobs completed within the hour (and so within 24 h and 7 d), the failed ones too.
+  for (const range of ['1h', '24h', '7d']) {
+    await page.getByRole('group', { name: 'Chart range' }).getByRole('button', { name: range, exact: true }).click();
+    await until(async () => {
+      const m = /Last (\w+): (\d+) completed, (\d+) failed/.exec((await page.locator('main').textContent()) ?? '');
+      return m !== null && m[1] === range && Number(m[2]) >= 5 && Number(m[3]) >= 1;
+    });
+    await page.locator('.chart svg .recharts-bar-rectangle').first().waitFor();
+  }
+  await page.getByRole('group', { name: 'Chart range' }).getByRole('button', { name: '1h', exact: true }).click();
   await page.screenshot({ path: join(SHOTS, 'overview.png'), fullPage: true });
   expect(await axeViolations(page)).toEqual([]);
   await page.setViewportSize({ width: 390, height: 844 });
