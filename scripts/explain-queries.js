@@ -334,7 +334,11 @@ ${out.join('\n')}`;
   }
 }
 
-main().catch((e) => {
-  console.error(`explain-queries failed: ${e.stack || e.message}`);
-  process.exit(1);
-});
+module.exports = { generateSql };
+
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(`explain-queries failed: ${e.stack || e.message}`);
+    process.exit(1);
+  });
+}

@@ -100,6 +100,16 @@ test('overview: queues with counts, tiles, needs attention; screenshot, axe, 390
   await page.getByRole('link', { name: 'mail' }).first().waitFor();
   await page.getByText('Workers alive').waitFor();
   expect(await page.locator('.table-wrap[aria-label="Queues"]').textContent()).toContain('mail');
+  // Charts from GET /dashboard/metrics: the 5 echo jobs completed within the hour (and so within 24 h and 7 d), the failed ones too.
+  for (const range of ['1h', '24h', '7d']) {
+    await page.getByRole('group', { name: 'Chart range' }).getByRole('button', { name: range, exact: true }).click();
+    await until(async () => {
+      const m = /Last (\w+): (\d+) completed, (\d+) failed/.exec((await page.locator('main').textContent()) ?? '');
+      return m !== null && m[1] === range && Number(m[2]) >= 5 && Number(m[3]) >= 1;
+    });
+    await page.locator('.chart svg .recharts-bar-rectangle').first().waitFor();
+  }
+  await page.getByRole('group', { name: 'Chart range' }).getByRole('button', { name: '1h', exact: true }).click();
   await page.screenshot({ path: join(SHOTS, 'overview.png'), fullPage: true });
   expect(await axeViolations(page)).toEqual([]);
   await page.setViewportSize({ width: 390, height: 844 });
@@ -242,3 +252,143 @@ test('a viewer sees no destructive control on any view', async () => {
   expect(await axeViolations(page)).toEqual([]);
   await ctx.close();
 });
+
+test('a DLQ group retried with an edited payload ends completed; a whole group retried', async () => {
+  const as = (r: ReturnType<TestApi['http']['post']>) => r.set('authorization', ROOT_KEY);
+  // diag.fail fails while `times` ≥ the attempt: a bad payload; the fix is `times: 0`.
+  const bad = (await as(api.http.post('/jobs')).send({ queue: 'pay', type: 'diag.fail', payload: { message: 'card declined by issuer', times: 99 }, maxAttempts: 1 })).body.id as string;
+  const twins = [];
+  for (let i = 0; i < 2; i++) twins.push((await as(api.http.post('/jobs')).send({ queue: 'pay', type: 'diag.fail', payload: { message: 'ledger locked', times: 99 }, maxAttempts: 1 })).body.id as string);
+  for (const id of [bad, ...twins]) await until(async () => (await as(api.http.get(`/jobs/${id}`))).body.status === 'failed');
+  const { ctx, page } = await loggedIn('ops@example.com');
+  await page.goto(`${api.url}/ui/dlq`);
+  const group = page.locator('li.card', { hasText: 'card declined by issuer' });
+  await group.waitFor();
+  await group.getByRole('button', { name: 'Show jobs' }).click();
+  await group.getByRole('button', { name: `Edit & retry job ${bad}` }).click();
+  await group.getByLabel(`Payload for the retry of job ${bad}`).fill('{"message": "card declined by issuer", "times": 0}');
+  await group.getByRole('button', { name: 'Retry with this payload' }).click();
+  await page.getByText(/retried with the edited payload/).waitFor();
+  const done = await until(async () => {
+    const j = (await as(api.http.get(`/jobs/${bad}`))).body;
+    return j.status === 'completed' && j;
+  });
+  expect(done.payload).toEqual({ message: 'card declined by issuer', times: 0 });
+  await page.screenshot({ path: join(SHOTS, 'dlq.png'), fullPage: true });
+  // The other group, retried as a whole (confirmed): both jobs leave the DLQ (and fail again: same payload).
+  const ledger = page.locator('li.card', { hasText: 'ledger locked' });
+  await ledger.getByRole('button', { name: 'Retry group' }).click();
+  await page.getByRole('alertdialog').getByRole('button', { name: 'Retry group' }).click();
+  await page.getByRole('status').getByText('Retried 2 jobs failing with "ledger locked"').waitFor();
+  for (const id of twins) await until(async () => (await as(api.http.get(`/jobs/${id}/events`))).body.items.some((e: { event: string }) => e.event === 'retried_from_dlq'));
+  expect(await axeViolations(page)).toEqual([]);
+  await ctx.close();
+});
+
+test('job page: a new log line, progress and the status change arrive over SSE without reload; workers show the external worker and its job', async () => {
+  const as = (r: ReturnType<TestApi['http']['post']>) => r.set('authorization', ROOT_KEY);
+  expect((await as(api.http.put('/queues/ext-live')).send({ external: true })).status).toBe(200);
+  const id = (await as(api.http.post('/jobs')).send({ queue: 'ext-live', type: 'render', payload: { page: 1 }, maxAttempts: 1 })).body.id as string;
+  const workerKey = (await as(api.http.post('/keys')).send({ name: 'w-sse', role: 'worker' })).body.secret;
+  const w = (r: ReturnType<TestApi['http']['post']>) => r.set('authorization', `Bearer ${workerKey}`);
+  const claimed = (await w(api.http.post('/queues/ext-live/claim')).send({ workerId: 'ext-sse', max: 1 })).body.jobs[0];
+  expect(claimed.id).toBe(id);
+  const { ctx, page } = await loggedIn('ops@example.com');
+  const requests: { url: string; at: number }[] = [];
+  page.on('request', (r) => requests.push({ url: r.url(), at: Date.now() }));
+  await page.goto(`${api.url}/ui/jobs/${id}`);
+  await page.getByRole('heading', { name: 'Timeline' }).waitFor();
+  // The stream is open (the page asked for it) before anything changes.
+  await until(async () => requests.some((r) => r.url.includes(`/dashboard/events?job=${id}`)));
+  await sleep(500);
+  const since = Date.now();
+  await w(api.http.post(`/jobs/${id}/heartbeat`)).send({ lockToken: claimed.lockToken, logs: ['page 1 rendered'], progress: 60 });
+  await page.getByLabel('Log lines').getByText('page 1 rendered').waitFor({ timeout: 15_000 });
+  await until(async () => (await page.getByLabel('Progress').getAttribute('value')) === '60');
+  await w(api.http.post(`/jobs/${id}/complete`)).send({ lockToken: claimed.lockToken, result: { pages: 1 } });
+  await page.locator('main').getByText('completed', { exact: true }).first().waitFor({ timeout: 15_000 });
+  // Without reload and without polling the logs: the stream brought them.
+  const after = requests.filter((r) => r.at >= since);
+  expect(after.filter((r) => r.url.includes(`/jobs/${id}/logs`) || r.url.endsWith('/ui/jobs/' + id))).toEqual([]);
+  await ctx.close();
+
+  // Workers: the external worker with its held job as a link (claim another one to hold).
+  const held = (await as(api.http.post('/jobs')).send({ queue: 'ext-live', type: 'render', payload: { page: 2 }, maxAttempts: 1 })).body.id as string;
+  expect((await w(api.http.post('/queues/ext-live/claim')).send({ workerId: 'ext-sse', max: 1 })).body.jobs[0].id).toBe(held);
+  const s = await loggedIn('ops@example.com');
+  await s.page.goto(`${api.url}/ui/workers`);
+  const row = s.page.locator('tr', { hasText: 'ext-sse' });
+  await row.waitFor();
+  expect(await row.textContent()).toContain('external');
+  await row.getByRole('link', { name: held.slice(-12) }).click();
+  await s.page.waitForURL(new RegExp(`/ui/jobs/${held}$`));
+  await s.page.goto(`${api.url}/ui/workers`);
+  await s.page.locator('tr', { hasText: 'ext-sse' }).waitFor();
+  await s.page.screenshot({ path: join(SHOTS, 'workers.png'), fullPage: true });
+  expect(await axeViolations(s.page)).toEqual([]);
+  await s.ctx.close();
+});
+
+test('explorer: from/to and payload search live in the URL; paging over 10,000 jobs without overlap while jobs arrive', async () => {
+  const as = (r: ReturnType<TestApi['http']['post']>) => r.set('authorization', ROOT_KEY);
+  expect((await as(api.http.put('/queues/bulk')).send({ external: true })).status).toBe(200);
+  const N = 10_000;
+  const enqueued: string[] = [];
+  for (let b = 0; b < N / 1000; b++) {
+    const r = await as(api.http.post('/jobs/batch')).send({ jobs: Array.from({ length: 1000 }, (_, i) => ({ queue: 'bulk', type: 'row', payload: { orderId: b * 1000 + i } })) });
+    expect(r.status).toBe(201);
+    enqueued.push(...(r.body.jobs as { id: string }[]).map((j) => j.id));
+  }
+  // Mirrored to PostgreSQL (the explorer reads there).
+  await until(async () => (await as(api.http.get(`/jobs?queue=bulk&limit=1&payload=${encodeURIComponent('{"orderId":0}')}&from=${new Date(Date.now() - 3_600_000).toISOString()}`))).body.items?.length === 1, 120_000);
+  const { ctx, page } = await loggedIn('ops@example.com');
+  // Payload search through the form: the URL carries it; the one matching job is listed.
+  await page.goto(`${api.url}/ui/jobs?queue=bulk`);
+  await page.getByLabel('Payload contains').fill('{"orderId": 4242}');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.waitForURL(/payload=/);
+  const url = new URL(page.url());
+  expect(JSON.parse(url.searchParams.get('payload') ?? '')).toEqual({ orderId: 4242 });
+  expect(Date.parse(url.searchParams.get('from') ?? '')).toBeLessThan(Date.now());
+  await page.getByRole('region', { name: 'Jobs' }).getByRole('link', { name: enqueued[4242].slice(-12) }).waitFor();
+  expect(await page.getByRole('region', { name: 'Jobs' }).getByRole('link').count()).toBe(1);
+  await page.screenshot({ path: join(SHOTS, 'jobs-payload.png'), fullPage: true });
+  // A `to` before the first job: nothing.
+  await page.goto(`${api.url}/ui/jobs?queue=bulk&to=2020-01-01T00%3A00%3A00.000Z`);
+  await page.getByText('No job matches.').waitFor();
+
+  // Page through everything in the browser (its session, GET /jobs keyset cursors) while another loop enqueues.
+  let arriving = true;
+  const more = (async () => {
+    let n = 0;
+    while (arriving) {
+      await as(api.http.post('/jobs/batch')).send({ jobs: Array.from({ length: 50 }, (_, i) => ({ queue: 'bulk', type: 'row', payload: { late: n * 50 + i } })) });
+      n++;
+      await sleep(50);
+    }
+    return n * 50;
+  })();
+  const seen: string[] = await page.evaluate(async () => {
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const q = new URLSearchParams({ queue: 'bulk', limit: '200', ...(cursor ? { cursor } : {}) });
+      const r = await fetch(`/jobs?${q}`, { headers: { accept: 'application/json' }, credentials: 'same-origin' });
+      if (!r.ok) throw new Error(`GET /jobs ${r.status}`);
+      const body = (await r.json()) as { items: { id: string }[]; nextCursor: string | null };
+      ids.push(...body.items.map((j) => j.id));
+      cursor = body.nextCursor;
+    } while (cursor);
+    return ids;
+  });
+  arriving = false;
+  const late = await more;
+  expect(late).toBeGreaterThan(0);
+  expect(new Set(seen).size).toBe(seen.length); // no duplicate
+  // None skipped among those older than the first page's first id (all 10,000 are).
+  const first = seen[0];
+  const seenSet = new Set(seen);
+  expect(enqueued.filter((id) => id <= first && !seenSet.has(id))).toEqual([]);
+  expect(enqueued.every((id) => seenSet.has(id))).toBe(true);
+  await ctx.close();
+}, 300_000);

@@ -1,10 +1,9 @@
 import createClient from 'openapi-fetch';
-import type { paths as generated } from './schema';
-import type { pending } from './pending';
+import type { paths } from './schema';
 import type { FieldError } from './types';
 
-/** Every path the console calls: the generated document's, plus those whose server side is not merged yet (pending.ts). */
-export type Paths = generated & Omit<pending, keyof generated>;
+/** Every path the console calls: the generated document's. */
+export type Paths = paths;
 
 /**
  * A non-2xx answer in the API.md error envelope (`code`, `message`, field

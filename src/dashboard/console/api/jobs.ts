@@ -1,11 +1,18 @@
 import { client, unwrap } from './client';
 import type { Execution, Job, JobEvent, JobStatus, LogLine, Page } from './types';
 
-/** Explorer filters (URL query of /ui/jobs): every field optional. */
+/**
+ * Explorer filters (URL query of /ui/jobs): every field optional. `from`/`to`
+ * are ISO times (created in [from, to)); `payload` is a JSON object the payload
+ * must contain (`{"orderId": 42}`), which the server accepts only with `from` (≤ 31 days).
+ */
 export interface JobFilter {
   queue?: string;
   status?: JobStatus;
   type?: string;
+  from?: string;
+  to?: string;
+  payload?: string;
 }
 
 /** `GET /jobs`: one keyset page, newest first. */

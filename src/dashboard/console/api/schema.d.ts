@@ -12,7 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness */
-        get: operations["HealthController_healthz"];
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -29,7 +29,7 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness: the services this process's roles need (Redis; PostgreSQL and migrations for audit and scheduler) */
-        get: operations["HealthController_readyz"];
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -46,7 +46,7 @@ export interface paths {
             cookie?: never;
         };
         /** Prometheus metrics */
-        get: operations["MetricsController_scrape"];
+        get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -63,7 +63,24 @@ export interface paths {
             cookie?: never;
         };
         /** List the dead-letter queue (keyset pagination) */
-        get: operations["DlqController_list"];
+        get: operations["listDeadLetterJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/dlq/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The dead-letter queue grouped by error fingerprint (one cause per group), largest first */
+        get: operations["groupsDlq"];
         put?: never;
         post?: never;
         delete?: never;
@@ -81,8 +98,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Retry every dead-letter job matching queue/type */
-        post: operations["DlqController_retryAll"];
+        /** Retry every dead-letter job matching queue/type/fingerprint (AND) */
+        post: operations["retryDeadLetterJobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -100,7 +117,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Purge the dead-letter queue of one queue (every queue without ?queue=) */
-        delete: operations["DlqController_purge"];
+        delete: operations["purgeDeadLetterJobs"];
         options?: never;
         head?: never;
         patch?: never;
@@ -116,7 +133,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Retry a failed (or cancelled) job, optionally with a new payload */
-        post: operations["DlqController_retry"];
+        post: operations["retryJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -130,11 +147,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List jobs from PostgreSQL, newest first (keyset pagination) */
-        get: operations["JobsController_list"];
+        /** List jobs from PostgreSQL, newest first (keyset pagination); from/to on created time; payload containment within from..to */
+        get: operations["listJobs"];
         put?: never;
         /** Enqueue a job */
-        post: operations["JobsController_create"];
+        post: operations["enqueueJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -151,7 +168,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Enqueue 1..1000 jobs (atomic per queue) */
-        post: operations["JobsController_createBatch"];
+        post: operations["enqueueJobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -166,11 +183,11 @@ export interface paths {
             cookie?: never;
         };
         /** A job by id (Redis while live, PostgreSQL after) */
-        get: operations["JobsController_get"];
+        get: operations["getJob"];
         put?: never;
         post?: never;
         /** Cancel a job (202 while an active one is being aborted) */
-        delete: operations["JobsController_cancel"];
+        delete: operations["cancelJob"];
         options?: never;
         head?: never;
         patch?: never;
@@ -184,7 +201,7 @@ export interface paths {
             cookie?: never;
         };
         /** A job's audit trail, oldest first */
-        get: operations["JobsController_events"];
+        get: operations["listJobEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -201,7 +218,7 @@ export interface paths {
             cookie?: never;
         };
         /** One row per execution started */
-        get: operations["JobsController_executions"];
+        get: operations["listJobExecutions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -218,7 +235,7 @@ export interface paths {
             cookie?: never;
         };
         /** Lines the handler logged, oldest first */
-        get: operations["JobsController_logs"];
+        get: operations["listJobLogs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -235,10 +252,10 @@ export interface paths {
             cookie?: never;
         };
         /** All schedules, oldest first */
-        get: operations["SchedulesController_list"];
+        get: operations["listSchedules"];
         put?: never;
         /** Create a cron schedule */
-        post: operations["SchedulesController_create"];
+        post: operations["createSchedule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -253,7 +270,7 @@ export interface paths {
             cookie?: never;
         };
         /** The next runs of a cron expression in a time zone */
-        get: operations["SchedulesController_preview"];
+        get: operations["previewSchedule"];
         put?: never;
         post?: never;
         delete?: never;
@@ -270,15 +287,15 @@ export interface paths {
             cookie?: never;
         };
         /** A schedule by id */
-        get: operations["SchedulesController_get"];
+        get: operations["getSchedule"];
         put?: never;
         post?: never;
         /** Delete a schedule; answers the deleted schedule */
-        delete: operations["SchedulesController_remove"];
+        delete: operations["deleteSchedule"];
         options?: never;
         head?: never;
         /** Change a schedule (omitted fields are kept) */
-        patch: operations["SchedulesController_update"];
+        patch: operations["updateSchedule"];
         trace?: never;
     };
     "/queues": {
@@ -289,7 +306,7 @@ export interface paths {
             cookie?: never;
         };
         /** Every queue with its settings and exact counts */
-        get: operations["QueuesController_list"];
+        get: operations["listQueues"];
         put?: never;
         post?: never;
         delete?: never;
@@ -306,9 +323,9 @@ export interface paths {
             cookie?: never;
         };
         /** One queue; 404 unless configured, paused or given a job */
-        get: operations["QueuesController_get"];
+        get: operations["getQueue"];
         /** Configure a queue (creates it if new); only the fields sent change */
-        put: operations["QueuesController_configure"];
+        put: operations["configureQueue"];
         post?: never;
         delete?: never;
         options?: never;
@@ -326,7 +343,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Pause: no job of the queue starts (active ones finish); creates the queue if new */
-        post: operations["QueuesController_pause"];
+        post: operations["pauseQueue"];
         delete?: never;
         options?: never;
         head?: never;
@@ -343,7 +360,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Resume a paused queue */
-        post: operations["QueuesController_resume"];
+        post: operations["resumeQueue"];
         delete?: never;
         options?: never;
         head?: never;
@@ -360,7 +377,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Claim up to `max` jobs under a lease; long poll up to `waitMs` */
-        post: operations["ClaimController_claim"];
+        post: operations["claimJobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -377,7 +394,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Renew the lease; report progress and log lines */
-        post: operations["LeasesController_heartbeat"];
+        post: operations["heartbeatJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -394,7 +411,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Complete the attempt with a result */
-        post: operations["LeasesController_complete"];
+        post: operations["completeJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -411,7 +428,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Fail the attempt: retry with backoff, or dead-letter */
-        post: operations["LeasesController_fail"];
+        post: operations["failJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -425,25 +442,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Registered worker processes: running, draining or dead (missed heartbeats) */
-        get: operations["WorkersApiController_list"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/dashboard": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Redirects to the operator console at /ui/ (the old page moved there) */
-        get: operations["DashboardController_page"];
+        /** Workers: in-process ones (kind "process": running, draining or dead after missed heartbeats) and external ones seen claiming (kind "external"), each with the ids of the jobs it holds (≤ 100) */
+        get: operations["listWorkers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -460,7 +460,41 @@ export interface paths {
             cookie?: never;
         };
         /** Counts per queue and in total, live workers, throughput, audit lag */
-        get: operations["DashboardController_stats"];
+        get: operations["getDashboardStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Jobs completed and failed per step (from PostgreSQL), for charts; range ≤ 31 days, ≤ 2000 points */
+        get: operations["metricsDashboard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Live updates (Server-Sent Events): counts and job changes; ?job=<id> for one job’s events, logs and progress */
+        get: operations["eventsDashboard"];
         put?: never;
         post?: never;
         delete?: never;
@@ -477,7 +511,7 @@ export interface paths {
             cookie?: never;
         };
         /** The last 20 jobs by updatedAt, newest first */
-        get: operations["DashboardController_recent"];
+        get: operations["listRecentJobs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -494,10 +528,10 @@ export interface paths {
             cookie?: never;
         };
         /** Your project's keys, without secrets */
-        get: operations["KeysController_list"];
+        get: operations["listKeys"];
         put?: never;
         /** Create an API key in your project; the secret is in this answer only */
-        post: operations["KeysController_create"];
+        post: operations["createKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -515,7 +549,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Revoke a key: refused from then on (within 1 s on every api replica) */
-        delete: operations["KeysController_revoke"];
+        delete: operations["revokeKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -529,10 +563,10 @@ export interface paths {
             cookie?: never;
         };
         /** Your project's users with their role */
-        get: operations["UsersController_list"];
+        get: operations["listUsers"];
         put?: never;
         /** Create a dashboard user with a role in your project */
-        post: operations["UsersController_create"];
+        post: operations["createUser"];
         delete?: never;
         options?: never;
         head?: never;
@@ -550,11 +584,11 @@ export interface paths {
         put?: never;
         post?: never;
         /** Remove a user from your project (deleted when it has no other project); its sessions end at once */
-        delete: operations["UsersController_remove"];
+        delete: operations["deleteUser"];
         options?: never;
         head?: never;
         /** Change a user's role, password or disabled flag; a role, password or disable change ends its sessions at once */
-        patch: operations["UsersController_update"];
+        patch: operations["updateUser"];
         trace?: never;
     };
     "/auth/login": {
@@ -567,7 +601,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Log in: sets the session cookie (HttpOnly, SameSite=Strict; Secure over TLS). 5 failures per 15 min per user and per address → 429 */
-        post: operations["LoginController_signIn"];
+        post: operations["login"];
         delete?: never;
         options?: never;
         head?: never;
@@ -584,7 +618,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Log out: ends the session of the cookie and clears it */
-        post: operations["LoginController_signOut"];
+        post: operations["logout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -599,7 +633,7 @@ export interface paths {
             cookie?: never;
         };
         /** Who this request acts as (the console asks on load); 401 without a session or key */
-        get: operations["LoginController_whoAmI"];
+        get: operations["getSession"];
         put?: never;
         post?: never;
         delete?: never;
@@ -616,7 +650,7 @@ export interface paths {
             cookie?: never;
         };
         /** Operator actions of your project, newest first: who, what, target, when, from which address, answered how */
-        get: operations["OplogController_list"];
+        get: operations["listAuditLog"];
         put?: never;
         post?: never;
         delete?: never;
@@ -632,6 +666,8 @@ export interface components {
         RetryDlqDto: {
             queue?: string;
             type?: string;
+            /** @description a dead-letter group (GET /jobs/dlq/groups); combined with queue/type as AND */
+            fingerprint?: string;
         };
         RetryJobDto: {
             /** @description replaces the payload; ≤ MAX_PAYLOAD_BYTES */
@@ -652,14 +688,19 @@ export interface components {
         EnqueueJobDto: {
             /** @example send_email */
             type: string;
-            /** @default {} */
-            payload: {
+            /**
+             * @description any JSON object; serialized ≤ MAX_PAYLOAD_BYTES (default {})
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            payload?: {
                 [key: string]: unknown;
             };
-            /** @default default */
-            queue: string;
-            /** @default 0 */
-            priority: number | ("high" | "normal" | "low");
+            /** @description Default "default". */
+            queue?: string;
+            /** @description Default 0. */
+            priority?: number | ("high" | "normal" | "low");
             /** @description ms; exclusive with runAt */
             delayMs?: number;
             /**
@@ -667,10 +708,13 @@ export interface components {
              * @description ISO time; past times run now; exclusive with delayMs
              */
             runAt?: string;
+            /** @description default: the queue's, else MAX_RETRIES */
             maxAttempts?: number;
+            /** @description default exponential, 2000, 3600000, equal */
             backoff?: components["schemas"]["BackoffDto"];
-            /** @description ms */
+            /** @description ms; default: the queue's, else 600000 */
             timeoutMs?: number;
+            /** @description per queue: the same key and body within IDEMPOTENCY_TTL_MS answer the existing job (200, Idempotent-Replayed) */
             idempotencyKey?: string;
         };
         EnqueueBatchDto: {
@@ -679,14 +723,19 @@ export interface components {
         CreateScheduleDto: {
             /** @example send_email */
             type: string;
-            /** @default {} */
-            payload: {
+            /**
+             * @description any JSON object; serialized ≤ MAX_PAYLOAD_BYTES (default {})
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            payload?: {
                 [key: string]: unknown;
             };
-            /** @default default */
-            queue: string;
-            /** @default 0 */
-            priority: number | ("high" | "normal" | "low");
+            /** @description Default "default". */
+            queue?: string;
+            /** @description Default 0. */
+            priority?: number | ("high" | "normal" | "low");
             /** @description unique */
             name: string;
             /**
@@ -695,29 +744,34 @@ export interface components {
              */
             cron: string;
             /**
-             * @description IANA time zone
-             * @default UTC
+             * @description IANA time zone (default "UTC")
              * @example Europe/Berlin
              */
-            timezone: string;
-            maxAttempts?: Record<string, never> | null;
+            timezone?: string;
+            /** @description null = the queue's default */
+            maxAttempts?: number | null;
             backoff?: components["schemas"]["BackoffDto"] | null;
-            /** @description ms */
-            timeoutMs?: Record<string, never> | null;
-            /** @default true */
-            enabled: boolean;
+            /** @description ms; null = the queue's default */
+            timeoutMs?: number | null;
+            /** @description Default true. */
+            enabled?: boolean;
         };
         UpdateScheduleDto: {
             /** @example send_email */
             type?: string;
-            /** @default {} */
-            payload: {
+            /**
+             * @description any JSON object; serialized ≤ MAX_PAYLOAD_BYTES (default {})
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            payload?: {
                 [key: string]: unknown;
             };
-            /** @default default */
-            queue: string;
-            /** @default 0 */
-            priority: number | ("high" | "normal" | "low");
+            /** @description Default "default". */
+            queue?: string;
+            /** @description Default 0. */
+            priority?: number | ("high" | "normal" | "low");
             /** @description unique */
             name?: string;
             /**
@@ -726,27 +780,29 @@ export interface components {
              */
             cron?: string;
             /**
-             * @description IANA time zone
-             * @default UTC
+             * @description IANA time zone (default "UTC")
              * @example Europe/Berlin
              */
-            timezone: string;
-            maxAttempts?: Record<string, never> | null;
+            timezone?: string;
+            /** @description null = the queue's default */
+            maxAttempts?: number | null;
             backoff?: components["schemas"]["BackoffDto"] | null;
-            /** @description ms */
-            timeoutMs?: Record<string, never> | null;
-            /** @default true */
-            enabled: boolean;
+            /** @description ms; null = the queue's default */
+            timeoutMs?: number | null;
+            /** @description Default true. */
+            enabled?: boolean;
         };
         RateLimitDto: {
-            max?: number;
+            max: number;
             /** @description window length, ms */
-            durationMs?: number;
+            durationMs: number;
         };
         QueueDefaultsDto: {
+            /** @description default: the queue's, else MAX_RETRIES */
             maxAttempts?: number;
+            /** @description default exponential, 2000, 3600000, equal */
             backoff?: components["schemas"]["BackoffDto"];
-            /** @description ms */
+            /** @description ms; default: the queue's, else 600000 */
             timeoutMs?: number;
         };
         ConfigureQueueDto: {
@@ -757,24 +813,26 @@ export interface components {
             defaults?: components["schemas"]["QueueDefaultsDto"];
             /** @description served only through the external worker protocol; accepts any job type */
             external?: boolean;
+            /** @description GET /jobs?payload= searches of this queue use an index of its own (a partial GIN index on jobs.payload, built in the background): only this queue's rows pay for it */
+            payloadSearch?: boolean;
         };
         ClaimDto: {
             /** @description the caller; recorded on the job and its events */
             workerId: string;
-            /** @default 1 */
-            max: number;
-            /**
-             * @description long poll: how long to wait for a job when none is ready, ms
-             * @default 0
-             */
-            waitMs: number;
+            /** @description Default 1. */
+            max?: number;
+            /** @description long poll: how long to wait for a job when none is ready, ms (default 0) */
+            waitMs?: number;
             /** @description lease length, ms; default LOCK_TTL_MS */
             leaseMs?: number;
         };
         HeartbeatDto: {
             /** @description the lockToken the claim returned */
             lockToken: string;
-            progress?: number | Record<string, never>;
+            /** @description a number 0..100 or a JSON object of at most 8192 bytes */
+            progress?: number | {
+                [key: string]: unknown;
+            };
             /** @description log lines (level info), shown by GET /jobs/:id/logs */
             logs?: string[];
             /** @description new lease length from now, ms; default the claim's leaseMs, else LOCK_TTL_MS */
@@ -783,8 +841,8 @@ export interface components {
         CompleteDto: {
             /** @description the lockToken the claim returned */
             lockToken: string;
-            /** @description any JSON value; at most MAX_PAYLOAD_BYTES serialized */
-            result?: Record<string, never>;
+            /** @description any JSON value (null included); at most MAX_PAYLOAD_BYTES serialized */
+            result?: unknown;
         };
         FailErrorDto: {
             /** @description becomes the job's lastError */
@@ -796,11 +854,8 @@ export interface components {
             /** @description the lockToken the claim returned */
             lockToken: string;
             error: components["schemas"]["FailErrorDto"];
-            /**
-             * @description false: straight to the dead-letter queue, whatever attempts are left
-             * @default true
-             */
-            retryable: boolean;
+            /** @description false: straight to the dead-letter queue, whatever attempts are left (default true) */
+            retryable?: boolean;
         };
         KeyRateLimitDto: {
             /** @description requests per second (refill rate), across every api replica */
@@ -863,16 +918,1219 @@ export interface components {
              */
             project?: string;
         };
+        /**
+         * @description The one envelope of every non-2xx response (API.md "Errors").
+         * @example {
+         *       "error": {
+         *         "code": "validation_failed",
+         *         "message": "invalid request: priority",
+         *         "details": [
+         *           {
+         *             "path": "priority",
+         *             "message": "must be an integer -100..100 or \"high\", \"normal\", \"low\""
+         *           }
+         *         ],
+         *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+         *       }
+         *     }
+         */
+        Error: {
+            error: {
+                /**
+                 * @description machine-readable; see API.md "Errors"
+                 * @enum {string}
+                 */
+                code: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "request_timeout" | "conflict" | "lease_lost" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "unavailable" | "internal";
+                /** @description human-readable; no stack traces */
+                message: string;
+                /** @description one entry per field for validation_failed (else usually empty) */
+                details: components["schemas"]["ErrorDetail"][];
+                /** @description the X-Request-Id of the request */
+                requestId: string;
+            };
+        };
+        ErrorDetail: {
+            /** @description dotted field path, e.g. `jobs.3.type`; empty for the whole body */
+            path: string;
+            message: string;
+        };
+        /**
+         * @description API.md "Job object"
+         * @enum {string}
+         */
+        JobStatus: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled";
+        /** @description Retry backoff as resolved (defaults filled in). */
+        Backoff: {
+            /** @enum {string} */
+            type: "fixed" | "linear" | "exponential";
+            /** @description base delay, ms */
+            delayMs: number;
+            /** @description cap before jitter, ms */
+            maxDelayMs: number;
+            /** @enum {string} */
+            jitter: "none" | "full" | "equal";
+        };
+        /**
+         * @description API.md "Job object"; times ISO-8601 UTC.
+         * @example {
+         *       "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *       "queue": "emails",
+         *       "type": "send_email",
+         *       "payload": {
+         *         "to": "ada@example.com"
+         *       },
+         *       "status": "waiting",
+         *       "priority": 0,
+         *       "attempts": 0,
+         *       "maxAttempts": 3,
+         *       "backoff": {
+         *         "type": "exponential",
+         *         "delayMs": 2000,
+         *         "maxDelayMs": 3600000,
+         *         "jitter": "equal"
+         *       },
+         *       "timeoutMs": 600000,
+         *       "idempotencyKey": null,
+         *       "progress": null,
+         *       "result": null,
+         *       "lastError": null,
+         *       "workerId": null,
+         *       "createdAt": "2026-12-01T10:00:00.000Z",
+         *       "runAt": "2026-12-01T10:00:00.000Z",
+         *       "startedAt": null,
+         *       "finishedAt": null,
+         *       "updatedAt": "2026-12-01T10:00:00.000Z",
+         *       "executionSeq": 0,
+         *       "cancelRequested": false
+         *     }
+         */
+        Job: {
+            /** @description UUIDv7, made by the server */
+            id: string;
+            queue: string;
+            type: string;
+            /** @description the JSON object the job was enqueued with */
+            payload: {
+                [key: string]: unknown;
+            };
+            status: components["schemas"]["JobStatus"];
+            /** @description −100..100; higher runs first */
+            priority: number;
+            /** @description executions started (a released attempt is refunded) */
+            attempts: number;
+            /** @description total executions allowed, the first included */
+            maxAttempts: number;
+            backoff: components["schemas"]["Backoff"];
+            /** @description ms an attempt may run */
+            timeoutMs: number;
+            idempotencyKey: string | null;
+            /** @description a number 0..100 or a small JSON object set by the handler; null until set */
+            progress: unknown;
+            /** @description the handler's result (any JSON); null until completed */
+            result: unknown;
+            /** @description message of the last failure */
+            lastError: string | null;
+            /** @description the worker holding or last holding the job */
+            workerId: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description when the job is (or was) due
+             */
+            runAt: string;
+            /**
+             * Format: date-time
+             * @description start of the newest attempt
+             */
+            startedAt: string | null;
+            /**
+             * Format: date-time
+             * @description when it reached a terminal status
+             */
+            finishedAt: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description executions started, refunded ones included (addition to API.md) */
+            executionSeq: number;
+            /** @description an active job has a pending cancel request (addition to API.md) */
+            cancelRequested: boolean;
+            /** @description failed jobs: the hash of the normalised error (the DLQ group, API.md v1.1); null otherwise */
+            fingerprint: string | null;
+        };
+        /** @description A job held under a lease by the caller of claim. */
+        ClaimedJob: {
+            /** @description UUIDv7, made by the server */
+            id: string;
+            queue: string;
+            type: string;
+            /** @description the JSON object the job was enqueued with */
+            payload: {
+                [key: string]: unknown;
+            };
+            status: components["schemas"]["JobStatus"];
+            /** @description −100..100; higher runs first */
+            priority: number;
+            /** @description executions started (a released attempt is refunded) */
+            attempts: number;
+            /** @description total executions allowed, the first included */
+            maxAttempts: number;
+            backoff: components["schemas"]["Backoff"];
+            /** @description ms an attempt may run */
+            timeoutMs: number;
+            idempotencyKey: string | null;
+            /** @description a number 0..100 or a small JSON object set by the handler; null until set */
+            progress: unknown;
+            /** @description the handler's result (any JSON); null until completed */
+            result: unknown;
+            /** @description message of the last failure */
+            lastError: string | null;
+            /** @description the worker holding or last holding the job */
+            workerId: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description when the job is (or was) due
+             */
+            runAt: string;
+            /**
+             * Format: date-time
+             * @description start of the newest attempt
+             */
+            startedAt: string | null;
+            /**
+             * Format: date-time
+             * @description when it reached a terminal status
+             */
+            finishedAt: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description executions started, refunded ones included (addition to API.md) */
+            executionSeq: number;
+            /** @description an active job has a pending cancel request (addition to API.md) */
+            cancelRequested: boolean;
+            /** @description failed jobs: the hash of the normalised error (the DLQ group, API.md v1.1); null otherwise */
+            fingerprint: string | null;
+            /** @description pass it to heartbeat, complete and fail */
+            lockToken: string;
+            /**
+             * Format: date-time
+             * @description lease end (Redis clock); renew with a heartbeat
+             */
+            leaseExpiresAt: string | null;
+            /** @description W3C traceparent to parent the worker's processing span on: the context the job was enqueued in (the server's enqueue span when it traces, else the producer's `traceparent` header), or, when the server traces and the job carries none, its claim span; null otherwise (addition to API.md) */
+            traceparent: string | null;
+            /** @description W3C tracestate that goes with `traceparent`; null when none (addition to API.md) */
+            tracestate: string | null;
+        };
+        /**
+         * @description One page of a keyset-paginated list, newest first.
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *           "queue": "emails",
+         *           "type": "send_email",
+         *           "payload": {
+         *             "to": "ada@example.com"
+         *           },
+         *           "status": "waiting",
+         *           "priority": 0,
+         *           "attempts": 0,
+         *           "maxAttempts": 3,
+         *           "backoff": {
+         *             "type": "exponential",
+         *             "delayMs": 2000,
+         *             "maxDelayMs": 3600000,
+         *             "jitter": "equal"
+         *           },
+         *           "timeoutMs": 600000,
+         *           "idempotencyKey": null,
+         *           "progress": null,
+         *           "result": null,
+         *           "lastError": null,
+         *           "workerId": null,
+         *           "createdAt": "2026-12-01T10:00:00.000Z",
+         *           "runAt": "2026-12-01T10:00:00.000Z",
+         *           "startedAt": null,
+         *           "finishedAt": null,
+         *           "updatedAt": "2026-12-01T10:00:00.000Z",
+         *           "executionSeq": 0,
+         *           "cancelRequested": false
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        JobPage: {
+            items: components["schemas"]["Job"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /**
+         * @example {
+         *       "jobs": [
+         *         {
+         *           "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *           "queue": "emails",
+         *           "type": "send_email",
+         *           "payload": {
+         *             "to": "ada@example.com"
+         *           },
+         *           "status": "waiting",
+         *           "priority": 0,
+         *           "attempts": 0,
+         *           "maxAttempts": 3,
+         *           "backoff": {
+         *             "type": "exponential",
+         *             "delayMs": 2000,
+         *             "maxDelayMs": 3600000,
+         *             "jitter": "equal"
+         *           },
+         *           "timeoutMs": 600000,
+         *           "idempotencyKey": null,
+         *           "progress": null,
+         *           "result": null,
+         *           "lastError": null,
+         *           "workerId": null,
+         *           "createdAt": "2026-12-01T10:00:00.000Z",
+         *           "runAt": "2026-12-01T10:00:00.000Z",
+         *           "startedAt": null,
+         *           "finishedAt": null,
+         *           "updatedAt": "2026-12-01T10:00:00.000Z",
+         *           "executionSeq": 0,
+         *           "cancelRequested": false
+         *         }
+         *       ]
+         *     }
+         */
+        JobBatch: {
+            /** @description in input order */
+            jobs: components["schemas"]["Job"][];
+        };
+        ClaimedJobs: {
+            /** @description empty when nothing came within waitMs */
+            jobs: components["schemas"]["ClaimedJob"][];
+        };
+        /** @description One entry of the audit trail. */
+        JobEvent: {
+            /** @description order of the event within the job */
+            seq: number;
+            /** Format: date-time */
+            at: string;
+            /**
+             * @description `purged` (addition to API.md): removed from the DLQ by DELETE /jobs/dlq
+             * @enum {string}
+             */
+            event: "enqueued" | "promoted" | "claimed" | "heartbeat_lost" | "progress" | "completed" | "retry_scheduled" | "failed" | "stalled" | "released" | "cancelled" | "cancel_requested" | "retried_from_dlq" | "purged";
+            /**
+             * @description status before; null when none
+             * @enum {string|null}
+             */
+            from: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled" | null;
+            /**
+             * @description status after; null when unchanged
+             * @enum {string|null}
+             */
+            to: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled" | null;
+            attempt: number | null;
+            workerId: string | null;
+            /** @description e.g. lease_expired for a stalled event */
+            reason: string | null;
+            error: string | null;
+            /** @description event-specific JSON (e.g. progress); null when none */
+            data: unknown;
+        };
+        JobEvents: {
+            /** @description oldest first */
+            items: components["schemas"]["JobEvent"][];
+        };
+        /** @description One execution (run) of a job. */
+        JobExecution: {
+            /** @description 1-based run number */
+            executionSeq: number;
+            attempt: number;
+            workerId: string | null;
+            /** Format: date-time */
+            startedAt: string;
+            /**
+             * Format: date-time
+             * @description null while running
+             */
+            finishedAt: string | null;
+            /** @enum {string} */
+            outcome: "completed" | "failed" | "timeout" | "stalled" | "released" | "cancelled" | "running";
+            error: string | null;
+            /** @description run time, ms; null while running */
+            durationMs: number | null;
+        };
+        JobExecutions: {
+            /** @description in run order */
+            items: components["schemas"]["JobExecution"][];
+        };
+        JobLogLine: {
+            /** Format: date-time */
+            at: string;
+            attempt: number;
+            /** @description info, warn or error */
+            level: string;
+            message: string;
+        };
+        JobLogs: {
+            /** @description oldest first */
+            items: components["schemas"]["JobLogLine"][];
+        };
+        /**
+         * @example {
+         *       "retried": 12
+         *     }
+         */
+        Retried: {
+            /** @description jobs moved back to waiting */
+            retried: number;
+        };
+        DlqGroups: {
+            /** @description largest group first */
+            items: {
+                /** @description hash of the normalised error; pass it to POST /jobs/dlq/retry or GET /jobs/dlq/all */
+                fingerprint: string;
+                /** @description one member's error message */
+                sample: string;
+                /** @description failed jobs in the group */
+                count: number;
+                types: string[];
+                queues: string[];
+                /**
+                 * Format: date-time
+                 * @description oldest failure
+                 */
+                firstAt: string;
+                /**
+                 * Format: date-time
+                 * @description newest failure
+                 */
+                lastAt: string;
+            }[];
+        };
+        MetricsSeries: {
+            /** @description bucket width, ms */
+            stepMs: number;
+            /** @description oldest first, zero-filled */
+            series: {
+                /**
+                 * Format: date-time
+                 * @description start of the step
+                 */
+                at: string;
+                completed: number;
+                failed: number;
+            }[];
+        };
+        /**
+         * @example {
+         *       "purged": 12
+         *     }
+         */
+        Purged: {
+            /** @description jobs removed from the dead-letter queue */
+            purged: number;
+        };
+        /**
+         * @example {
+         *       "leaseExpiresAt": "2026-12-01T10:00:30.000Z",
+         *       "cancelRequested": false
+         *     }
+         */
+        LeaseRenewed: {
+            /**
+             * Format: date-time
+             * @description new lease end (Redis clock)
+             */
+            leaseExpiresAt: string | null;
+            /** @description a client asked to cancel: stop and complete or fail */
+            cancelRequested: boolean;
+        };
+        /** @description Exact job counts per status. */
+        QueueCounts: {
+            /** @description jobs in status waiting */
+            waiting: number;
+            /** @description jobs in status delayed */
+            delayed: number;
+            /** @description jobs in status active */
+            active: number;
+            /** @description jobs in status completed */
+            completed: number;
+            /** @description jobs in status failed */
+            failed: number;
+            /** @description jobs in status cancelled */
+            cancelled: number;
+        };
+        /**
+         * @example {
+         *       "name": "emails",
+         *       "paused": false,
+         *       "maxConcurrency": 20,
+         *       "rateLimit": {
+         *         "max": 100,
+         *         "durationMs": 60000
+         *       },
+         *       "defaults": {
+         *         "maxAttempts": 3,
+         *         "backoff": {
+         *           "type": "exponential",
+         *           "delayMs": 2000,
+         *           "maxDelayMs": 3600000,
+         *           "jitter": "equal"
+         *         },
+         *         "timeoutMs": 600000
+         *       },
+         *       "external": false,
+         *       "counts": {
+         *         "waiting": 12,
+         *         "delayed": 3,
+         *         "active": 5,
+         *         "completed": 1042,
+         *         "failed": 2,
+         *         "cancelled": 0
+         *       }
+         *     }
+         */
+        Queue: {
+            name: string;
+            paused: boolean;
+            /** @description cap on active jobs across all workers; null = none */
+            maxConcurrency: number | null;
+            /** @description cap on job starts per window; null = none */
+            rateLimit: {
+                max: number;
+                /** @description window, ms */
+                durationMs: number;
+            } | null;
+            /** @description effective defaults for the queue's jobs: its own, else the process defaults */
+            defaults: {
+                maxAttempts: number;
+                backoff: components["schemas"]["Backoff"];
+                /** @description ms */
+                timeoutMs: number;
+            };
+            /** @description served only through the external worker protocol */
+            external: boolean;
+            counts: components["schemas"]["QueueCounts"];
+        };
+        /**
+         * @example {
+         *       "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *       "name": "nightly-report",
+         *       "cron": "30 2 * * *",
+         *       "timezone": "Europe/Berlin",
+         *       "queue": "reports",
+         *       "type": "build_report",
+         *       "payload": {},
+         *       "priority": 0,
+         *       "maxAttempts": null,
+         *       "backoff": null,
+         *       "timeoutMs": null,
+         *       "enabled": true,
+         *       "nextRunAt": "2026-12-02T01:30:00.000Z",
+         *       "lastRunAt": null,
+         *       "lastJobId": null,
+         *       "lastSlotAt": null,
+         *       "createdAt": "2026-12-01T10:00:00.000Z",
+         *       "updatedAt": "2026-12-01T10:00:00.000Z"
+         *     }
+         */
+        Schedule: {
+            id: string;
+            name: string;
+            cron: string;
+            /** @description IANA time zone */
+            timezone: string;
+            queue: string;
+            type: string;
+            payload: {
+                [key: string]: unknown;
+            };
+            priority: number;
+            /** @description null = the queue's default */
+            maxAttempts: number | null;
+            /** @description null = the queue's default */
+            backoff: {
+                /** @enum {string} */
+                type: "fixed" | "linear" | "exponential";
+                /** @description base delay, ms */
+                delayMs: number;
+                /** @description cap before jitter, ms */
+                maxDelayMs: number;
+                /** @enum {string} */
+                jitter: "none" | "full" | "equal";
+            } | null;
+            /** @description ms; null = the queue's default */
+            timeoutMs: number | null;
+            enabled: boolean;
+            /**
+             * Format: date-time
+             * @description next slot; null while disabled
+             */
+            nextRunAt: string | null;
+            /** Format: date-time */
+            lastRunAt: string | null;
+            /** @description job of the newest run */
+            lastJobId: string | null;
+            /**
+             * Format: date-time
+             * @description slot of the newest run
+             */
+            lastSlotAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * @example {
+         *       "runs": [
+         *         "2026-12-02T01:30:00.000Z",
+         *         "2026-12-03T01:30:00.000Z"
+         *       ]
+         *     }
+         */
+        SchedulePreview: {
+            runs: string[];
+        };
+        Worker: {
+            id: string;
+            hostname: string;
+            pid: number;
+            queues: string[];
+            concurrency: number;
+            /** @description jobs running now */
+            active: number;
+            /** Format: date-time */
+            startedAt: string | null;
+            /** Format: date-time */
+            lastHeartbeatAt: string | null;
+            /** @enum {string} */
+            status: "running" | "draining" | "dead";
+            /**
+             * @description a worker process of a server, or an external worker seen claiming (v1.1)
+             * @enum {string}
+             */
+            kind: "process" | "external";
+            /**
+             * Format: date-time
+             * @description external workers: their last claim; null for processes
+             */
+            lastClaimAt: string | null;
+            /** @description ids of the active jobs it holds, at most 100 (GET /workers only) */
+            jobs?: string[];
+        };
+        DashboardStats: {
+            /** @description queue name → counts */
+            queues: {
+                [key: string]: {
+                    /** @description jobs in status waiting */
+                    waiting: number;
+                    /** @description jobs in status delayed */
+                    delayed: number;
+                    /** @description jobs in status active */
+                    active: number;
+                    /** @description jobs in status completed */
+                    completed: number;
+                    /** @description jobs in status failed */
+                    failed: number;
+                    /** @description jobs in status cancelled */
+                    cancelled: number;
+                    paused: boolean;
+                    external: boolean;
+                };
+            };
+            totals: components["schemas"]["QueueCounts"];
+            workers: {
+                /** @description alive (running or draining) */
+                active: number;
+                total: number;
+            };
+            throughput: {
+                completedPerMin: number;
+                failedPerMin: number;
+            };
+            /** @description age of the oldest audit event not yet in PostgreSQL, ms (0 = caught up) */
+            auditLagMs: number;
+        };
+        /**
+         * @example {
+         *       "status": "ok"
+         *     }
+         */
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+        };
+        /**
+         * @description Ready (`ok`), or ready without PostgreSQL (`degraded`: the failed checks at the top level, e.g. `postgres: "down"`, and in `details`).
+         * @example {
+         *       "status": "degraded",
+         *       "postgres": "down",
+         *       "checks": {
+         *         "redis": "ok",
+         *         "postgres": "down",
+         *         "migrations": "unknown"
+         *       },
+         *       "details": [
+         *         {
+         *           "path": "postgres",
+         *           "message": "connect ECONNREFUSED"
+         *         }
+         *       ]
+         *     }
+         */
+        Readiness: {
+            /** @enum {string} */
+            status: "ok" | "degraded";
+            /** @description `postgres` and `migrations` are absent when the process needs no PostgreSQL */
+            checks: {
+                redis: components["schemas"]["CheckState"];
+                postgres?: components["schemas"]["CheckState"];
+                migrations?: components["schemas"]["CheckState"];
+            };
+            postgres?: components["schemas"]["CheckState"];
+            migrations?: components["schemas"]["CheckState"];
+            details?: components["schemas"]["ErrorDetail"][];
+        };
+        /** @enum {string} */
+        CheckState: "ok" | "down" | "pending" | "unknown";
+        /** @description An API key, without its secret. */
+        KeyView: {
+            id: string;
+            name: string;
+            /** @enum {string} */
+            role: "admin" | "operator" | "producer" | "worker" | "viewer";
+            project: string;
+            /** @description admin of every project (the bootstrap key) */
+            root: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description null = never
+             */
+            expiresAt: string | null;
+            /** @description this key's own token bucket; null = KEY_RATE_LIMIT_PER_SEC / KEY_RATE_LIMIT_BURST (addition to API.md) */
+            rateLimit: {
+                /** @description requests per second (refill rate), across every api replica */
+                perSec: number;
+                /** @description requests at once (bucket size) */
+                burst: number;
+            } | null;
+            /**
+             * Format: date-time
+             * @description ≤ ~5 s stale; null = never used
+             */
+            lastUsedAt: string | null;
+        };
+        /** @description A new API key with its secret. */
+        CreatedKey: {
+            id: string;
+            name: string;
+            /** @enum {string} */
+            role: "admin" | "operator" | "producer" | "worker" | "viewer";
+            project: string;
+            /** @description admin of every project (the bootstrap key) */
+            root: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description null = never
+             */
+            expiresAt: string | null;
+            /** @description this key's own token bucket; null = KEY_RATE_LIMIT_PER_SEC / KEY_RATE_LIMIT_BURST (addition to API.md) */
+            rateLimit: {
+                /** @description requests per second (refill rate), across every api replica */
+                perSec: number;
+                /** @description requests at once (bucket size) */
+                burst: number;
+            } | null;
+            /** @description `sk_…`: shown in this answer only */
+            secret: string;
+        };
+        /** @description A revoked API key. */
+        RevokedKey: {
+            id: string;
+            name: string;
+            /** @enum {string} */
+            role: "admin" | "operator" | "producer" | "worker" | "viewer";
+            project: string;
+            /** @description admin of every project (the bootstrap key) */
+            root: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description null = never
+             */
+            expiresAt: string | null;
+            /** @description this key's own token bucket; null = KEY_RATE_LIMIT_PER_SEC / KEY_RATE_LIMIT_BURST (addition to API.md) */
+            rateLimit: {
+                /** @description requests per second (refill rate), across every api replica */
+                perSec: number;
+                /** @description requests at once (bucket size) */
+                burst: number;
+            } | null;
+            /** @enum {boolean} */
+            revoked: true;
+        };
+        /**
+         * @description A dashboard user, within one project: never a password or its hash.
+         * @example {
+         *       "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *       "username": "ana@example.com",
+         *       "project": "default",
+         *       "role": "operator",
+         *       "createdAt": "2026-12-01T10:00:00.000Z",
+         *       "disabledAt": null
+         *     }
+         */
+        User: {
+            /** @description UUIDv7, made by the server */
+            id: string;
+            /** @description unique whatever its case */
+            username: string;
+            /** @description the project this view is in (a user may have a role in several) */
+            project: string;
+            /**
+             * @description role in this project
+             * @enum {string}
+             */
+            role: "admin" | "operator" | "producer" | "worker" | "viewer";
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description when the user was disabled (cannot log in, sessions ended); null = enabled
+             */
+            disabledAt: string | null;
+        };
+        /**
+         * @description A user removed from the project (and deleted when it had no other project).
+         * @example {
+         *       "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *       "username": "ana@example.com",
+         *       "project": "default",
+         *       "role": "operator",
+         *       "createdAt": "2026-12-01T10:00:00.000Z",
+         *       "disabledAt": null,
+         *       "deleted": true
+         *     }
+         */
+        DeletedUser: {
+            /** @description UUIDv7, made by the server */
+            id: string;
+            /** @description unique whatever its case */
+            username: string;
+            /** @description the project this view is in (a user may have a role in several) */
+            project: string;
+            /**
+             * @description role in this project
+             * @enum {string}
+             */
+            role: "admin" | "operator" | "producer" | "worker" | "viewer";
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description when the user was disabled (cannot log in, sessions ended); null = enabled
+             */
+            disabledAt: string | null;
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        /**
+         * @description A new dashboard session; its token is only in the `Set-Cookie` header.
+         * @example {
+         *       "user": {
+         *         "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *         "username": "ana@example.com"
+         *       },
+         *       "project": "default",
+         *       "role": "operator",
+         *       "expiresAt": "2026-12-01T18:00:00.000Z"
+         *     }
+         */
+        LoginSession: {
+            /** @description the signed-in user */
+            user: {
+                /** @description UUIDv7 */
+                id: string;
+                username: string;
+            };
+            /** @description the project the session acts in */
+            project: string;
+            /**
+             * @description the user's role in that project
+             * @enum {string}
+             */
+            role: "admin" | "operator" | "producer" | "worker" | "viewer";
+            /**
+             * Format: date-time
+             * @description when the session ends unless activity refreshes it
+             */
+            expiresAt: string;
+        };
+        /**
+         * @example {
+         *       "loggedOut": true
+         *     }
+         */
+        LoggedOut: {
+            /** @enum {boolean} */
+            loggedOut: true;
+        };
+        /**
+         * @description Who a request acts as.
+         * @example {
+         *       "kind": "user",
+         *       "user": {
+         *         "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *         "username": "ana@example.com"
+         *       },
+         *       "keyId": null,
+         *       "project": "default",
+         *       "role": "operator",
+         *       "expiresAt": "2026-12-01T18:00:00.000Z"
+         *     }
+         */
+        Session: {
+            /**
+             * @description `user`: the session cookie; `key`: an API key; `anonymous`: AUTH is off
+             * @enum {string}
+             */
+            kind: "user" | "key" | "anonymous";
+            /** @description the signed-in user; null unless kind is `user` */
+            user: {
+                /** @description UUIDv7 */
+                id: string;
+                username: string;
+            } | null;
+            /** @description the API key; null unless kind is `key` */
+            keyId: string | null;
+            /** @description the project the request acts in */
+            project: string;
+            /**
+             * @description the role the request acts with
+             * @enum {string|null}
+             */
+            role: "admin" | "operator" | "producer" | "worker" | "viewer" | null;
+            /**
+             * Format: date-time
+             * @description when the session ends unless activity refreshes it; null for keys and AUTH=off
+             */
+            expiresAt: string | null;
+        };
+        /** @description One operator action: who, what, target, when, from where, answered how. Never a body, payload or secret. */
+        AuditLogEntry: {
+            /** @description UUIDv7 made when the answer was sent */
+            id: string;
+            /**
+             * Format: date-time
+             * @description when the request was answered
+             */
+            at: string;
+            project: string;
+            /** @description `key:<id>`, `user:<id>`, `anonymous` (AUTH=off), `public` (a route that needs no credentials, e.g. login) or `none` (credentials refused) */
+            actor: string;
+            /** @enum {string} */
+            actorKind: "key" | "user" | "anonymous" | "public" | "none";
+            /** @description what was asked, e.g. `queue.pause`, `user.create`, `auth.login` */
+            action: string;
+            /** @description the queue, job, schedule, key or user acted on; null when the call names none */
+            target: string | null;
+            /** @description HTTP method */
+            method: string;
+            /** @description the route pattern, e.g. `/queues/:name/pause` (never the raw URL or its query) */
+            path: string;
+            /** @description HTTP status of the answer (refusals are recorded too) */
+            status: number;
+            /** @description the client address (TCP peer) */
+            address: string | null;
+            /** @description the X-Request-Id of the request */
+            requestId: string | null;
+        };
+        /**
+         * @description One page of the operator audit log, newest first.
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *           "at": "2026-12-01T10:00:00.000Z",
+         *           "project": "default",
+         *           "actor": "key:0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *           "actorKind": "key",
+         *           "action": "queue.pause",
+         *           "target": "emails",
+         *           "method": "POST",
+         *           "path": "/queues/:name/pause",
+         *           "status": 200,
+         *           "address": "10.0.0.7",
+         *           "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        AuditLogPage: {
+            /** @description newest first */
+            items: components["schemas"]["AuditLogEntry"][];
+            /** @description pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
     };
-    responses: never;
-    parameters: never;
+    responses: {
+        /** @description Bad request: a body, query or path field fails validation (`details` lists `{path, message}` per field; a NUL or lone surrogate in any string, an invalid name), the body is not JSON, a path segment is not valid percent-encoded UTF-8, or Node's HTTP parser refused the request (a bad header or chunk). */
+        BadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "validation_failed",
+                 *         "message": "Bad request",
+                 *         "details": [],
+                 *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description AUTH is on and the request carries no valid credentials (missing, unknown, revoked or expired key). */
+        Unauthorized: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "unauthorized",
+                 *         "message": "AUTH is on and the request carries no valid credentials (missing, unknown, revoked or expired key)",
+                 *         "details": [],
+                 *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The key's role may not do this; or a state-changing request from a foreign Origin; or, with AUTH off, a Host that is not allowed. */
+        Forbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "forbidden",
+                 *         "message": "The key's role may not do this",
+                 *         "details": [],
+                 *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Unknown id or name (another project’s too); or a project that does not exist (`X-Sluice-Project` of a root key). */
+        NotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "not_found",
+                 *         "message": "Unknown id or name (another project’s too)",
+                 *         "details": [],
+                 *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request (headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS) was not received in time; the socket is closed. */
+        RequestTimeout: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "request_timeout",
+                 *         "message": "The request (headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS) was not received in time",
+                 *         "details": [],
+                 *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The body (or a payload) is over MAX_PAYLOAD_BYTES. */
+        PayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "payload_too_large",
+                 *         "message": "The body (or a payload) is over MAX_PAYLOAD_BYTES",
+                 *         "details": [],
+                 *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A path segment (an id or a name) is longer than 100 characters. */
+        UriTooLong: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "uri_too_long",
+                 *         "message": "A path segment (an id or a name) is longer than 100 characters",
+                 *         "details": [],
+                 *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A body with another Content-Type than application/json. */
+        UnsupportedMediaType: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "unsupported_media_type",
+                 *         "message": "A body with another Content-Type than application/json",
+                 *         "details": [],
+                 *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Rate limited (API_RATE_LIMIT_MAX per window); retry after `Retry-After` seconds. */
+        TooManyRequests: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                /** @description Seconds to wait before retrying. */
+                "Retry-After": number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "rate_limited",
+                 *         "message": "Rate limited (API_RATE_LIMIT_MAX per window)",
+                 *         "details": [],
+                 *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request line and headers are over 16 KiB; the socket is closed. */
+        HeadersTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "headers_too_large",
+                 *         "message": "The request line and headers are over 16 KiB",
+                 *         "details": [],
+                 *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Redis or PostgreSQL is unreachable, or the audit backlog is over its bound (load shedding); retry later. */
+        Unavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "unavailable",
+                 *         "message": "Redis or PostgreSQL is unreachable, or the audit backlog is over its bound (load shedding)",
+                 *         "details": [],
+                 *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
+    parameters: {
+        /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+        Project: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request id: echoed when the client sent a printable one (1..200 characters), else generated. On every response. */
+        "X-Request-Id": string;
+        /** @description Seconds to wait before retrying. */
+        "Retry-After": number;
+        /** @description `true`: the idempotency key matched an existing job with the same body; this is that job. */
+        "Idempotent-Replayed": "true";
+        /** @description The dashboard session cookie `sluice_session`: HttpOnly, SameSite=Strict, Path=/, Max-Age = the session's absolute lifetime (0 and an empty value clear it), Secure over TLS. */
+        "Set-Cookie": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    HealthController_healthz: {
+    getHealth: {
         parameters: {
             query?: never;
             header?: never;
@@ -881,15 +2139,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The process runs. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            431: components["responses"]["HeadersTooLarge"];
         };
     };
-    HealthController_readyz: {
+    getReadiness: {
         parameters: {
             query?: never;
             header?: never;
@@ -898,15 +2165,25 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Ready, or degraded (PostgreSQL down, not needed by these roles). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Readiness"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    MetricsController_scrape: {
+    getMetrics: {
         parameters: {
             query?: never;
             header?: never;
@@ -915,15 +2192,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Prometheus text exposition of this process. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/plain": string;
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    DlqController_list: {
+    listDeadLetterJobs: {
         parameters: {
             query?: {
                 /** @description the `nextCursor` of the previous page */
@@ -931,25 +2219,82 @@ export interface operations {
                 limit?: number;
                 queue?: string;
                 type?: string;
+                /** @description one dead-letter group (GET /jobs/dlq/groups) */
+                fingerprint?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description One page of failed jobs, newest failure first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["JobPage"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    DlqController_retryAll: {
+    groupsDlq: {
+        parameters: {
+            query?: {
+                queue?: string;
+                limit?: number;
+            };
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The groups, largest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DlqGroups"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    retryDeadLetterJobs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -959,37 +2304,73 @@ export interface operations {
             };
         };
         responses: {
+            /** @description How many jobs went back to waiting. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Retried"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    DlqController_purge: {
+    purgeDeadLetterJobs: {
         parameters: {
             query?: {
                 queue?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description How many jobs were removed (their history stays). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Purged"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    DlqController_retry: {
+    retryJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1001,15 +2382,40 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The job, back in waiting with attempts 0. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description The job is neither failed nor cancelled (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    JobsController_list: {
+    listJobs: {
         parameters: {
             query?: {
                 /** @description the `nextCursor` of the previous page */
@@ -1018,25 +2424,54 @@ export interface operations {
                 queue?: string;
                 status?: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled";
                 type?: string;
+                /** @description created at or after (ISO-8601); required with payload */
+                from?: string;
+                /** @description created before (ISO-8601); with payload: default now, and to − from ≤ 31 days */
+                to?: string;
+                /** @description JSON object the payload contains, e.g. {"orderId":42} (≤ 4 KB, ≤ 8 levels); needs from (and to) */
+                payload?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description One page, newest first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["JobPage"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    JobsController_create: {
+    enqueueJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description W3C Trace Context (version 00): the enqueued jobs carry it, and their processing spans continue that trace. A malformed value is ignored (never a 400). */
+                traceparent?: string;
+                /** @description W3C tracestate that goes with `traceparent` (at most 512 characters and 32 members; an invalid list is dropped). */
+                tracestate?: string;
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1046,18 +2481,61 @@ export interface operations {
             };
         };
         responses: {
-            201: {
+            /** @description The idempotency key matched a job enqueued with the same body: that job. */
+            200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
             };
+            /** @description The new job. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description The idempotency key was used with a different body (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    JobsController_createBatch: {
+    enqueueJobs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description W3C Trace Context (version 00): the enqueued jobs carry it, and their processing spans continue that trace. A malformed value is ignored (never a 400). */
+                traceparent?: string;
+                /** @description W3C tracestate that goes with `traceparent` (at most 512 characters and 32 members; an invalid list is dropped). */
+                tracestate?: string;
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1067,18 +2545,46 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The jobs, in input order. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["JobBatch"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description An idempotency key was used with a different body (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    JobsController_get: {
+    getJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1086,18 +2592,34 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The job. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    JobsController_cancel: {
+    cancelJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1105,18 +2627,56 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The job was waiting or delayed: now cancelled. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
             };
+            /** @description The job is active: still active with cancelRequested true; its AbortSignal fires and it ends cancelled. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description The job is already terminal (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    JobsController_events: {
+    listJobEvents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1124,18 +2684,34 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The events, oldest first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["JobEvents"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    JobsController_executions: {
+    listJobExecutions: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1143,18 +2719,34 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The executions, in run order. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["JobExecutions"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    JobsController_logs: {
+    listJobLogs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1162,35 +2754,67 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The log lines, oldest first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["JobLogs"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    SchedulesController_list: {
+    listSchedules: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description Every schedule, oldest first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Schedule"][];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    SchedulesController_create: {
+    createSchedule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1200,15 +2824,40 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The new schedule with its nextRunAt. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description A schedule with this name exists (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    SchedulesController_preview: {
+    previewSchedule: {
         parameters: {
             query: {
                 cron: string;
@@ -1217,24 +2866,43 @@ export interface operations {
                 from?: string;
                 count?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The next `count` run times. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["SchedulePreview"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    SchedulesController_get: {
+    getSchedule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1242,18 +2910,34 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The schedule. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    SchedulesController_remove: {
+    deleteSchedule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1261,18 +2945,36 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The deleted schedule. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    SchedulesController_update: {
+    updateSchedule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1284,35 +2986,79 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The schedule as changed. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description A schedule with this name exists (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    QueuesController_list: {
+    listQueues: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description Every queue, by name. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Queue"][];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    QueuesController_get: {
+    getQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 name: string;
             };
@@ -1320,18 +3066,34 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The queue. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    QueuesController_configure: {
+    configureQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 name: string;
             };
@@ -1343,18 +3105,36 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The queue with its new settings. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    QueuesController_pause: {
+    pauseQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 name: string;
             };
@@ -1362,18 +3142,36 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The queue, paused. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    QueuesController_resume: {
+    resumeQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 name: string;
             };
@@ -1381,18 +3179,36 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The queue, running. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    ClaimController_claim: {
+    claimJobs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 name: string;
             };
@@ -1404,18 +3220,36 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The jobs claimed, each with its lock token and lease end; empty when none came within waitMs. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ClaimedJobs"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    LeasesController_heartbeat: {
+    heartbeatJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1427,18 +3261,46 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The lease is renewed. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["LeaseRenewed"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description The lease is lost: expired, or the lock token is stale or wrong (code lease_lost); nothing changed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    LeasesController_complete: {
+    completeJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1450,18 +3312,46 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The job, completed (or cancelled when a cancel was requested). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description The lease is lost (code lease_lost); nothing changed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    LeasesController_fail: {
+    failJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1473,103 +3363,254 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The job: delayed for a retry, or failed (in the dead-letter queue). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description The lease is lost (code lease_lost); nothing changed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    WorkersApiController_list: {
+    listWorkers: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description Every registered worker, oldest heartbeat first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Worker"][];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    DashboardController_page: {
+    getDashboardStats: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description The aggregates. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["DashboardStats"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    DashboardController_stats: {
+    metricsDashboard: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description one queue (every queue when absent) */
+                queue?: string;
+                /** @description ISO-8601 time; default `to` − 1 h; the range is at most 31 days */
+                from?: string;
+                /** @description ISO-8601 time; default now */
+                to?: string;
+                /** @description bucket width, ms; at most 2000 points; default: the smallest of 1 s, 5 s, 10 s, 30 s, 1 min, 5 min, … giving ≤ 300 points */
+                stepMs?: number;
+            };
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description Completed and failed jobs per step, oldest first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["MetricsSeries"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    DashboardController_recent: {
+    eventsDashboard: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description one job's live history (its events, log lines and progress) instead of the overview */
+                job?: string;
+            };
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    KeysController_list: {
+    listRecentJobs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description Up to 20 jobs, newest update first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Job"][];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    KeysController_create: {
+    listKeys: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every key of the project, without secrets. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyView"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1579,18 +3620,36 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The key with its secret (shown this once). */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["CreatedKey"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    KeysController_revoke: {
+    revokeKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1598,35 +3657,69 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The revoked key. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["RevokedKey"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    UsersController_list: {
+    listUsers: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description Every user with a role in your project, oldest first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["User"][];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    UsersController_create: {
+    createUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1636,18 +3729,46 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The new user (never its password). */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description A user with this username exists, whatever its case (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    UsersController_remove: {
+    deleteUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1655,18 +3776,36 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The removed user. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["DeletedUser"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    UsersController_update: {
+    updateUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path: {
                 id: string;
             };
@@ -1678,15 +3817,30 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The user as changed. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    LoginController_signIn: {
+    login: {
         parameters: {
             query?: never;
             header?: never;
@@ -1699,15 +3853,39 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Signed in: the session cookie is in `Set-Cookie` (never in the body). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Set-Cookie": components["headers"]["Set-Cookie"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["LoginSession"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            /** @description Wrong username or password, a disabled user, or no role in the project asked for: one message for all (code unauthorized). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    LoginController_signOut: {
+    logout: {
         parameters: {
             query?: never;
             header?: never;
@@ -1716,50 +3894,96 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Signed out (also without a session): `Set-Cookie` clears the cookie. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Set-Cookie": components["headers"]["Set-Cookie"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["LoggedOut"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    LoginController_whoAmI: {
+    getSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description Who the request acts as: a signed-in user, an API key, or anonymous (AUTH off). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
-    OplogController_list: {
+    listAuditLog: {
         parameters: {
             query?: {
                 /** @description the `nextCursor` of the previous page */
                 cursor?: string;
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
+            /** @description One page of the log, newest first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["AuditLogPage"];
+                };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }

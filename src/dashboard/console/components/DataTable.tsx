@@ -10,7 +10,7 @@ export type Column<T extends RowData> = ColumnDef<typeof features, T, any>;
  * reorders what the server did not reorder. Wide tables scroll inside their box,
  * never the page.
  */
-export function DataTable<T extends RowData>({ columns, data, rowId, caption, empty = 'Nothing here.' }: { columns: Column<T>[]; data: T[]; rowId: (row: T) => string; caption: string; empty?: string }) {
+export function DataTable<T extends RowData>({ columns, data, rowId, rowClass, caption, empty = 'Nothing here.' }: { columns: Column<T>[]; data: T[]; rowId: (row: T) => string; rowClass?: (row: T) => string | undefined; caption: string; empty?: string }) {
   const table = useTable({ features, columns, data, getRowId: (r: T) => rowId(r) });
   return (
     <div className="table-wrap" role="region" aria-label={caption} tabIndex={0}>
@@ -29,7 +29,7 @@ export function DataTable<T extends RowData>({ columns, data, rowId, caption, em
         </thead>
         <tbody>
           {table.getRowModel().rows.map((r) => (
-            <tr key={r.id}>
+            <tr key={r.id} className={rowClass?.(r.original)}>
               {r.getAllCells().map((c) => (
                 <td key={c.id} className={(c.column.columnDef.meta as { optional?: boolean } | undefined)?.optional ? 'opt' : undefined}>
                   <table.FlexRender cell={c} />

@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useState, type ReactNode } from 'react';
 import { Link } from 'react-router';
 import { cancelJob, retryJob } from '../api/jobs';
 import type { Job } from '../api/types';
@@ -6,7 +6,7 @@ import { ActionButton } from './ActionButton';
 import { StatusBadge, Time } from './bits';
 import { DataTable, type Column } from './DataTable';
 
-const errorText = (j: Job) => (j.lastError === null || j.lastError === undefined ? '' : typeof j.lastError === 'string' ? j.lastError : String(j.lastError.message ?? JSON.stringify(j.lastError)));
+const errorText = (j: Job) => j.lastError ?? '';
 
 /** Runs one action over many jobs, one request each, and says how it went. */
 async function bulk(ids: string[], act: (id: string) => Promise<unknown>, verb: string): Promise<string> {
@@ -26,10 +26,10 @@ async function bulk(ids: string[], act: (id: string) => Promise<unknown>, verb: 
 
 /**
  * A page of jobs: links to each, status, attempts, last error; with `canOperate`,
- * per-row cancel/retry and a selection for bulk cancel/retry (confirmed).
+ * per-row cancel/retry (plus `rowAction` next to Retry) and a selection for bulk cancel/retry (confirmed).
  * `onChanged` is called after an action so the owner can refresh its page.
  */
-export function JobsTable({ jobs, canOperate, onChanged, caption }: { jobs: Job[]; canOperate: boolean; onChanged: () => void; caption: string }) {
+export function JobsTable({ jobs, canOperate, onChanged, caption, rowAction }: { jobs: Job[]; canOperate: boolean; onChanged: () => void; caption: string; rowAction?: (j: Job) => ReactNode }) {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const toggle = (id: string) =>
     setSelected((s) => {
@@ -56,7 +56,13 @@ export function JobsTable({ jobs, canOperate, onChanged, caption }: { jobs: Job[
             header: 'Actions',
             cell: (c: { row: { original: Job } }) => {
               const j = c.row.original;
-              if (j.status === 'failed' || j.status === 'cancelled') return <ActionButton label="Retry" run={async () => { const r = await retryJob(j.id); onChanged(); return r.status; }} />;
+              if (j.status === 'failed' || j.status === 'cancelled')
+                return (
+                  <div className="row">
+                    <ActionButton label="Retry" run={async () => { const r = await retryJob(j.id); onChanged(); return r.status; }} />
+                    {rowAction?.(j)}
+                  </div>
+                );
               if (j.status === 'waiting' || j.status === 'delayed' || j.status === 'active')
                 return <ActionButton label="Cancel" danger confirm={`Cancel job ${j.id} (${j.type})?`} run={async () => { const r = await cancelJob(j.id); onChanged(); return r.status; }} />;
               return null;

@@ -8,7 +8,7 @@ export function useDlqGroups(queue?: string) {
 }
 
 /** A page of failed jobs (optionally of one queue/type); fetched only while `enabled` (a group is expanded). */
-export function useDlqJobs(q: { queue?: string; type?: string }, cursor: string | undefined, enabled = true) {
+export function useDlqJobs(q: { queue?: string; type?: string; fingerprint?: string }, cursor: string | undefined, enabled = true) {
   return useQuery({ queryKey: ['dlq', 'jobs', q, cursor ?? ''], queryFn: () => dlqJobs(q, cursor), enabled, placeholderData: keepPreviousData, staleTime: Infinity });
 }
 

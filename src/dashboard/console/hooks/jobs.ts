@@ -5,15 +5,18 @@ import { useLive } from './live';
 
 const isLive = (j: Job | undefined) => j !== undefined && (j.status === 'active' || j.status === 'waiting' || j.status === 'delayed');
 
-/** One job; polled every 2 s while it can still change (progress, status), else as the live feed says. */
-export function useJob(id: string) {
+/**
+ * One job; polled every 2 s while it can still change (progress, status) unless
+ * `streamed` (its event stream is open, job-stream.ts), else as the live feed says.
+ */
+export function useJob(id: string, streamed = false) {
   const { pollMs } = useLive();
-  return useQuery({ queryKey: ['job', id], queryFn: () => getJob(id), refetchInterval: (q) => (isLive(q.state.data) ? 2000 : pollMs), retry: false });
+  return useQuery({ queryKey: ['job', id], queryFn: () => getJob(id), refetchInterval: (q) => (streamed ? 30_000 : isLive(q.state.data) ? 2000 : pollMs), retry: false });
 }
 
-/** The job's timeline, executions and logs, refreshed with the job itself while it runs. */
-export function useJobHistory(id: string, live: boolean) {
-  const every = live ? 2000 : false;
+/** The job's timeline, executions and logs, polled with the job itself while it runs and no stream feeds them. */
+export function useJobHistory(id: string, live: boolean, streamed = false) {
+  const every = live && !streamed ? 2000 : false;
   return {
     events: useQuery({ queryKey: ['job', id, 'events'], queryFn: () => jobEvents(id), refetchInterval: every }),
     executions: useQuery({ queryKey: ['job', id, 'executions'], queryFn: () => jobExecutions(id), refetchInterval: every }),

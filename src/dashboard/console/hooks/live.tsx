@@ -21,12 +21,12 @@ export interface LiveState {
 const LiveContext = createContext<LiveState>({ mode: 'polling', lastOkAt: null, pollMs: 5000 });
 export const useLive = () => useContext(LiveContext);
 
-/** Query keys each stream event makes stale. */
-const COUNT_KEYS = [['stats'], ['queues'], ['queue'], ['workers'], ['dlq']];
+/** Query keys each stream event makes stale (the stats come in the `counts` event itself). */
+const COUNT_KEYS = [['queues'], ['queue'], ['workers'], ['dlq']];
 
 /**
- * Opens `GET /dashboard/events` (Server-Sent Events: `counts` and `job`) and turns
- * its events into query invalidations; without it (no EventSource, the endpoint
+ * Opens `GET /dashboard/events` (Server-Sent Events: `counts`, `job`, `resync`) and turns
+ * its events into cache updates and query invalidations; without it (no EventSource, the endpoint
  * missing, the connection lost) views poll every 5 s. Also tracks the last
  * successful answer of any query for the staleness indicator.
  */
@@ -70,7 +70,17 @@ export function LiveProvider({ children, enabled = true }: { children: ReactNode
     const open = () => {
       es = new EventSource(EVENTS_URL, { withCredentials: true });
       es.onopen = () => setStream(true);
-      es.addEventListener('counts', soon);
+      // `counts` is the GET /dashboard/stats body itself: the tiles update at once, the lists refetch.
+      es.addEventListener('counts', (m: MessageEvent) => {
+        try {
+          qc.setQueryData(['stats'], JSON.parse(String(m.data)));
+        } catch {
+          // Unreadable: the refetch below brings it.
+        }
+        soon();
+      });
+      // More changes than the server would send one by one: refetch everything shown.
+      es.addEventListener('resync', () => void qc.invalidateQueries());
       es.addEventListener('job', (m: MessageEvent) => {
         try {
           const id = (JSON.parse(String(m.data)) as { id?: string }).id;

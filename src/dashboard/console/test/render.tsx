@@ -29,6 +29,9 @@ export function signedInAs(role: Role | 'anonymous') {
 
 export function aJob(over: Partial<Job> = {}): Job {
   return {
+    executionSeq: 1,
+    cancelRequested: false,
+    fingerprint: null,
     id: '0190f5a0-0000-7000-8000-000000000001',
     queue: 'emails',
     type: 'send',
@@ -42,7 +45,7 @@ export function aJob(over: Partial<Job> = {}): Job {
     idempotencyKey: null,
     progress: null,
     result: null,
-    lastError: { message: 'boom', stack: 'Error: boom\n    at x' },
+    lastError: 'boom',
     workerId: 'w1',
     createdAt: '2026-12-01T10:00:00.000Z',
     runAt: '2026-12-01T10:00:00.000Z',

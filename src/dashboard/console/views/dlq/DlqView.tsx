@@ -1,25 +1,90 @@
 import { useState } from 'react';
 import { Link } from 'react-router';
-import type { DlqGroup } from '../../api/types';
+import type { DlqGroup, Job } from '../../api/types';
 import { ActionButton } from '../../components/ActionButton';
 import { QueryState, Section, Time } from '../../components/bits';
 import { JobsTable } from '../../components/JobsTable';
+import { JsonEditor } from '../../components/Json';
+import { useJobActions } from '../../hooks/jobs';
 import { Pager, useCursorStack } from '../../components/Pager';
 import { useDlqActions, useDlqGroups, useDlqJobs } from '../../hooks/dlq';
 import { usePermissions } from '../../hooks/session';
 
-/** The failed jobs of one group: `GET /jobs/dlq/all` narrowed to the group's queue/type when it has only one, keeping the group's fingerprint. */
-function GroupJobs({ group, queue }: { group: DlqGroup; queue?: string }) {
+/** What an action in a group said; shown by the view, since a retried group may leave the list. */
+type Outcome = { ok: boolean; text: string };
+
+/**
+ * The failed jobs of one group (`GET /jobs/dlq/all?fingerprint=`, within the view's queue);
+ * each can be retried as it is or with an edited payload.
+ */
+function GroupJobs({
+  group,
+  queue,
+  report,
+}: {
+  group: DlqGroup;
+  queue?: string;
+  report: (o: Outcome) => void;
+}) {
   const pages = useCursorStack();
-  const scope = { queue: queue ?? (group.queues.length === 1 ? group.queues[0] : undefined), type: group.types.length === 1 ? group.types[0] : undefined };
-  const q = useDlqJobs(scope, pages.cursor);
+  const q = useDlqJobs({ queue, fingerprint: group.fingerprint }, pages.cursor);
   const { canOperate } = usePermissions();
-  const items = (q.data?.items ?? []).filter((j) => j.fingerprint === undefined || j.fingerprint === group.fingerprint);
+  const actions = useJobActions();
+  const [editing, setEditing] = useState<Job | null>(null);
   return (
     <div className="group-jobs">
       <QueryState q={q} what="the group's jobs" />
-      {q.data && <JobsTable caption={`Jobs of group ${group.fingerprint}`} jobs={items} canOperate={canOperate} onChanged={() => void q.refetch()} />}
-      <Pager page={pages.page} nextCursor={q.data?.nextCursor} onNext={pages.next} onPrev={pages.prev} busy={q.isFetching} />
+      {q.data && (
+        <JobsTable
+          caption={`Jobs of group ${group.fingerprint}`}
+          jobs={q.data.items}
+          canOperate={canOperate}
+          onChanged={() => void q.refetch()}
+          rowAction={(j) => (
+            <button
+              type="button"
+              onClick={() => setEditing(j)}
+              aria-label={`Edit & retry job ${j.id}`}
+            >
+              Edit &amp; retry
+            </button>
+          )}
+        />
+      )}
+      {editing && (
+        <JsonEditor
+          key={editing.id}
+          initial={editing.payload}
+          label={`Payload for the retry of job ${editing.id}`}
+          submitLabel="Retry with this payload"
+          onCancel={() => setEditing(null)}
+          onSubmit={(payload) => {
+            const id = editing.id;
+            actions.retry.mutate(
+              { id, payload },
+              {
+                onSuccess: (j) => {
+                  setEditing(null);
+                  report({
+                    ok: true,
+                    text: `Job ${id.slice(-12)} retried with the edited payload: now ${j.status}`,
+                  });
+                  void q.refetch();
+                },
+                onError: (e) =>
+                  report({ ok: false, text: `Retry refused: ${(e as Error).message}` }),
+              },
+            );
+          }}
+        />
+      )}
+      <Pager
+        page={pages.page}
+        nextCursor={q.data?.nextCursor}
+        onNext={pages.next}
+        onPrev={pages.prev}
+        busy={q.isFetching}
+      />
     </div>
   );
 }
@@ -31,6 +96,7 @@ export function DlqView() {
   const act = useDlqActions();
   const { canOperate } = usePermissions();
   const [open, setOpen] = useState<string | null>(null);
+  const [outcome, setOutcome] = useState<Outcome | null>(null);
   return (
     <>
       <h1>Dead letters</h1>
@@ -38,17 +104,34 @@ export function DlqView() {
         title="Groups by cause"
         actions={
           canOperate ? (
-            <ActionButton label={queue ? `Purge DLQ of ${queue}` : 'Purge whole DLQ'} danger confirm={`Delete every failed job${queue ? ` of queue ${queue}` : ''}? Their audit rows stay; the jobs cannot be retried afterwards.`} run={async () => `purged ${(await act.purge.mutateAsync(queue || undefined)).purged}`} />
+            <ActionButton
+              label={queue ? `Purge DLQ of ${queue}` : 'Purge whole DLQ'}
+              danger
+              confirm={`Delete every failed job${queue ? ` of queue ${queue}` : ''}? Their audit rows stay; the jobs cannot be retried afterwards.`}
+              run={async () => `purged ${(await act.purge.mutateAsync(queue || undefined)).purged}`}
+            />
           ) : null
         }
       >
         <form className="filters" onSubmit={(e) => e.preventDefault()}>
           <label>
-            Queue <input value={queue} onChange={(e) => setQueue(e.target.value.trim())} placeholder="all queues" />
+            Queue{' '}
+            <input
+              value={queue}
+              onChange={(e) => setQueue(e.target.value.trim())}
+              placeholder="all queues"
+            />
           </label>
         </form>
+        {outcome && (
+          <p role="status" className={outcome.ok ? 'ok' : 'err'}>
+            {outcome.text}
+          </p>
+        )}
         <QueryState q={groups} what="dead-letter groups" />
-        {groups.data && groups.data.items.length === 0 && <p className="ok">The dead-letter queue is empty.</p>}
+        {groups.data && groups.data.items.length === 0 && (
+          <p className="ok">The dead-letter queue is empty.</p>
+        )}
         <ul className="groups">
           {groups.data?.items.map((g) => (
             <li key={g.fingerprint} className="card">
@@ -59,20 +142,41 @@ export function DlqView() {
                 </span>
               </div>
               <p className="muted">
-                {g.types.join(', ')} in {g.queues.map((q, i) => (
+                {g.types.join(', ')} in{' '}
+                {g.queues.map((q, i) => (
                   <span key={q}>
                     {i > 0 && ', '}
                     <Link to={`/queues/${encodeURIComponent(q)}`}>{q}</Link>
                   </span>
-                ))} · first <Time at={g.firstAt} /> · last <Time at={g.lastAt} />
+                ))}{' '}
+                · first <Time at={g.firstAt} /> · last <Time at={g.lastAt} />
               </p>
               <div className="row">
-                <button type="button" aria-expanded={open === g.fingerprint} onClick={() => setOpen(open === g.fingerprint ? null : g.fingerprint)}>
+                <button
+                  type="button"
+                  aria-expanded={open === g.fingerprint}
+                  onClick={() => setOpen(open === g.fingerprint ? null : g.fingerprint)}
+                >
                   {open === g.fingerprint ? 'Hide jobs' : 'Show jobs'}
                 </button>
-                {canOperate && <ActionButton label="Retry group" confirm={`Retry all ${g.count} jobs failing with "${g.sample.slice(0, 80)}"?`} run={async () => `retried ${(await act.retryGroup.mutateAsync(g.fingerprint)).retried}`} />}
+                {canOperate && (
+                  <ActionButton
+                    label="Retry group"
+                    confirm={`Retry all ${g.count} jobs failing with "${g.sample.slice(0, 80)}"?`}
+                    run={async () => {
+                      const n = (await act.retryGroup.mutateAsync(g.fingerprint)).retried;
+                      setOutcome({
+                        ok: true,
+                        text: `Retried ${n} jobs failing with "${g.sample.slice(0, 80)}"`,
+                      });
+                      return `retried ${n}`;
+                    }}
+                  />
+                )}
               </div>
-              {open === g.fingerprint && <GroupJobs group={g} queue={queue || undefined} />}
+              {open === g.fingerprint && (
+                <GroupJobs group={g} queue={queue || undefined} report={setOutcome} />
+              )}
             </li>
           ))}
         </ul>

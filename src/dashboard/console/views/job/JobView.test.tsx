@@ -7,12 +7,12 @@ const EVIL = '<script>window.__pwned=1</script><img src=x onerror="window.__pwne
 const ID = '0190f5a0-0000-7000-8000-000000000001';
 
 function jobRoutes(over = {}) {
-  route(`GET /jobs/${ID}`, aJob({ payload: { html: EVIL }, lastError: { message: EVIL, stack: `Error: ${EVIL}` }, result: null, ...over }));
+  route(`GET /jobs/${ID}`, aJob({ payload: { html: EVIL }, lastError: EVIL, result: null, ...over }));
   route(`GET /jobs/${ID}/events`, {
     items: [
       { seq: 1, at: '2026-12-01T10:00:00.000Z', event: 'enqueued', from: null, to: 'waiting', attempt: null, workerId: null, reason: null, error: null, data: null },
       { seq: 2, at: '2026-12-01T10:00:01.000Z', event: 'claimed', from: 'waiting', to: 'active', attempt: 1, workerId: 'w1', reason: null, error: null, data: null },
-      { seq: 3, at: '2026-12-01T10:00:02.000Z', event: 'failed', from: 'active', to: 'failed', attempt: 1, workerId: 'w1', reason: 'unrecoverable', error: { message: EVIL }, data: null },
+      { seq: 3, at: '2026-12-01T10:00:02.000Z', event: 'failed', from: 'active', to: 'failed', attempt: 1, workerId: 'w1', reason: 'unrecoverable', error: `Error: ${EVIL}`, data: null },
     ],
   });
   route(`GET /jobs/${ID}/executions`, { items: [{ executionSeq: 1, attempt: 1, workerId: 'w1', startedAt: '2026-12-01T10:00:01.000Z', finishedAt: '2026-12-01T10:00:02.000Z', outcome: 'failed', error: EVIL, durationMs: 1000 }] });

@@ -1,10 +1,11 @@
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import type { Job, JobEvent } from '../../api/types';
+import type { JobEvent } from '../../api/types';
 import { ActionButton } from '../../components/ActionButton';
 import { duration, QueryState, Section, StatusBadge, Time } from '../../components/bits';
 import { DataTable, type Column } from '../../components/DataTable';
 import { JsonBlock, JsonEditor } from '../../components/Json';
+import { useJobStream } from '../../hooks/job-stream';
 import { useJob, useJobActions, useJobHistory } from '../../hooks/jobs';
 import { usePermissions } from '../../hooks/session';
 import type { Execution } from '../../api/types';
@@ -47,27 +48,24 @@ export function Timeline({ events }: { events: JobEvent[] }) {
   );
 }
 
-function lastErrorParts(j: Job): { message: string; stack: string | null } | null {
-  const e = j.lastError;
-  if (e === null || e === undefined) return null;
-  if (typeof e === 'string') return { message: e, stack: null };
-  return { message: text(e.message ?? e), stack: typeof e.stack === 'string' ? e.stack : null };
-}
 
 /** `/ui/jobs/:id`: status, attempts, times, worker; timeline, executions, logs, payload, result, progress, last error; actions by role. */
 export function JobView() {
   const { id = '' } = useParams();
-  const job = useJob(id);
+  const [streamed, setStreamed] = useState(false);
+  const job = useJob(id, streamed);
   const j = job.data;
   const live = j !== undefined && ['active', 'waiting', 'delayed'].includes(j.status);
-  const history = useJobHistory(id, live);
+  const stream = useJobStream(id, live);
+  if (stream !== streamed) setStreamed(stream);
+  const history = useJobHistory(id, live, stream);
   const actions = useJobActions();
   const { canOperate, canEnqueue } = usePermissions();
   const navigate = useNavigate();
   const [editing, setEditing] = useState<null | 'retry' | 'clone'>(null);
   const [outcome, setOutcome] = useState<{ ok: boolean; text: string } | null>(null);
   if (!j) return <QueryState q={job} what={`job ${id}`} />;
-  const err = lastErrorParts(j);
+  const err = j.lastError;
   const retryable = j.status === 'failed' || j.status === 'cancelled';
   const cancellable = j.status === 'waiting' || j.status === 'delayed' || j.status === 'active';
   return (
@@ -159,8 +157,7 @@ export function JobView() {
       </Section>
       {err && (
         <Section title="Last error">
-          <p className="err">{err.message}</p>
-          {err.stack && <pre className="stack">{err.stack}</pre>}
+          <pre className="err">{err}</pre>
         </Section>
       )}
       <Section title="Timeline">

@@ -2,6 +2,7 @@ import { fireEvent, screen } from '@testing-library/react';
 import { describe, expect, it } from 'vitest';
 import { calls, route } from '../../test/fake-server';
 import { aJob, renderAt, signedInAs } from '../../test/render';
+import { filterQuery } from './JobsView';
 
 const id = (n: number) => `0190f5a0-0000-7000-8000-${String(n).padStart(12, '0')}`;
 
@@ -37,5 +38,40 @@ describe('jobs explorer', () => {
     fireEvent.click(screen.getAllByRole('button', { name: 'Retry selected' }).at(-1)!);
     await screen.findByText('Retried 2 of 2');
     expect(calls.filter((c) => c.method === 'POST').map((c) => c.url.pathname).sort()).toEqual([`/jobs/${id(1)}/retry`, `/jobs/${id(2)}/retry`]);
+  });
+});
+
+describe('explorer filter query', () => {
+  const form = (o: Record<string, string>) => {
+    const f = new FormData();
+    for (const [k, v] of Object.entries(o)) f.set(k, v);
+    return f;
+  };
+  const NOW = Date.parse('2026-12-01T12:00:00.000Z');
+
+  it('puts from/to as ISO and the payload as compact JSON in the URL', () => {
+    const q = filterQuery(form({ queue: ' mail ', from: '2026-11-30T10:00:00Z', to: '', payload: '{ "orderId": 42 }' }), NOW);
+    expect(typeof q === 'string' ? q : q.toString()).toBe(new URLSearchParams({ queue: 'mail', from: '2026-11-30T10:00:00.000Z', payload: '{"orderId":42}' }).toString());
+  });
+
+  it('a payload search without From looks back 7 days', () => {
+    const q = filterQuery(form({ payload: '{"a":1}' }), NOW) as URLSearchParams;
+    expect(q.get('from')).toBe('2026-11-24T12:00:00.000Z');
+  });
+
+  it('refuses a payload that is not a JSON object, and a time that is not one', () => {
+    expect(filterQuery(form({ payload: '[1]' }), NOW)).toMatch(/JSON object/);
+    expect(filterQuery(form({ payload: '{orderId: 42}' }), NOW)).toMatch(/must be JSON/);
+    expect(filterQuery(form({ from: 'yesterday' }), NOW)).toBe('From is not a time');
+  });
+
+  it('the URL filters reach GET /jobs', async () => {
+    signedInAs('viewer');
+    route('GET /jobs', { items: [aJob({ id: id(1) })], nextCursor: null });
+    renderAt(`/jobs?from=2026-11-30T10%3A00%3A00.000Z&payload=${encodeURIComponent('{"orderId":42}')}`);
+    await screen.findByRole('link', { name: id(1).slice(-12) });
+    const call = calls.find((c) => c.method === 'GET' && c.url.pathname === '/jobs');
+    expect(call?.url.searchParams.get('from')).toBe('2026-11-30T10:00:00.000Z');
+    expect(call?.url.searchParams.get('payload')).toBe('{"orderId":42}');
   });
 });

@@ -9,6 +9,49 @@ import { useJobsPage } from '../../hooks/jobs';
 import { usePermissions } from '../../hooks/session';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** How far back a payload search looks when no From is given, ms (the server wants a From, ≤ 31 days). */
+const PAYLOAD_DEFAULT_SPAN_MS = 7 * 86_400_000;
+
+/** An ISO time as a `datetime-local` value (local time, minutes). */
+function toLocalInput(iso: string | undefined): string {
+  const t = iso ? Date.parse(iso) : NaN;
+  if (Number.isNaN(t)) return '';
+  const d = new Date(t - new Date(t).getTimezoneOffset() * 60_000);
+  return d.toISOString().slice(0, 16);
+}
+
+/**
+ * The URL query of the filter form's values; an error text instead when the
+ * payload is not a JSON object or a time is not one. A payload search without
+ * From gets From = 7 days ago.
+ */
+export function filterQuery(f: FormData, now = Date.now()): URLSearchParams | string {
+  const next = new URLSearchParams();
+  for (const k of ['queue', 'status', 'type']) {
+    const v = String(f.get(k) ?? '').trim();
+    if (v) next.set(k, v);
+  }
+  for (const k of ['from', 'to']) {
+    const v = String(f.get(k) ?? '').trim();
+    if (!v) continue;
+    const t = Date.parse(v);
+    if (Number.isNaN(t)) return `${k === 'from' ? 'From' : 'To'} is not a time`;
+    next.set(k, new Date(t).toISOString());
+  }
+  const payload = String(f.get('payload') ?? '').trim();
+  if (payload) {
+    let v: unknown;
+    try {
+      v = JSON.parse(payload);
+    } catch {
+      return 'Payload must be JSON, e.g. {"orderId": 42}';
+    }
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return 'Payload must be a JSON object, e.g. {"orderId": 42}';
+    next.set('payload', JSON.stringify(v));
+    if (!next.has('from')) next.set('from', new Date(now - PAYLOAD_DEFAULT_SPAN_MS).toISOString());
+  }
+  return next;
+}
 
 /** A filtered, keyset-paged list of jobs (also the tabs of the queue view). */
 export function JobsList({ filter, caption }: { filter: JobFilter; caption: string }) {
@@ -29,7 +72,7 @@ export function JobsList({ filter, caption }: { filter: JobFilter; caption: stri
   );
 }
 
-/** `/ui/jobs?queue=&status=&type=`: filters live in the URL; jump to a job by id. */
+/** `/ui/jobs?queue=&status=&type=&from=&to=&payload=`: filters live in the URL; jump to a job by id. */
 export function JobsView() {
   const [params, setParams] = useSearchParams();
   const navigate = useNavigate();
@@ -37,7 +80,11 @@ export function JobsView() {
     queue: params.get('queue') || undefined,
     status: (JOB_STATUSES as string[]).includes(params.get('status') ?? '') ? (params.get('status') as JobStatus) : undefined,
     type: params.get('type') || undefined,
+    from: params.get('from') || undefined,
+    to: params.get('to') || undefined,
+    payload: params.get('payload') || undefined,
   };
+  const [formError, setFormError] = useState<string | null>(null);
   const [jump, setJump] = useState('');
   const [jumpError, setJumpError] = useState<string | null>(null);
   return (
@@ -49,12 +96,9 @@ export function JobsView() {
           aria-label="Filter jobs"
           onSubmit={(e) => {
             e.preventDefault();
-            const f = new FormData(e.currentTarget);
-            const next = new URLSearchParams();
-            for (const k of ['queue', 'status', 'type']) {
-              const v = String(f.get(k) ?? '').trim();
-              if (v) next.set(k, v);
-            }
+            const next = filterQuery(new FormData(e.currentTarget));
+            if (typeof next === 'string') return setFormError(next);
+            setFormError(null);
             setParams(next);
           }}
         >
@@ -73,7 +117,19 @@ export function JobsView() {
           <label>
             Type <input name="type" defaultValue={filter.type ?? ''} key={`t${filter.type}`} />
           </label>
+          <label>
+            From <input name="from" type="datetime-local" defaultValue={toLocalInput(filter.from)} key={`f${filter.from}`} />
+          </label>
+          <label>
+            To <input name="to" type="datetime-local" defaultValue={toLocalInput(filter.to)} key={`o${filter.to}`} />
+          </label>
+          <label>
+            Payload contains <input name="payload" className="mono" placeholder='{"orderId": 42}' defaultValue={filter.payload ?? ''} key={`p${filter.payload}`} aria-invalid={formError !== null} aria-describedby="filter-err" />
+          </label>
           <button type="submit">Apply</button>
+          <span id="filter-err" className="err" role={formError ? 'alert' : undefined}>
+            {formError}
+          </span>
         </form>
         <form
           className="filters"

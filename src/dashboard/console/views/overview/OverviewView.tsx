@@ -72,7 +72,7 @@ export function OverviewView() {
         {queues.data && <DataTable caption="Queues" columns={columns} data={rows} rowId={(q) => q.name} empty="No queue yet." />}
       </Section>
       <Section title="Throughput">
-        <ThroughputChart />
+        <ThroughputChart defer={!queues.data} />
       </Section>
     </>
   );

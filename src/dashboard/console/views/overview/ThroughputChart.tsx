@@ -1,15 +1,19 @@
-import { useState } from 'react';
-import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import { lazy, Suspense, useState } from 'react';
 import { QueryState } from '../../components/bits';
 import { RANGES, useThroughput, type RangeName } from '../../hooks/dashboard';
 
-const fmt = (range: RangeName) => (at: string) => {
-  const d = new Date(at);
-  return range === '7d' ? d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' }) : d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
-};
+/**
+ * The bars (recharts, most of the console's script) load on their own after
+ * the first paint: a view's data shows without waiting for the chart library
+ * (docs/benchmarks.md, "Console: first useful paint").
+ */
+const ThroughputBars = lazy(() => import('./ThroughputBars'));
 
-/** Completed and failed jobs per step over 1 h / 24 h / 7 d (`GET /dashboard/metrics`), with the totals as text. */
-export function ThroughputChart({ queue }: { queue?: string }) {
+/**
+ * Completed and failed jobs per step over 1 h / 24 h / 7 d (`GET /dashboard/metrics`), with the totals as text.
+ * `defer`: fetch the series but draw no bars yet (the view's main content is still loading; the chart waits for it).
+ */
+export function ThroughputChart({ queue, defer = false }: { queue?: string; defer?: boolean }) {
   const [range, setRange] = useState<RangeName>('1h');
   const q = useThroughput(range, queue);
   const series = q.data?.series ?? [];
@@ -30,17 +34,13 @@ export function ThroughputChart({ queue }: { queue?: string }) {
             Last {range}: <strong>{total.completed}</strong> completed, <strong>{total.failed}</strong> failed (per {RANGES[range].stepMs / 60000} min step).
           </p>
           <div className="chart" role="img" aria-label={`Completed and failed jobs per step over the last ${range}: ${total.completed} completed, ${total.failed} failed`}>
-            <ResponsiveContainer width="100%" height={220}>
-              <BarChart data={series} margin={{ top: 8, right: 8, bottom: 0, left: -16 }}>
-                <CartesianGrid strokeDasharray="3 3" stroke="var(--grid)" />
-                <XAxis dataKey="at" tickFormatter={fmt(range)} stroke="var(--muted)" fontSize={12} minTickGap={24} />
-                <YAxis allowDecimals={false} stroke="var(--muted)" fontSize={12} />
-                <Tooltip labelFormatter={(l) => new Date(String(l)).toISOString()} contentStyle={{ background: 'var(--bg)', border: '1px solid var(--border)', color: 'var(--fg)' }} />
-                <Legend />
-                <Bar dataKey="completed" stackId="a" fill="var(--ok)" isAnimationActive={false} />
-                <Bar dataKey="failed" stackId="a" fill="var(--bad)" isAnimationActive={false} />
-              </BarChart>
-            </ResponsiveContainer>
+            {defer ? (
+              <div className="chart-placeholder" />
+            ) : (
+              <Suspense fallback={<div className="chart-placeholder" />}>
+                <ThroughputBars series={series} range={range} />
+              </Suspense>
+            )}
           </div>
         </>
       )}
