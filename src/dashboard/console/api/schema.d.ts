@@ -80,7 +80,7 @@ export interface paths {
             cookie?: never;
         };
         /** The dead-letter queue grouped by error fingerprint (one cause per group), largest first */
-        get: operations["groupsDlq"];
+        get: operations["listDeadLetterGroups"];
         put?: never;
         post?: never;
         delete?: never;
@@ -477,7 +477,7 @@ export interface paths {
             cookie?: never;
         };
         /** Jobs completed and failed per step (from PostgreSQL), for charts; range ≤ 31 days, ≤ 2000 points */
-        get: operations["metricsDashboard"];
+        get: operations["getDashboardMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -494,7 +494,7 @@ export interface paths {
             cookie?: never;
         };
         /** Live updates (Server-Sent Events): counts and job changes; ?job=<id> for one job’s events, logs and progress */
-        get: operations["eventsDashboard"];
+        get: operations["streamDashboardEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -550,6 +550,24 @@ export interface paths {
         post?: never;
         /** Revoke a key: refused from then on (within 1 s on every api replica) */
         delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every project, `default` first (root key) */
+        get: operations["listProjects"];
+        put?: never;
+        /** Create a project (root key) */
+        post: operations["createProject"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -876,6 +894,13 @@ export interface components {
             /** @description this key's token bucket; absent = KEY_RATE_LIMIT_PER_SEC / KEY_RATE_LIMIT_BURST */
             rateLimit?: components["schemas"]["KeyRateLimitDto"];
         };
+        CreateProjectDto: {
+            /**
+             * @description the queue-name rule
+             * @example acme
+             */
+            name: string;
+        };
         CreateUserDto: {
             /**
              * @description unique whatever its case
@@ -1001,7 +1026,8 @@ export interface components {
          *       "finishedAt": null,
          *       "updatedAt": "2026-12-01T10:00:00.000Z",
          *       "executionSeq": 0,
-         *       "cancelRequested": false
+         *       "cancelRequested": false,
+         *       "fingerprint": null
          *     }
          */
         Job: {
@@ -1055,7 +1081,7 @@ export interface components {
             executionSeq: number;
             /** @description an active job has a pending cancel request (addition to API.md) */
             cancelRequested: boolean;
-            /** @description failed jobs: the hash of the normalised error (the DLQ group, API.md v1.1); null otherwise */
+            /** @description its dead-letter group (API.md v1.1): 16 hex characters of its error fingerprint; null unless failed */
             fingerprint: string | null;
         };
         /** @description A job held under a lease by the caller of claim. */
@@ -1110,7 +1136,7 @@ export interface components {
             executionSeq: number;
             /** @description an active job has a pending cancel request (addition to API.md) */
             cancelRequested: boolean;
-            /** @description failed jobs: the hash of the normalised error (the DLQ group, API.md v1.1); null otherwise */
+            /** @description its dead-letter group (API.md v1.1): 16 hex characters of its error fingerprint; null unless failed */
             fingerprint: string | null;
             /** @description pass it to heartbeat, complete and fail */
             lockToken: string;
@@ -1157,7 +1183,8 @@ export interface components {
          *           "finishedAt": null,
          *           "updatedAt": "2026-12-01T10:00:00.000Z",
          *           "executionSeq": 0,
-         *           "cancelRequested": false
+         *           "cancelRequested": false,
+         *           "fingerprint": null
          *         }
          *       ],
          *       "nextCursor": null
@@ -1200,7 +1227,8 @@ export interface components {
          *           "finishedAt": null,
          *           "updatedAt": "2026-12-01T10:00:00.000Z",
          *           "executionSeq": 0,
-         *           "cancelRequested": false
+         *           "cancelRequested": false,
+         *           "fingerprint": null
          *         }
          *       ]
          *     }
@@ -1289,43 +1317,6 @@ export interface components {
         Retried: {
             /** @description jobs moved back to waiting */
             retried: number;
-        };
-        DlqGroups: {
-            /** @description largest group first */
-            items: {
-                /** @description hash of the normalised error; pass it to POST /jobs/dlq/retry or GET /jobs/dlq/all */
-                fingerprint: string;
-                /** @description one member's error message */
-                sample: string;
-                /** @description failed jobs in the group */
-                count: number;
-                types: string[];
-                queues: string[];
-                /**
-                 * Format: date-time
-                 * @description oldest failure
-                 */
-                firstAt: string;
-                /**
-                 * Format: date-time
-                 * @description newest failure
-                 */
-                lastAt: string;
-            }[];
-        };
-        MetricsSeries: {
-            /** @description bucket width, ms */
-            stepMs: number;
-            /** @description oldest first, zero-filled */
-            series: {
-                /**
-                 * Format: date-time
-                 * @description start of the step
-                 */
-                at: string;
-                completed: number;
-                failed: number;
-            }[];
         };
         /**
          * @example {
@@ -1417,6 +1408,8 @@ export interface components {
             /** @description served only through the external worker protocol */
             external: boolean;
             counts: components["schemas"]["QueueCounts"];
+            /** @description payload search index of the queue (v1.1 console): false when off, else the index's state; absent when PostgreSQL did not answer */
+            payloadSearch: false | ("building" | "ready" | "failed");
         };
         /**
          * @example {
@@ -1513,17 +1506,86 @@ export interface components {
             /** @enum {string} */
             status: "running" | "draining" | "dead";
             /**
-             * @description a worker process of a server, or an external worker seen claiming (v1.1)
+             * @description `process`: an in-process worker (registry entry); `external`: a worker id seen calling the external worker protocol (v1.1 console)
              * @enum {string}
              */
             kind: "process" | "external";
             /**
              * Format: date-time
-             * @description external workers: their last claim; null for processes
+             * @description an external worker's last claim; null for in-process workers
              */
             lastClaimAt: string | null;
-            /** @description ids of the active jobs it holds, at most 100 (GET /workers only) */
-            jobs?: string[];
+            /** @description ids of the active jobs it holds (≤ 100; GET /workers) */
+            jobs: string[];
+        };
+        /**
+         * @description One dead-letter group: the failures sharing an error fingerprint (API.md v1.1).
+         * @example {
+         *       "fingerprint": "3f0c9a1e5b7d2c44",
+         *       "sample": "order 41 not found",
+         *       "count": 12,
+         *       "types": [
+         *         "charge"
+         *       ],
+         *       "queues": [
+         *         "orders"
+         *       ],
+         *       "firstAt": "2026-12-01T09:00:00.000Z",
+         *       "lastAt": "2026-12-01T10:00:00.000Z"
+         *     }
+         */
+        DlqGroup: {
+            /** @description 16 hex characters */
+            fingerprint: string;
+            /** @description the newest failure's error message */
+            sample: string | null;
+            /** @description dead-letter jobs in the group */
+            count: number;
+            /** @description distinct job types (≤ 20, sorted) */
+            types: string[];
+            /** @description distinct queues (≤ 20, sorted) */
+            queues: string[];
+            /**
+             * Format: date-time
+             * @description oldest failure
+             */
+            firstAt: string;
+            /**
+             * Format: date-time
+             * @description newest failure
+             */
+            lastAt: string;
+        };
+        DlqGroups: {
+            /** @description largest group first (ties by fingerprint) */
+            items: components["schemas"]["DlqGroup"][];
+        };
+        /**
+         * @example {
+         *       "stepMs": 60000,
+         *       "series": [
+         *         {
+         *           "at": "2026-12-01T10:00:00.000Z",
+         *           "completed": 42,
+         *           "failed": 1
+         *         }
+         *       ]
+         *     }
+         */
+        DashboardMetrics: {
+            /** @description bucket width, ms */
+            stepMs: number;
+            /** @description oldest first, zero-filled */
+            series: {
+                /**
+                 * Format: date-time
+                 * @description the bucket's start
+                 */
+                at: string;
+                completed: number;
+                /** @description into the dead-letter queue */
+                failed: number;
+            }[];
         };
         DashboardStats: {
             /** @description queue name → counts */
@@ -1557,6 +1619,19 @@ export interface components {
             };
             /** @description age of the oldest audit event not yet in PostgreSQL, ms (0 = caught up) */
             auditLagMs: number;
+        };
+        /**
+         * @description A project (tenant).
+         * @example {
+         *       "name": "acme",
+         *       "createdAt": "2026-12-01T00:00:00.000Z"
+         *     }
+         */
+        Project: {
+            /** @description the queue-name rule */
+            name: string;
+            /** Format: date-time */
+            createdAt: string;
         };
         /**
          * @example {
@@ -2252,7 +2327,7 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
-    groupsDlq: {
+    listDeadLetterGroups: {
         parameters: {
             query?: {
                 queue?: string;
@@ -2267,7 +2342,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The groups, largest first. */
+            /** @description The project's dead-letter groups, largest first. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3462,7 +3537,7 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
-    metricsDashboard: {
+    getDashboardMetrics: {
         parameters: {
             query?: {
                 /** @description one queue (every queue when absent) */
@@ -3483,14 +3558,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Completed and failed jobs per step, oldest first. */
+            /** @description The series of the project's queues (or of one). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MetricsSeries"];
+                    "application/json": components["schemas"]["DashboardMetrics"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3504,7 +3579,7 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
-    eventsDashboard: {
+    streamDashboardEvents: {
         parameters: {
             query?: {
                 /** @description one job's live history (its events, log lines and progress) instead of the overview */
@@ -3519,13 +3594,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description An event stream (text/event-stream) that stays open. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/event-stream": string;
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -3672,6 +3749,88 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listProjects: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every project: default first, then by name. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateProjectDto"];
+            };
+        };
+        responses: {
+            /** @description The new project. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description A project with this name exists (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];

@@ -137,7 +137,7 @@ export function DlqView() {
             <li key={g.fingerprint} className="card">
               <div className="row">
                 <strong>{g.count}×</strong>
-                <span className="clip err" title={g.sample}>
+                <span className="clip err" title={g.sample ?? undefined}>
                   {g.sample}
                 </span>
               </div>
@@ -162,12 +162,12 @@ export function DlqView() {
                 {canOperate && (
                   <ActionButton
                     label="Retry group"
-                    confirm={`Retry all ${g.count} jobs failing with "${g.sample.slice(0, 80)}"?`}
+                    confirm={`Retry all ${g.count} jobs failing with "${(g.sample ?? '').slice(0, 80)}"?`}
                     run={async () => {
                       const n = (await act.retryGroup.mutateAsync(g.fingerprint)).retried;
                       setOutcome({
                         ok: true,
-                        text: `Retried ${n} jobs failing with "${g.sample.slice(0, 80)}"`,
+                        text: `Retried ${n} jobs failing with "${(g.sample ?? '').slice(0, 80)}"`,
                       });
                       return `retried ${n}`;
                     }}

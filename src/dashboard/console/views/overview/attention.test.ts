@@ -10,11 +10,12 @@ const q = (over: Partial<Queue> & { c?: Partial<typeof counts> } = {}): Queue =>
   rateLimit: null,
   defaults: { maxAttempts: 3, backoff: { type: 'fixed', delayMs: 1, maxDelayMs: 1, jitter: 'none' }, timeoutMs: 1 },
   external: false,
+  payloadSearch: false,
   counts: { ...counts, ...over.c },
   ...over,
 });
 const stats = (failedPerMin: number): Stats => ({ queues: {}, totals: { ...counts, failed: 7 }, workers: { active: 1, total: 1 }, throughput: { completedPerMin: 0, failedPerMin }, auditLagMs: 0 });
-const worker = (status: Worker['status']): Worker => ({ id: `w-${status}`, hostname: 'h', pid: 1, queues: ['*'], concurrency: 10, active: 0, startedAt: '', lastHeartbeatAt: '2026-12-01T00:00:00Z', status, kind: 'process', lastClaimAt: null });
+const worker = (status: Worker['status']): Worker => ({ id: `w-${status}`, hostname: 'h', pid: 1, queues: ['*'], concurrency: 10, active: 0, startedAt: '', lastHeartbeatAt: '2026-12-01T00:00:00Z', status, kind: 'process', lastClaimAt: null, jobs: [] });
 
 describe('needs attention', () => {
   it('nothing when all is well', () => {
