@@ -1409,7 +1409,7 @@ export interface components {
             external: boolean;
             counts: components["schemas"]["QueueCounts"];
             /** @description payload search index of the queue (v1.1 console): false when off, else the index's state; absent when PostgreSQL did not answer */
-            payloadSearch: false | ("building" | "ready" | "failed");
+            payloadSearch?: false | ("building" | "ready" | "failed");
         };
         /**
          * @example {

@@ -247,13 +247,6 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       ),
       external: { type: 'boolean', description: 'served only through the external worker protocol' },
       counts: ref('QueueCounts'),
-      payloadSearch: {
-        oneOf: [
-          { type: 'boolean', enum: [false] },
-          { type: 'string', enum: ['building', 'ready', 'failed'] },
-        ],
-        description: "false, or the state of the queue's payload index (PUT payloadSearch: true builds it); absent while PostgreSQL does not answer",
-      },
     },
     { example: QUEUE_EXAMPLE },
     {
