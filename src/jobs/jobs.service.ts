@@ -80,7 +80,7 @@ export class JobsService {
       results.map(async (r, i) => {
         // A new job is rendered from what the enqueue resolved (no read-back: the hot path);
         // a replayed one is read, since it may have moved on since it was created.
-        const job = r.created ? createdJob(r.id, r.status as JobStatus, normalized[i], bodies[i], r.created) : await this.mustGet(r.id, normalized[i].queue);
+        const job = r.created ? createdJob(r.id, r.status as JobStatus, normalized[i], bodies[i].payload as Record<string, Json> | undefined, r.created) : await this.mustGet(r.id, normalized[i].queue);
         return { job, replayed: r.replayed };
       }),
     );
@@ -212,7 +212,7 @@ function toInput(b: EnqueueJobDto): EnqueueInput {
 }
 
 /** The job as it was just created: its state at enqueue time (a worker may have taken it since). */
-function createdJob(id: string, status: JobStatus, n: NormalizedEnqueue, body: EnqueueJobDto, c: NonNullable<EnqueueResult['created']>): Job {
+export function createdJob(id: string, status: JobStatus, n: NormalizedEnqueue, payload: Record<string, Json> | undefined, c: NonNullable<EnqueueResult['created']>): Job {
   let backoff: BackoffSpec;
   try {
     backoff = decodeBackoff(c.backoff);
@@ -223,7 +223,7 @@ function createdJob(id: string, status: JobStatus, n: NormalizedEnqueue, body: E
     id,
     queue: n.queue,
     type: n.type,
-    payload: (body.payload ?? {}) as Record<string, Json>,
+    payload: payload ?? {},
     status,
     priority: n.priority,
     attempts: 0,

@@ -89,6 +89,14 @@ export function slotKey(scheduleId: string, slot: number): string {
 
 /** The job a schedule enqueues for `slot`. */
 export function slotJob(row: ScheduleRow, slot: number): NormalizedEnqueue {
+  return { ...scheduleJob(row), idempotencyKey: slotKey(row.id, slot) };
+}
+
+/**
+ * The job a schedule enqueues, without a slot's idempotency key: what a
+ * manual run (`POST /schedules/:id/run`) enqueues as is.
+ */
+export function scheduleJob(row: ScheduleRow): NormalizedEnqueue {
   return {
     queue: row.queue,
     type: row.type,
@@ -97,7 +105,6 @@ export function slotJob(row: ScheduleRow, slot: number): NormalizedEnqueue {
     maxAttempts: row.maxAttempts ?? undefined,
     backoff: row.backoff ?? undefined,
     timeoutMs: row.timeoutMs ?? undefined,
-    idempotencyKey: slotKey(row.id, slot),
   };
 }
 

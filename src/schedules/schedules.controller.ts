@@ -5,6 +5,7 @@ import { Access } from '../auth/access.decorator';
 import { Audited } from '../oplog/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Json } from '../core/job';
+import { ApiJob, toApiJob } from '../http/api-job';
 import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import { ApiSchedule, toApiSchedule } from './api-schedule';
 import { CreateScheduleDto, PreviewQueryDto, UpdateScheduleDto } from './dto/schedule.dto';
@@ -62,6 +63,21 @@ export class SchedulesController {
   @ApiErrors([409, 'A schedule with this name exists (code conflict).'])
   async update(@Param('id') id: string, @Body() body: UpdateScheduleDto, @Req() req: FastifyRequest): Promise<ApiSchedule> {
     return toApiSchedule(await this.schedules.update(id, toInput(body), principalOf(req).project));
+  }
+
+  @Post(':id/run')
+  @Access('operator')
+  @Audited('schedule.run', { param: 'id' })
+  @HttpCode(201)
+  @ApiOperation({
+    operationId: 'runSchedule',
+    summary: 'Run a schedule now',
+    description:
+      'Enqueues the schedule\'s job at once (also for a disabled schedule), with no idempotency key: a manual run is no slot, so nextRunAt, lastSlotAt and lastRunAt do not move. The operator audit log records it (schedule.run).',
+  })
+  @ApiAnswer(201, 'Job', 'The enqueued job.')
+  async run(@Param('id') id: string, @Req() req: FastifyRequest): Promise<ApiJob> {
+    return toApiJob(await this.schedules.run(id, principalOf(req).project));
   }
 
   @Delete(':id')

@@ -12,7 +12,10 @@ import type { Logger } from '../logging/logger';
 import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
 import { RedisJobStore } from '../redis/redis-job-store';
-import { ScheduleInput, schedulesChannel, validateSchedule } from './schedule-definition';
+import type { Job } from '../core/job';
+import type { JobStatus } from '../core/job-status';
+import { createdJob } from '../jobs/jobs.service';
+import { ScheduleInput, scheduleJob, schedulesChannel, validateSchedule } from './schedule-definition';
 import { SCHEDULE_CLOCK } from './schedule-clock';
 import { bareQueue, qualify } from '../core/project-queue';
 import { ScheduleRepository, ScheduleRow } from './schedule-repository';
@@ -110,6 +113,28 @@ export class SchedulesService {
     if (!row) throw notFound(id);
     await this.notify(id);
     return row;
+  }
+
+  /**
+   * Runs a schedule now (a manual run, also of a disabled schedule): enqueues
+   * its job (queue, type, payload, priority, maxAttempts, backoff, timeoutMs)
+   * through the store the scheduler uses, but with no idempotency key, since a
+   * manual run is no slot: `nextRunAt`, `lastSlotAt` and `lastRunAt` are left
+   * alone. The job does not record it came from a manual run; the operator
+   * audit log (`schedule.run`) does, and the missing `schedule:<id>:<slot>` key
+   * tells it from a slot's job.
+   * @returns the enqueued job (status waiting, unless a worker took it already).
+   * @throws SluiceError `not_found` (404), also for another project's schedule;
+   *   UnavailableError (503) while enqueues are refused (audit backlog).
+   */
+  async run(id: string, project: string): Promise<Job> {
+    const row = await this.get(id, project);
+    const job = scheduleJob(row);
+    const [r] = await this.store.enqueue([job]);
+    if (r.created) return createdJob(r.id, r.status as JobStatus, job, row.payload, r.created);
+    const read = await this.store.getJob(job.queue, r.id);
+    if (!read) throw new SluiceError('not_found', `job ${r.id} not found`);
+    return read;
   }
 
   /**
