@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { createSchedule, deleteSchedule, listSchedules, previewSchedule, updateSchedule, type ScheduleBody } from '../api/schedules';
+import { createSchedule, deleteSchedule, listSchedules, previewSchedule, runSchedule, updateSchedule, type ScheduleBody } from '../api/schedules';
 import { useLive } from './live';
 
 export function useSchedules() {
@@ -19,5 +19,7 @@ export function useScheduleActions() {
     create: useMutation({ mutationFn: (b: ScheduleBody) => createSchedule(b), onSuccess: done }),
     update: useMutation({ mutationFn: (v: { id: string; body: ScheduleBody }) => updateSchedule(v.id, v.body), onSuccess: done }),
     remove: useMutation({ mutationFn: (id: string) => deleteSchedule(id), onSuccess: done }),
+    /** A manual run: the new job lands in the job lists, the schedule itself does not change. */
+    run: useMutation({ mutationFn: (id: string) => runSchedule(id), onSuccess: () => qc.invalidateQueries({ queryKey: ['jobs'] }) }),
   };
 }

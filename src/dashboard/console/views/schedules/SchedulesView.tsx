@@ -5,12 +5,13 @@ import { QueryState, Section, Time } from '../../components/bits';
 import { DataTable, type Column } from '../../components/DataTable';
 import { useScheduleActions, useSchedules } from '../../hooks/schedules';
 import { usePermissions } from '../../hooks/session';
+import { RunNowButton } from './RunNowButton';
 import { cronInWords, ScheduleForm } from './ScheduleForm';
 
 /**
  * `/ui/schedules`: every schedule with its cron in words, time zone and next run;
- * operators create, edit, enable/disable and delete. There is no "run now":
- * the API has no endpoint for it (an operator can clone a job instead).
+ * operators create, edit, enable/disable, delete and run now (also a disabled
+ * schedule: its job is enqueued at once, the next run does not move).
  */
 export function SchedulesView() {
   const q = useSchedules();
@@ -45,6 +46,12 @@ export function SchedulesView() {
               const s = c.row.original;
               return (
                 <div className="row">
+                  <RunNowButton
+                    onRun={() => act.run.mutate(s.id)}
+                    busy={act.run.isPending && act.run.variables === s.id}
+                    job={act.run.variables === s.id ? act.run.data : undefined}
+                    error={act.run.variables === s.id ? act.run.error : undefined}
+                  />
                   <ActionButton label={s.enabled ? 'Disable' : 'Enable'} run={async () => ((await act.update.mutateAsync({ id: s.id, body: { enabled: !s.enabled } })).enabled ? 'enabled' : 'disabled')} />
                   <button type="button" onClick={() => setEditing(s)}>
                     Edit
@@ -80,7 +87,6 @@ export function SchedulesView() {
         )}
         <QueryState q={q} what="schedules" />
         {q.data && <DataTable caption="Schedules" columns={columns} data={q.data} rowId={(s) => s.id} empty="No schedule yet." />}
-        <p className="muted">No “run now”: the API has no endpoint for it.</p>
       </Section>
     </>
   );
