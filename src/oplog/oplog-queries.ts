@@ -1,22 +1,10 @@
 import type { DataSource } from 'typeorm';
 import { checkLimit, decodeIdCursor, encodeIdCursor, epochMs } from '../audit/queries/common';
 import type { Page } from '../audit/queries/list-jobs';
+import type { OplogRecord } from './oplog-record';
 
-/** One entry of `GET /audit-log` (times ISO 8601). */
-export interface ApiOplogEntry {
-  id: string;
-  at: string;
-  project: string;
-  actor: string;
-  actorKind: string;
-  action: string;
-  target: string | null;
-  method: string;
-  path: string;
-  status: number;
-  address: string | null;
-  requestId: string | null;
-}
+/** One entry of `GET /audit-log`: the stored record with its time as ISO 8601. */
+export type ApiOplogEntry = Omit<OplogRecord, 'at'> & { at: string };
 
 interface Row {
   id: string;

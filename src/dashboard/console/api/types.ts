@@ -2,8 +2,8 @@ import type { components } from './schema';
 
 /**
  * The contract's objects as the console reads them: aliases of the schemas
- * generated from the server's OpenAPI document (schema.d.ts, `npm run
- * console:types`), so a change of the API shows up as a type error here.
+ * generated from the server's OpenAPI document (clients/typescript/src/schema.d.ts,
+ * `npm run generate -w @sluice/client`), so a change of the API shows up as a type error here.
  * Only what the document cannot say lives here (constants, the one-status union).
  * Times are ISO-8601 UTC strings; durations are ms.
  */
