@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /*
  * Regenerates docs/query-plans.md: EXPLAIN (ANALYZE, BUFFERS) of the history
- * queries (src/audit/queries, run from dist/) at 1,000,000 rows in `jobs`.
+ * queries (src/history, run from dist/) at 1,000,000 rows in `jobs`.
  *
  *   npx tsc -p tsconfig.build.json && node scripts/explain-queries.js
  *
@@ -20,18 +20,18 @@ const { Client } = require('pg');
 const { dropDatabase } = require('./lib/cleanup');
 
 const dist = (p) => require(path.resolve(__dirname, '../dist', p));
-const { openAuditStore, MIGRATIONS } = dist('audit/data-source');
-const { epochMs } = dist('audit/queries/common');
-const { GET_JOB_SQL } = dist('audit/queries/get-job');
-const { listJobsSql } = dist('audit/queries/list-jobs');
-const { listDlqSql } = dist('audit/queries/list-dlq');
-const { JOB_EVENTS_SQL } = dist('audit/queries/job-events');
-const { JOB_EXECUTIONS_SQL } = dist('audit/queries/job-executions');
-const { JOB_LOGS_SQL } = dist('audit/queries/job-logs');
-const { TERMINAL_COUNTS_SQL, DLQ_COUNTS_SQL } = dist('audit/queries/queue-counts');
-const { THROUGHPUT_SQL, throughputSql } = dist('audit/queries/throughput');
+const { openAuditStore, MIGRATIONS } = dist('postgres/data-source');
+const { epochMs } = dist('history/common');
+const { GET_JOB_SQL } = dist('history/get-job');
+const { listJobsSql } = dist('history/list-jobs');
+const { listDlqSql } = dist('history/list-dlq');
+const { JOB_EVENTS_SQL } = dist('history/job-events');
+const { JOB_EXECUTIONS_SQL } = dist('history/job-executions');
+const { JOB_LOGS_SQL } = dist('history/job-logs');
+const { TERMINAL_COUNTS_SQL, DLQ_COUNTS_SQL } = dist('history/queue-counts');
+const { THROUGHPUT_SQL, throughputSql } = dist('history/throughput');
 const { RECENT_JOBS_SQL, RECENT_LIMIT, recentJobsSql } = dist('dashboard/recent-jobs');
-const { PRUNE_CANDIDATES_SQL } = dist('audit/retention');
+const { PRUNE_CANDIDATES_SQL } = dist('maintenance/retention');
 
 const N = Number(process.env.JOBS || 1_000_000);
 const OUT = path.resolve(__dirname, '..', process.env.OUT || 'docs/query-plans.md');
@@ -193,7 +193,7 @@ async function hotQueries(c) {
     },
     { name: 'throughput of a project (last minute)', purpose: '`throughput` of `/dashboard/stats` of project acme', sql: throughputSql('acme').sql, params: throughputSql('acme').params(lastFinish - 60_000) },
     // Retention of 20 days on 30 days of data: a third of the jobs are due.
-    { name: 'retention: one prune batch', purpose: 'the retention pass (src/audit/retention.ts), which deletes the rows it locks', sql: PRUNE_CANDIDATES_SQL, params: [20, 1000] },
+    { name: 'retention: one prune batch', purpose: 'the retention pass (src/maintenance/retention.ts), which deletes the rows it locks', sql: PRUNE_CANDIDATES_SQL, params: [20, 1000] },
   ];
 }
 

@@ -25,7 +25,7 @@ const usage = 'usage: npm run keys -- create --role ROLE [--name NAME] [--projec
 async function main() {
   const { loadConfig } = dist('config/config');
   const { createRedis } = dist('redis/connection');
-  const { openAuditStore } = dist('audit/data-source');
+  const { openAuditStore } = dist('postgres/data-source');
   const { KeyStore } = dist('auth/key-store');
   const { isRole, ROLES } = dist('core/access');
   if (!['create', 'list', 'revoke'].includes(cmd)) throw new Error(usage);

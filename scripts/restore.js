@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run restore`: rebuilds the Redis state of every queue that lost it from
-// PostgreSQL (src/audit/restore.ts), using the build in dist/ and the same
+// PostgreSQL (src/restore/restore.ts), using the build in dist/ and the same
 // environment as the server (REDIS_URL or REDIS_CLUSTER_NODES, REDIS_PREFIX,
 // DATABASE_URL). Queues whose Redis epoch marker is present are left alone,
 // so running it again restores nothing.
@@ -11,16 +11,16 @@ const path = require('node:path');
 const { existsSync } = require('node:fs');
 
 const dist = path.resolve(__dirname, '../dist');
-if (!existsSync(path.join(dist, 'audit/restore.js'))) {
+if (!existsSync(path.join(dist, 'restore/restore.js'))) {
   console.error('restore: dist/ is missing or stale: run npm run build first');
   process.exit(1);
 }
 const { loadConfig } = require(path.join(dist, 'config/config'));
-const { openAuditStore } = require(path.join(dist, 'audit/data-source'));
+const { openAuditStore } = require(path.join(dist, 'postgres/data-source'));
 const { createRedis } = require(path.join(dist, 'redis/connection'));
 const { RedisScripts } = require(path.join(dist, 'redis/scripts'));
 const { RedisJobStore } = require(path.join(dist, 'redis/redis-job-store'));
-const { QueueRestorer, formatRestoreReport } = require(path.join(dist, 'audit/restore'));
+const { QueueRestorer, formatRestoreReport } = require(path.join(dist, 'restore/restore'));
 
 function parseArgs(argv) {
   const out = { dryRun: false, only: [] };

@@ -18,7 +18,7 @@ if (!existsSync(path.join(dist, 'auth/user-store.js'))) {
   process.exit(1);
 }
 const { loadConfig } = require(path.join(dist, 'config/config'));
-const { openAuditStore } = require(path.join(dist, 'audit/data-source'));
+const { openAuditStore } = require(path.join(dist, 'postgres/data-source'));
 const { createRedis } = require(path.join(dist, 'redis/connection'));
 const { ROLES } = require(path.join(dist, 'core/access'));
 const { USERNAME_PATTERN, passwordProblem } = require(path.join(dist, 'core/user-credentials'));

@@ -1,14 +1,14 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { SluiceConfig } from './config/config';
-import { AuditDbModule } from './audit/audit-db.module';
-import { AuditModule } from './audit/audit.module';
+import { AuditDbModule } from './postgres/postgres.module';
+import { AuditModule } from './mirror/mirror.module';
 import { AuthModule } from './auth/auth.module';
 import { KeysApiModule } from './auth/keys-api.module';
 import { UsersApiModule } from './auth/users-api.module';
-import { BacklogModule } from './audit/backlog.module';
+import { BacklogModule } from './mirror/backlog.module';
 import { ConfigModule } from './config/config.module';
 import { DashboardModule } from './dashboard/dashboard.module';
-import { ExternalModule } from './external/external.module';
+import { ExternalModule } from './workers/external/external.module';
 import { HandlersModule } from './handlers/handlers.module';
 import { HealthModule } from './health/health.module';
 import { JobsModule } from './jobs/jobs.module';
@@ -20,8 +20,8 @@ import { QueuesModule } from './queues/queues.module';
 import { RedisModule } from './redis/redis.module';
 import { SchedulerRunnerModule } from './schedules/scheduler-runner.module';
 import { SchedulesApiModule } from './schedules/schedules-api.module';
-import { WorkersApiModule } from './workers-api/workers-api.module';
-import { WorkersModule } from './workers/workers.module';
+import { WorkersApiModule } from './workers/registry/registry.module';
+import { WorkersModule } from './workers/runtime/workers.module';
 
 /**
  * Composes the modules of the roles named by ROLE. Every process serves the

@@ -11,7 +11,7 @@
  * Env: N (jobs, default 20000; 3 events each), REDIS_URL, PG_URL (server for a throwaway database);
  * PAYLOAD=rich (a ~300-byte order payload instead of {i}); PAYLOAD_INDEX=bench|other (a payload-search
  * index, src/queues/payload-search.ts, on the drained queue or on another one); LIVE=1 (a console is
- * listening: the writer publishes its job-change notices, src/audit/job-changes.ts).
+ * listening: the writer publishes its job-change notices, src/mirror/job-changes.ts).
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -22,11 +22,11 @@ const { RedisScripts } = require(`${dist}/redis/scripts`);
 const { RedisJobStore } = require(`${dist}/redis/redis-job-store`);
 const { normalizeEnqueue } = require(`${dist}/core/job-options`);
 const { HandlerMap } = require(`${dist}/core/handler`);
-const { WorkerRuntime } = require(`${dist}/workers/worker-runtime`);
-const { WakeWaiter } = require(`${dist}/workers/wake-waiter`);
-const { AuditWriter } = require(`${dist}/audit/audit-writer`);
-const { openAuditStore } = require(`${dist}/audit/data-source`);
-const { readBacklog } = require(`${dist}/audit/audit-backlog`);
+const { WorkerRuntime } = require(`${dist}/workers/runtime/worker-runtime`);
+const { WakeWaiter } = require(`${dist}/workers/runtime/wake-waiter`);
+const { AuditWriter } = require(`${dist}/mirror/mirror-writer`);
+const { openAuditStore } = require(`${dist}/postgres/data-source`);
+const { readBacklog } = require(`${dist}/mirror/backlog`);
 const { deletePrefix, dropDatabase } = require('../lib/cleanup');
 
 const N = Number(process.env.N || 20000);

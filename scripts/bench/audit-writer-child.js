@@ -13,8 +13,8 @@ const dist = path.resolve(__dirname, '../../dist');
 const { createRedis } = require(`${dist}/redis/connection`);
 const { RedisScripts } = require(`${dist}/redis/scripts`);
 const { RedisJobStore } = require(`${dist}/redis/redis-job-store`);
-const { AuditWriter } = require(`${dist}/audit/audit-writer`);
-const { openAuditStore } = require(`${dist}/audit/data-source`);
+const { AuditWriter } = require(`${dist}/mirror/mirror-writer`);
+const { openAuditStore } = require(`${dist}/postgres/data-source`);
 
 const [prefix, databaseUrl] = process.argv.slice(2);
 (async () => {

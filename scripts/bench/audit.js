@@ -23,12 +23,12 @@ const { RedisScripts } = require(`${dist}/redis/scripts`);
 const { RedisJobStore } = require(`${dist}/redis/redis-job-store`);
 const { normalizeEnqueue } = require(`${dist}/core/job-options`);
 const { HandlerMap } = require(`${dist}/core/handler`);
-const { WorkerRuntime } = require(`${dist}/workers/worker-runtime`);
-const { WakeWaiter } = require(`${dist}/workers/wake-waiter`);
-const { AuditWriter } = require(`${dist}/audit/audit-writer`);
-const { AuditWriterThread } = require(`${dist}/audit/writer-thread`);
-const { openAuditStore } = require(`${dist}/audit/data-source`);
-const { readBacklog } = require(`${dist}/audit/audit-backlog`);
+const { WorkerRuntime } = require(`${dist}/workers/runtime/worker-runtime`);
+const { WakeWaiter } = require(`${dist}/workers/runtime/wake-waiter`);
+const { AuditWriter } = require(`${dist}/mirror/mirror-writer`);
+const { AuditWriterThread } = require(`${dist}/mirror/writer-thread`);
+const { openAuditStore } = require(`${dist}/postgres/data-source`);
+const { readBacklog } = require(`${dist}/mirror/backlog`);
 const { Queue, Worker } = require('bullmq');
 const IORedis = require('ioredis');
 const { deletePrefix, dropDatabase } = require('../lib/cleanup');
@@ -123,7 +123,7 @@ async function throughput() {
 function threadWriter(s, url) {
   const quiet = { debug() {}, info() {}, warn() {}, error: (o, m) => console.error(m, o) };
   const config = { redisUrl: REDIS_URL, redisClusterNodes: null, redisPrefix: s.store.prefix, databaseUrl: url, logLevel: 'warn', maxRetries: 3, idempotencyTtlMs: 86400000, keepCompletedCount: -1, keepCompletedMs: -1, auditThreadNice: Number(process.env.AUDIT_THREAD_NICE ?? 10) };
-  const th = new AuditWriterThread(path.join(dist, 'audit/writer-thread.js'), config, `thread-${seq++}`, quiet);
+  const th = new AuditWriterThread(path.join(dist, 'mirror/writer-thread.js'), config, `thread-${seq++}`, quiet);
   th.start();
   return th;
 }

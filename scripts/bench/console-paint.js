@@ -26,7 +26,7 @@ const { generateSql } = require('../explain-queries');
 const { pickPort, isolation, startServer, waitReady, cleanup } = require('../lib/server');
 
 const dist = (p) => require(path.resolve(__dirname, '../../dist', p));
-const { openAuditStore } = dist('audit/data-source');
+const { openAuditStore } = dist('postgres/data-source');
 
 const JOBS = Number(process.env.JOBS || 1_000_000);
 const LOADS = Number(process.env.LOADS || 7);

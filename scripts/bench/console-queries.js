@@ -13,10 +13,10 @@
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const dist = (p) => require(path.resolve(__dirname, '../../dist', p));
-const { openAuditStore } = dist('audit/data-source');
-const { finishSeriesSql, seriesBuckets } = dist('audit/queries/finish-series');
-const { dlqGroupsSql } = dist('audit/queries/dlq-groups');
-const { listDlqSql } = dist('audit/queries/list-dlq');
+const { openAuditStore } = dist('postgres/data-source');
+const { finishSeriesSql, seriesBuckets } = dist('history/finish-series');
+const { dlqGroupsSql } = dist('history/dlq-groups');
+const { listDlqSql } = dist('history/list-dlq');
 const { errorFingerprint } = dist('core/error-fingerprint');
 const { dropDatabase } = require('../lib/cleanup');
 

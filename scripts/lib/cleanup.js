@@ -3,7 +3,7 @@
  * key prefix of their own and in a database of their own.
  */
 // The scripts run from the build (npm run build first), as they do for the engine.
-const { dropDatabase } = require('../../dist/audit/data-source');
+const { dropDatabase } = require('../../dist/postgres/data-source');
 
 /**
  * Deletes every key under `<prefix><sep>` (SCAN + UNLINK, so Redis is never blocked).

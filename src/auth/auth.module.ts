@@ -1,7 +1,7 @@
 import { Global, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { APP_GUARD, Reflector } from '@nestjs/core';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB } from '../audit/audit-db.module';
+import { AUDIT_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';

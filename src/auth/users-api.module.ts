@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB, AuditDbModule } from '../audit/audit-db.module';
+import { AUDIT_DB, AuditDbModule } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import type { RedisClient } from '../redis/connection';

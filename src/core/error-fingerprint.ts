@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
  * Jobs whose messages differ only in such values (an id, an amount, a host
  * port, a quoted name) share a fingerprint: they failed for one cause.
  *
- * Computed once when a job dies (the audit writer, src/audit/projection.ts)
+ * Computed once when a job dies (the audit writer, src/mirror/projection.ts)
  * and again, by this same function, when a live failed job is read from
  * Redis (src/http/api-job.ts): both must agree, so this is the one place
  * the rules live.

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiExcludeEndpoint, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { JobNotFoundError } from '../core/errors';
 import { inProject } from '../core/project-queue';
-import { HistoryQueries } from '../audit/queries';
+import { HistoryQueries } from '../history';
 import { principalOf } from '../auth/principal';
 import { Access } from '../auth/access.decorator';
 import { ApiJob, iso, toApiJob } from '../http/api-job';

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
-import { HistoryModule } from '../audit/history.module';
-import { WorkersApiModule } from '../workers-api/workers-api.module';
+import { HistoryModule } from '../history/history.module';
+import { WorkersApiModule } from '../workers/registry/registry.module';
 import { DashboardController } from './dashboard.controller';
 import { DashboardService } from './dashboard.service';
 import { LiveHub } from './live/live-hub';

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { HistoryQueries, QueueCounts, sumCounts } from '../audit/queries';
-import { defaultStepMs, finishSeries, FinishPoint } from '../audit/queries/finish-series';
+import { HistoryQueries, QueueCounts, sumCounts } from '../history';
+import { defaultStepMs, finishSeries, FinishPoint } from '../history/finish-series';
 import { parseTimeRange } from '../core/time-range';
 import type { Job } from '../core/job';
 import { RedisJobStore } from '../redis/redis-job-store';
-import { WorkersApiService } from '../workers-api/workers-api.service';
+import { WorkersApiService } from '../workers/registry/workers.service';
 import { recentJobs } from './recent-jobs';
 import { bareQueue, inProject, qualify } from '../core/project-queue';
 
@@ -59,7 +59,7 @@ export class DashboardService {
 
   /**
    * `GET /dashboard/metrics`: completed / failed per step from PostgreSQL's
-   * finish counters (src/audit/queries/finish-series.ts), zero-filled, of
+   * finish counters (src/history/finish-series.ts), zero-filled, of
    * `project`'s queues only (`q.queue` is the bare name of one of them).
    * `to` defaults to now, `from` to `to` − 1 h; the range is at most 31 days.
    * @param project the caller's project.

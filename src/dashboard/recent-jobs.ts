@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Job } from '../core/job';
-import { JOB_SELECT, JobRow, projectCondition, rowToJob } from '../audit/queries/common';
+import { JOB_SELECT, JobRow, projectCondition, rowToJob } from '../history/common';
 
 /** How many jobs `GET /dashboard/recent` returns (API.md: the last 20). */
 export const RECENT_LIMIT = 20;

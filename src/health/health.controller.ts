@@ -2,7 +2,7 @@ import { Controller, Get, Inject, Optional } from '@nestjs/common';
 import { Access } from '../auth/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB } from '../audit/audit-db.module';
+import { AUDIT_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { UnavailableError } from '../core/errors';

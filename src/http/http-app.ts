@@ -15,7 +15,7 @@ import { EnvelopeExceptionFilter } from './exception.filter';
 import { createValidationPipe } from './validation';
 import { registerRequestLog } from './request-log';
 import { UnavailableError, ValidationError } from '../core/errors';
-import { CLAIM_LIMITS } from '../external/dto/claim.dto';
+import { CLAIM_LIMITS } from '../workers/external/dto/claim.dto';
 import { createClientErrorHandler } from './client-error';
 import { findBadJsonString, findBadParam, jsonDepthExceeds, MAX_JSON_DEPTH } from './json-guard';
 import { installLeanAsyncBind } from './lean-async-bind';

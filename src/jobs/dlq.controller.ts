@@ -11,7 +11,7 @@ import { ApiJob, toApiJob } from '../http/api-job';
 import { DlqGroupsQueryDto, PurgeDlqQueryDto, RetryDlqDto, RetryJobDto } from './dto/dlq.dto';
 import { ListDlqQueryDto } from './dto/list-jobs.dto';
 import { DlqService } from './dlq.service';
-import type { DlqGroup } from '../audit/queries';
+import type { DlqGroup } from '../history';
 
 /** A dead-letter group as the API renders it (times ISO, queues by bare name). */
 type ApiDlqGroup = Omit<DlqGroup, 'firstAt' | 'lastAt'> & { firstAt: string; lastAt: string };

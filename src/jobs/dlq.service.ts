@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DlqGroup, HistoryQueries, ListDlqFilter, Page } from '../audit/queries';
+import { DlqGroup, HistoryQueries, ListDlqFilter, Page } from '../history';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { JobNotFoundError, SluiceError, WrongStateError } from '../core/errors';

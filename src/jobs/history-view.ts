@@ -1,4 +1,4 @@
-import type { JobEvent, JobExecution, JobLogLine } from '../audit/queries';
+import type { JobEvent, JobExecution, JobLogLine } from '../history';
 import { iso, WithIsoTimes } from '../http/api-job';
 
 /** API.md event shape: `at` as ISO. */

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { HistoryModule } from '../audit/history.module';
+import { HistoryModule } from '../history/history.module';
 import { DlqController } from './dlq.controller';
 import { DlqService } from './dlq.service';
 import { JobsController } from './jobs.controller';

@@ -8,7 +8,7 @@ import { EnqueueInput, normalizeEnqueue, NormalizedEnqueue, PayloadTooLargeError
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { HandlerRegistry } from '../handlers/handler-registry';
-import { HistoryQueries, JobEvent, JobExecution, JobLogLine, ListJobsFilter, Page } from '../audit/queries';
+import { HistoryQueries, JobEvent, JobExecution, JobLogLine, ListJobsFilter, Page } from '../history';
 import { RedisJobStore } from '../redis/redis-job-store';
 import type { EnqueueJobDto } from './dto/enqueue-job.dto';
 import { WaitingCap } from './waiting-cap';

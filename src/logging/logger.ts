@@ -11,7 +11,7 @@ const REDACT_KEYS = ['parameters', 'query', 'driverError', 'detail', 'where', 'h
 /**
  * Whether this process logs pretty lines: stdout is a TTY and NODE_ENV is
  * not `production`. A worker thread cannot tell (its process.stdout is never
- * a TTY): it is handed its parent's answer (src/audit/writer-thread.ts).
+ * a TTY): it is handed its parent's answer (src/mirror/writer-thread.ts).
  */
 export function prettyLogs(): boolean {
   return !!process.stdout.isTTY && process.env.NODE_ENV !== 'production';

@@ -1,8 +1,8 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB } from '../audit/audit-db.module';
-import { pruneFinishes, pruneFinishMinutes, pruneHistory, pruneOperatorAudit } from '../audit/retention';
+import { AUDIT_DB } from '../postgres/postgres.module';
+import { pruneFinishes, pruneFinishMinutes, pruneHistory, pruneOperatorAudit } from './retention';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
@@ -10,7 +10,7 @@ import { SchedulerMetrics } from '../metrics/scheduler-metrics';
 import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
 import { RedisJobStore } from '../redis/redis-job-store';
-import { WorkerRegistry } from '../workers/worker-registry';
+import { WorkerRegistry } from '../workers/registry/worker-registry';
 
 /** Jobs moved per script call, so one call never blocks Redis for long. */
 const BATCH = 1000;
@@ -30,7 +30,7 @@ const RETENTION_LOCK = 774412;
  * - lease reaper every REAPER_INTERVAL_MS (stalled jobs back to waiting / DLQ),
  * - delayed promotion every second (a safety net; claims promote too),
  * - dead-worker sweep every minute,
- * - PostgreSQL retention pruning (src/audit/retention.ts) every hour: the job
+ * - PostgreSQL retention pruning (src/maintenance/retention.ts) every hour: the job
  *   history and the operator audit log.
  * Each Redis pass is one atomic script per queue, so N replicas are safe: the
  * compare-and-set inside the scripts makes a second reaper a no-op.

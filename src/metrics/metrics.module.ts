@@ -1,6 +1,6 @@
 import { DynamicModule, Global, Module, Provider } from '@nestjs/common';
 import type { Registry } from 'prom-client';
-import { BacklogService } from '../audit/backlog.module';
+import { BacklogService } from '../mirror/backlog.module';
 import type { Role } from '../config/config';
 import { HandlerRegistry } from '../handlers/handler-registry';
 import { RedisJobStore } from '../redis/redis-job-store';
@@ -39,7 +39,7 @@ export class MetricsModule {
           if (roles.has('api') || roles.has('worker')) registerQueueMetrics(m.registry, queueSources(store));
           if (roles.has('api') || roles.has('audit')) registerBacklogMetrics(m.registry, () => backlog.metrics);
           // The audit writer's own series (batch sizes, quarantined entries) are
-          // registered by AuditService on METRICS_REGISTRY (src/audit/audit-metrics.ts).
+          // registered by AuditService on METRICS_REGISTRY (src/mirror/mirror-metrics.ts).
           return true;
         },
       },

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { checkLimit, decodeIdCursor, encodeIdCursor, epochMs } from '../audit/queries/common';
-import type { Page } from '../audit/queries/list-jobs';
+import { checkLimit, decodeIdCursor, encodeIdCursor, epochMs } from '../history/common';
+import type { Page } from '../history/list-jobs';
 import type { OplogRecord } from './oplog-record';
 
 /** One entry of `GET /audit-log`: the stored record with its time as ISO 8601. */

@@ -3,7 +3,7 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiAnswer } from '../http/openapi/decorators';
 import type { FastifyRequest } from 'fastify';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB } from '../audit/audit-db.module';
+import { AUDIT_DB } from '../postgres/postgres.module';
 import { Access } from '../auth/access.decorator';
 import { principalOf } from '../auth/principal';
 import { PageQueryDto } from '../jobs/dto/list-jobs.dto';

@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Module, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { Gauge } from 'prom-client';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB, AuditDbModule } from '../audit/audit-db.module';
+import { AUDIT_DB, AuditDbModule } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';

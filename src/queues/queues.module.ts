@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { HistoryModule } from '../audit/history.module';
+import { HistoryModule } from '../history/history.module';
 import { QueuesController } from './queues.controller';
 import { QueuesService } from './queues.service';
 

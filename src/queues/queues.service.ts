@@ -5,7 +5,7 @@ import { ValidationError } from '../core/errors';
 import { LIMITS } from '../core/job-options';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
-import { HistoryQueries, QueueCounts } from '../audit/queries';
+import { HistoryQueries, QueueCounts } from '../history';
 import { QueueSettings, RedisJobStore } from '../redis/redis-job-store';
 import type { ConfigureQueueDto } from './dto/configure-queue.dto';
 import { checkQueueName, QueueNotFoundError } from './queue-name';

@@ -22,7 +22,7 @@ export interface QueueKeys {
    * Epoch marker: a string set when the queue is first taken over by an audit
    * writer (and recorded in PostgreSQL's `queues` table) or when a restore
    * ends. Its absence while PostgreSQL knows the queue means Redis lost the
-   * queue's data (see src/audit/restore.ts).
+   * queue's data (see src/restore/restore.ts).
    */
   epoch: string;
 }
@@ -62,7 +62,7 @@ export const newQueueChannel = (prefix: string): string => `${prefix}:queues:new
 
 /**
  * Pub/sub channel on which audit writers announce the jobs each committed
- * batch changed (src/audit/job-changes.ts), for the console's live updates.
+ * batch changed (src/mirror/job-changes.ts), for the console's live updates.
  */
 export const jobChangesChannel = (prefix: string): string => `${prefix}:jobs:changed`;
 
@@ -70,7 +70,7 @@ export const jobChangesChannel = (prefix: string): string => `${prefix}:jobs:cha
 export const liveListenersKey = (prefix: string): string => `${prefix}:live:listeners`;
 
 /**
- * External workers seen by the API (src/external/external-workers.ts), per
+ * External workers seen by the API (src/workers/external/external-workers.ts), per
  * project (a worker id is the project's: two projects' `w1` are two workers):
  * a sorted set of ids by last seen (ms) and one hash per worker. The
  * `default` project's keys are those of before projects; another's carry

@@ -111,7 +111,7 @@ export class RedisJobStore implements JobStore {
 
   /**
    * Installs the check {@link enqueue} consults before it writes anything
-   * (load shedding, e.g. src/audit/audit-backlog.ts BacklogGuard); `null`
+   * (load shedding, e.g. src/mirror/backlog.ts BacklogGuard); `null`
    * removes it. The check runs synchronously on every enqueue call, so it
    * must answer from memory.
    */
@@ -645,7 +645,7 @@ export class RedisJobStore implements JobStore {
 
   /**
    * Recreates one chunk of a queue's jobs from their PostgreSQL copies
-   * (lua/restoreJobs-8.lua; driven by src/audit/restore.ts). Fenced by the
+   * (lua/restoreJobs-8.lua; driven by src/restore/restore.ts). Fenced by the
    * queue's audit lock held with `lock.token`; `epoch` non-empty on the last
    * call sets the queue's epoch marker. Jobs that exist in Redis are skipped.
    */

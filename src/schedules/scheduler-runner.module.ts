@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { AuditDbModule } from '../audit/audit-db.module';
+import { AuditDbModule } from '../postgres/postgres.module';
 import { systemClock } from '../core/ports';
 import { SCHEDULE_CLOCK } from './schedule-clock';
 import { SchedulerRunnerService } from './scheduler-runner.service';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { waitForMirror } from '../../src/audit/queries/mirror-barrier';
+import { waitForMirror } from '../../src/history/mirror-barrier';
 import { RedisJobStore } from '../../src/redis/redis-job-store';
 import { startTestApi, TestApi } from '../support/http';
 

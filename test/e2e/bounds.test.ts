@@ -1,4 +1,4 @@
-import { waitForMirror } from '../../src/audit/queries/mirror-barrier';
+import { waitForMirror } from '../../src/history/mirror-barrier';
 import { RedisJobStore } from '../../src/redis/redis-job-store';
 import { startTestApi, TestApi } from '../support/http';
 import { sleep } from '../support/redis';

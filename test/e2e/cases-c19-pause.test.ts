@@ -1,7 +1,7 @@
-import { HistoryQueries } from '../../src/audit/queries';
+import { HistoryQueries } from '../../src/history';
 import type { RedisClient } from '../../src/redis/connection';
 import { REDIS } from '../../src/redis/redis.module';
-import { WorkerService } from '../../src/workers/worker.service';
+import { WorkerService } from '../../src/workers/runtime/worker.service';
 import { startTestApi, TestApi } from '../support/http';
 import { sleep } from '../support/redis';
 import { waitBlocked, waitUntil } from '../support/timing';

@@ -1,4 +1,4 @@
-import { HistoryQueries } from '../../src/audit/queries';
+import { HistoryQueries } from '../../src/history';
 import { RECENT_JOBS_SQL } from '../../src/dashboard/recent-jobs';
 import { startTestApi, TestApi } from '../support/http';
 import { waitUntil } from '../support/timing';

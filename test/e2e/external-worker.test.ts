@@ -1,5 +1,5 @@
 import { request as httpRequest } from 'node:http';
-import { HistoryQueries } from '../../src/audit/queries';
+import { HistoryQueries } from '../../src/history';
 import { startTestApi, TestApi } from '../support/http';
 import { sleep } from '../support/redis';
 import { waitUntil } from '../support/timing';

@@ -1,5 +1,5 @@
 import { payloadIndexName } from '../../src/queues/payload-search';
-import { payloadSearchSql as searchSql } from '../../src/audit/queries/list-jobs';
+import { payloadSearchSql as searchSql } from '../../src/history/list-jobs';
 import { startTestApi, TestApi } from '../support/http';
 import { v7At } from '../support/postgres';
 import { waitUntil } from '../support/timing';

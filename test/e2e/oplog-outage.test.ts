@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module';
-import { openAuditStore } from '../../src/audit/data-source';
+import { openAuditStore } from '../../src/postgres/data-source';
 import { loadConfig } from '../../src/config/config';
 import { createHttpApp } from '../../src/http/http-app';
 import { createLogger } from '../../src/logging/logger';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { routeTable } from '../../src/auth/route-table';
-import { pruneOperatorAudit } from '../../src/audit/retention';
+import { pruneOperatorAudit } from '../../src/maintenance/retention';
 import { assertEveryChangeAudited } from '../../src/oplog/oplog-recorder';
 import { startTestApi, type TestApi } from '../support/http';
 import { v7At } from '../support/postgres';

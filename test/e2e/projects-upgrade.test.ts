@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
-import { Projects1796001500000 } from '../../src/audit/migrations/1796001500000-Projects';
+import { Projects1796001500000 } from '../../src/postgres/migrations/1796001500000-Projects';
 import { createRedis } from '../../src/redis/connection';
 import { startTestApi, type TestApi } from '../support/http';
 import { openTestDb, type TestDb } from '../support/postgres';

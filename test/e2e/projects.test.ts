@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { WorkerRegistry } from '../../src/workers/worker-registry';
+import { WorkerRegistry } from '../../src/workers/registry/worker-registry';
 import type { RedisClient } from '../../src/redis/connection';
 import { RedisJobStore } from '../../src/redis/redis-job-store';
 import { payloadIndexName } from '../../src/queues/payload-search';

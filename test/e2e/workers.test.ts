@@ -1,10 +1,10 @@
 import { hostname } from 'node:os';
 import { REDIS } from '../../src/redis/redis.module';
 import type { RedisClient } from '../../src/redis/connection';
-import { WorkerRegistry } from '../../src/workers/worker-registry';
-import { WorkerService } from '../../src/workers/worker.service';
-import { ExternalWorkerTracker } from '../../src/external/external-workers';
-import type { ApiWorker } from '../../src/workers-api/workers-api.service';
+import { WorkerRegistry } from '../../src/workers/registry/worker-registry';
+import { WorkerService } from '../../src/workers/runtime/worker.service';
+import { ExternalWorkerTracker } from '../../src/workers/external/external-workers';
+import type { ApiWorker } from '../../src/workers/registry/workers.service';
 import { startTestApi, TestApi } from '../support/http';
 import { waitUntil } from '../support/timing';
 

@@ -4,7 +4,7 @@
  * what a test makes carries this run's id so the global teardown finds
  * what is left. Real PostgreSQL.
  */
-import { openAuditStore } from '../../src/audit/data-source';
+import { openAuditStore } from '../../src/postgres/data-source';
 import { loadConfig } from '../../src/config/config';
 import { PG_BASE_URL, freshDatabaseUrl } from '../support/postgres';
 import { PROCESS_TEST_DB, startSluice } from '../support/process';

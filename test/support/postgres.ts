@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { dropDatabase, openAuditStore } from '../../src/audit/data-source';
+import { dropDatabase, openAuditStore } from '../../src/postgres/data-source';
 import { TEST_RUN } from './run';
 
 export const PG_BASE_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -48,7 +48,7 @@ export function v7At(ms: number): string {
 /**
  * SQL for a UUIDv7-like id created at the timestamptz `at` (random low
  * bits): job ids start with their creation time, which retention relies on
- * (src/audit/retention.ts), so rows made up in SQL must too.
+ * (src/maintenance/retention.ts), so rows made up in SQL must too.
  */
 export const v7AtSql = (at: string): string =>
   `(lpad(to_hex((extract(epoch FROM ${at}) * 1000)::bigint), 12, '0') || '7' || substr(md5(random()::text), 1, 19))::uuid`;

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import { entryFields } from '../../src/audit/projection';
+import { entryFields } from '../../src/mirror/projection';
 
 /**
  * Private redis-server processes for integration tests that need to stop,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
-import { entryFields } from '../../src/audit/projection';
+import { entryFields } from '../../src/mirror/projection';
 import { createRedis, RedisClient } from '../../src/redis/connection';
 import { RedisJobStore } from '../../src/redis/redis-job-store';
 import { RedisScripts } from '../../src/redis/scripts';

@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches } from 'class-validator';
-import { UUID_RE } from '../../audit/queries/common';
+import { UUID_RE } from '../../history/common';
 
 /** `GET /dashboard/events` query. */
 export class LiveQueryDto {

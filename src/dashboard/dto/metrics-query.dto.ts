@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
-import { STEP_MAX_MS, STEP_MIN_MS } from '../../audit/queries/finish-series';
+import { STEP_MAX_MS, STEP_MIN_MS } from '../../history/finish-series';
 import { LIMITS } from '../../core/job-options';
 
 /** `GET /dashboard/metrics` query (from/to are checked by src/core/time-range.ts, which names the field). */

@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
-import { HistoryQueries } from '../../audit/queries';
-import type { JobChange } from '../../audit/job-changes';
+import { HistoryQueries } from '../../history';
+import type { JobChange } from '../../mirror/job-changes';
 import type { SluiceConfig } from '../../config/config';
 import { SLUICE_CONFIG } from '../../config/config.module';
 import { UnavailableError } from '../../core/errors';
@@ -32,7 +32,7 @@ const PRESENCE_TTL_MS = 10_000;
  * Events; DESIGN.md "The operator console"). One per API process.
  *
  * Source: the audit writers publish, after each committed batch, the jobs
- * it changed (src/audit/job-changes.ts) on one pub/sub channel, while the
+ * it changed (src/mirror/job-changes.ts) on one pub/sub channel, while the
  * key {@link liveListenersKey} says some API process has listeners. This
  * hub subscribes once (one Redis connection, whatever the number of
  * clients) and fans out. Tailing every queue's events stream per process

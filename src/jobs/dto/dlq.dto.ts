@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsObject, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
-import { GROUPS_LIMIT_DEFAULT, GROUPS_LIMIT_MAX } from '../../audit/queries/dlq-groups';
+import { GROUPS_LIMIT_DEFAULT, GROUPS_LIMIT_MAX } from '../../history/dlq-groups';
 import { FINGERPRINT_PATTERN } from '../../core/error-fingerprint';
 import { LIMITS } from '../../core/job-options';
 

@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
-import { LIMIT_DEFAULT, LIMIT_MAX } from '../../audit/queries/common';
+import { LIMIT_DEFAULT, LIMIT_MAX } from '../../history/common';
 import { FINGERPRINT_PATTERN } from '../../core/error-fingerprint';
 import { JOB_STATUSES } from '../../core/job-status';
 

@@ -19,9 +19,9 @@
  * the Redis checks of each round, not during it: it XDELs what it mirrors,
  * and the checks above read the stream.
  */
-import { AuditWriter } from '../../../src/audit/audit-writer';
+import { AuditWriter } from '../../../src/mirror/mirror-writer';
 import { workersKey } from '../../../src/redis/keys';
-import { outbox } from '../../support/audit';
+import { outbox } from '../../support/mirror';
 import { openTestDb, TestDb } from '../../support/postgres';
 import { killAll, SluiceProcess } from '../../support/process';
 import { openStore, sleep, TestStore } from '../../support/redis';

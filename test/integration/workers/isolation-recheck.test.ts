@@ -1,8 +1,8 @@
 import { HandlerMap } from '../../../src/core/handler';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { createRedis } from '../../../src/redis/connection';
-import { WakeWaiter } from '../../../src/workers/wake-waiter';
-import { WorkerRuntime } from '../../../src/workers/worker-runtime';
+import { WakeWaiter } from '../../../src/workers/runtime/wake-waiter';
+import { WorkerRuntime } from '../../../src/workers/runtime/worker-runtime';
 import { openStore, REDIS_URL, TestStore } from '../../support/redis';
 import { sleepMs as sleep } from '../../support/redis-server';
 import { waitUntil } from '../../support/timing';

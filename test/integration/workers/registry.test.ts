@@ -1,5 +1,5 @@
 import { workerKey, workersKey } from '../../../src/redis/keys';
-import { WorkerRegistry } from '../../../src/workers/worker-registry';
+import { WorkerRegistry } from '../../../src/workers/registry/worker-registry';
 import { openStore, TestStore } from '../../support/redis';
 import { sleepMs } from '../../support/redis-server';
 

@@ -1,0 +1,135 @@
+import type { DataSource } from 'typeorm';
+import type { Job } from '../core/job';
+import type { RedisJobStore } from '../redis/redis-job-store';
+import { backfillFingerprints } from '../maintenance/fingerprint-backfill';
+import { inProject } from '../core/project-queue';
+import { auditLag } from './audit-lag';
+import { dlqGroups, DlqGroup } from './dlq-groups';
+import { waitForMirror } from './mirror-barrier';
+import { getJob } from './get-job';
+import { jobEvents, JobEvent } from './job-events';
+import { jobExecutions, JobExecution } from './job-executions';
+import { jobLogs, JobLogLine } from './job-logs';
+import { listDlq, ListDlqFilter } from './list-dlq';
+import { listJobs, ListJobsFilter, Page } from './list-jobs';
+import { queueCounts, QueueCounts, sumCounts } from './queue-counts';
+import { throughput, Throughput } from './throughput';
+
+export type { DlqGroup, JobEvent, JobExecution, JobLogLine, ListDlqFilter, ListJobsFilter, Page, QueueCounts, Throughput };
+export { auditLag, dlqGroups, getJob, jobEvents, jobExecutions, jobLogs, listDlq, listJobs, queueCounts, sumCounts, throughput };
+
+/**
+ * The history services the HTTP API calls, bound to one Postgres data
+ * source and one Redis store. Framework-free: a Nest provider can wrap it.
+ * Each method is documented on the function it delegates to (one file per
+ * operation in this folder). Times are epoch ms; bad input throws the core's
+ * ValidationError (HTTP 400); an unreachable Redis/Postgres throws its
+ * client's error (HTTP 503).
+ */
+export class HistoryQueries {
+  constructor(
+    readonly db: DataSource,
+    readonly store: RedisJobStore,
+  ) {}
+
+  /**
+   * Waits (≤ 2 s) until the events already in these queues' streams — all
+   * queues when omitted — are mirrored, so reads that follow see them
+   * (see mirror-barrier.ts). Called before every PostgreSQL read that a
+   * client may make right after watching a job change state.
+   */
+  async settle(queues?: string[]): Promise<void> {
+    await waitForMirror(this.store, queues ?? (await this.store.listQueues()));
+  }
+
+  /** Redis while live, else Postgres; null when unknown. */
+  getJob(id: string): Promise<Job | null> {
+    return getJob(this.db, this.store, id);
+  }
+
+  /**
+   * The qualified names of `project`'s queues (src/core/project-queue.ts),
+   * and whether they are every known queue: then a listing of the project
+   * needs no project condition in SQL (an installation with one project,
+   * typically `default` alone, keeps the plans it had before projects).
+   */
+  async projectQueues(project: string): Promise<{ queues: string[]; sole: boolean }> {
+    const all = await this.store.listQueues();
+    const queues = all.filter((q) => inProject(q, project));
+    return { queues, sole: queues.length === all.length };
+  }
+
+  /**
+   * Newest first, keyset on id; limit 1..500 (default 50). With
+   * `filter.project` (and no queue), only that project's jobs: a row of
+   * another project never leaves here, even one that a racing new queue
+   * slips into a query run without the project condition (then the page is
+   * shorter; the cursor stays right).
+   */
+  async listJobs(filter: ListJobsFilter = {}): Promise<Page<Job>> {
+    if (filter.queue !== undefined || filter.project == null) {
+      await this.settle(filter.queue ? [filter.queue] : undefined);
+      return listJobs(this.db, filter);
+    }
+    const { queues, sole } = await this.projectQueues(filter.project);
+    await this.settle(queues);
+    const page = await listJobs(this.db, { ...filter, project: sole ? null : filter.project });
+    return { items: page.items.filter((j) => inProject(j.queue, filter.project!)), nextCursor: page.nextCursor };
+  }
+
+  /** Audit trail, oldest first. */
+  jobEvents(id: string): Promise<{ items: JobEvent[] }> {
+    return jobEvents(this.db, id);
+  }
+
+  /** One row per execution started. */
+  jobExecutions(id: string): Promise<{ items: JobExecution[] }> {
+    return jobExecutions(this.db, id);
+  }
+
+  /** Handler log lines, oldest first. */
+  jobLogs(id: string): Promise<{ items: JobLogLine[] }> {
+    return jobLogs(this.db, id);
+  }
+
+  /** Dead-letter queue, newest failure first, keyset on (failed_at, job_id); `filter.project` as for {@link listJobs}. */
+  async listDlq(filter: ListDlqFilter = {}): Promise<Page<Job>> {
+    if (filter.queue !== undefined || filter.project == null) {
+      await this.settle(filter.queue ? [filter.queue] : undefined);
+      return listDlq(this.db, filter);
+    }
+    const { queues, sole } = await this.projectQueues(filter.project);
+    await this.settle(queues);
+    const page = await listDlq(this.db, { ...filter, project: sole ? null : filter.project });
+    return { items: page.items.filter((j) => inProject(j.queue, filter.project!)), nextCursor: page.nextCursor };
+  }
+
+  /**
+   * Dead-letter groups, largest first (see dlq-groups.ts). Rows an audit
+   * writer of an older version left without a fingerprint get theirs first
+   * (a probe of the fingerprint index when there are none). Only
+   * `project`'s queues (`filter.queue` is a qualified name of it); the
+   * groups' `queues` are qualified names.
+   */
+  async dlqGroups(project: string, filter: { queue?: string; limit?: number } = {}): Promise<DlqGroup[]> {
+    await this.settle(filter.queue !== undefined ? [filter.queue] : (await this.projectQueues(project)).queues);
+    for (let i = 0; i < 10 && (await backfillFingerprints(this.db)) > 0; i++);
+    return dlqGroups(this.db, project, filter);
+  }
+
+  /** Exact counts per queue (live from Redis, terminal from Postgres). */
+  async queueCounts(queues?: string[]): Promise<Record<string, QueueCounts>> {
+    await this.settle(queues);
+    return queueCounts(this.db, this.store, queues);
+  }
+
+  /** Completed / failed in the last minute (of one project's queues; null = every project). */
+  throughput(project: string | null = null): Promise<Throughput> {
+    return throughput(this.db, this.store, project);
+  }
+
+  /** Age of the oldest unmirrored audit event, ms, and the backlog size. */
+  auditLag(): Promise<{ lagMs: number; pending: number }> {
+    return auditLag(this.store);
+  }
+}

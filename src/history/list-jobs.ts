@@ -1,0 +1,205 @@
+import type { DataSource } from 'typeorm';
+import type { Job } from '../core/job';
+import { JOB_STATUSES } from '../core/job-status';
+import { ValidationError } from '../core/errors';
+import { checkLimit, checkStatus, decodeIdCursor, encodeIdCursor, JOB_SELECT, JobRow, projectCondition, rowToJob } from './common';
+
+/** PostgreSQL's SQLSTATE for a statement cancelled by statement_timeout (manual, appendix A). */
+const QUERY_CANCELED = '57014';
+
+/**
+ * Runs a search under {@link PAYLOAD_SEARCH_TIMEOUT_MS} (SET LOCAL in its own transaction).
+ * @throws ValidationError (400, on `from`) when it runs out of time: the client can narrow the range.
+ */
+async function boundedQuery(db: DataSource, sql: string, params: unknown[]): Promise<JobRow[]> {
+  try {
+    return await db.transaction(async (m) => {
+      await m.query(`SET LOCAL statement_timeout = ${PAYLOAD_SEARCH_TIMEOUT_MS}`);
+      return (await m.query(sql, params)) as JobRow[];
+    });
+  } catch (e) {
+    const code = (e as { driverError?: { code?: string }; code?: string }).driverError?.code ?? (e as { code?: string }).code;
+    if (code !== QUERY_CANCELED) throw e;
+    throw new ValidationError('payload search took too long', [
+      { path: 'from', message: `the search ran over ${PAYLOAD_SEARCH_TIMEOUT_MS} ms: narrow from..to, add queue/type/status, or enable payloadSearch on the queue` },
+    ]);
+  }
+}
+
+export interface ListJobsFilter {
+  /** Exact (qualified) queue name. */
+  queue?: string;
+  /**
+   * Only this project's queues (src/core/project-queue.ts); absent or null =
+   * every project. Not needed with `queue` (a qualified name names its project).
+   */
+  project?: string | null;
+  /** One of the job statuses (waiting, delayed, active, completed, failed, cancelled). */
+  status?: string;
+  /** Exact job type. */
+  type?: string;
+  /** `nextCursor` of the previous page; absent for the first page. */
+  cursor?: string;
+  /** Page size, integer 1..500, default 50. */
+  limit?: number;
+  /** Created at or after, epoch ms (UUIDv7 ids start with their creation time: a primary-key range). */
+  fromMs?: number;
+  /** Created before, epoch ms. */
+  toMs?: number;
+  /**
+   * JSON object the payload must contain (PostgreSQL `@>`), already checked
+   * (src/core/payload-filter.ts); requires fromMs and toMs.
+   */
+  payload?: string;
+}
+
+/** How long one payload search may run before it is refused (400: narrow the range or enable payloadSearch), ms. */
+export const PAYLOAD_SEARCH_TIMEOUT_MS = 5000;
+
+/** The smallest UUID of a millisecond: its 48-bit time, then zeros (UUIDv7 layout, RFC 9562 §5.7). */
+export function idAtMs(ms: number): string {
+  const h = Math.max(0, Math.min(2 ** 48 - 1, Math.floor(ms))).toString(16).padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+/**
+ * One page of a payload search: `sluice_payload_jsonb(payload) @> $p`
+ * within the created-time range (a primary-key range: ids are UUIDv7),
+ * with the other filters, newest first. On a queue with payloadSearch on,
+ * the planner reads its partial GIN index (src/queues/payload-search.ts);
+ * elsewhere it walks the id range backwards and stops at LIMIT, so the
+ * range bounds the work (≤ 31 days, and {@link PAYLOAD_SEARCH_TIMEOUT_MS}).
+ * With a `project` and no queue, the project's condition filters the rows
+ * of that range (src/history/common.ts projectCondition).
+ */
+export function payloadSearchSql(
+  f: { queue?: string; status?: string; type?: string; project?: string | null; payload: string; fromMs: number; toMs: number },
+  afterId: string | null,
+  limit: number,
+): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const param = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const where = [`j.id >= ${param(idAtMs(f.fromMs))}::uuid`, `j.id < ${param(idAtMs(f.toMs))}::uuid`];
+  if (afterId !== null) where.push(`j.id < ${param(afterId)}::uuid`);
+  if (f.queue !== undefined) where.push(`j.queue = ${param(f.queue)}`);
+  else if (f.project != null) where.push(projectCondition('j.queue', f.project, param));
+  if (f.status !== undefined) where.push(`j.status = ${param(f.status)}`);
+  if (f.type !== undefined) where.push(`j.type = ${param(f.type)}`);
+  where.push(`sluice_payload_jsonb(j.payload) @> ${param(f.payload)}::jsonb`);
+  return { sql: `SELECT ${JOB_SELECT} FROM jobs j WHERE ${where.join(' AND ')} ORDER BY j.id DESC LIMIT ${param(limit + 1)}`, params };
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Opaque cursor of the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/**
+ * Builds the SQL of one page: every filter combination is read in id order
+ * from an index and stopped by LIMIT — no OFFSET, no sort of the matches
+ * (plans in docs/query-plans.md). `jobs` keeps three secondary indexes
+ * (migration 1796000900000-LeanJobIndexes: each one is paid for by every
+ * row the audit writer writes), so:
+ * - no filter: the primary key, backwards (UUIDv7 ids sort by creation time);
+ * - a status with a queue and/or a type: `jobs_queue_status_id` or
+ *   `jobs_type_status_id` directly;
+ * - a queue and/or a type without a status: one LIMITed branch per status
+ *   (each an ordered range of those indexes), merged by id (Merge Append);
+ * - a status alone: one LIMITed range of `jobs_queue_status_id` per queue
+ *   that has (had) jobs of that status — the rows of `job_counts`, which the
+ *   counter trigger keeps for every (queue, status) in `jobs` — then a top-N
+ *   sort of at most queues × (limit + 1) rows.
+ * With a `project` (and no queue): the same, over that project's queues only:
+ * - no type: one LIMITed range of `jobs_queue_status_id` per (queue,
+ *   status) row of `job_counts` of the project (of the status, when given),
+ *   ids only (index-only), a top-N sort of at most queues × statuses ×
+ *   (limit + 1) ids, then the page's rows by primary key;
+ * - a type: the plans above with the project's condition as a filter of the
+ *   `jobs_type_status_id` range (as a queue filter is with a type today).
+ * Fetches `limit + 1` rows to know whether a next page exists.
+ * @param afterId the decoded cursor (the last id of the previous page).
+ */
+export function listJobsSql(
+  f: { queue?: string; status?: string; type?: string; project?: string | null; fromMs?: number; toMs?: number },
+  afterId: string | null,
+  limit: number,
+): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const param = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const where: string[] = [];
+  if (f.queue !== undefined) where.push(`queue = ${param(f.queue)}`);
+  if (f.type !== undefined) where.push(`type = ${param(f.type)}`);
+  if (afterId !== null) where.push(`id < ${param(afterId)}::uuid`);
+  // A created-time range is an id range (UUIDv7): an index condition of every branch below.
+  if (f.fromMs !== undefined) where.push(`id >= ${param(idAtMs(f.fromMs))}::uuid`);
+  if (f.toMs !== undefined) where.push(`id < ${param(idAtMs(f.toMs))}::uuid`);
+  const n = param(limit + 1);
+  const cond = (extra: string[]) => (extra.length ? ` WHERE ${extra.join(' AND ')}` : '');
+  const project = f.queue === undefined && f.project != null ? f.project : null;
+  let from: string;
+  if (project !== null && f.type === undefined) {
+    const counts = [projectCondition('c.queue', project, param)];
+    if (f.status !== undefined) counts.push(`c.status = ${param(f.status)}`);
+    // Ids only (index-only ranges of jobs_queue_status_id), sorted, then the page's rows by primary key: the sort never moves whole rows.
+    const ids = `SELECT k.id FROM job_counts c CROSS JOIN LATERAL (SELECT id FROM jobs${cond(['queue = c.queue', 'status = c.status', ...where])} ORDER BY id DESC LIMIT ${n}) k`;
+    from = `(${ids} WHERE ${counts.join(' AND ')} ORDER BY k.id DESC LIMIT ${n}) k JOIN jobs j ON j.id = k.id`;
+  } else if (project !== null) {
+    where.push(projectCondition('queue', project, param));
+    const statuses = f.status === undefined ? JOB_STATUSES.map((s) => `'${s}'`) : [param(f.status)];
+    const branches = statuses.map((s) => `(SELECT * FROM jobs${cond([...where, `status = ${s}`])} ORDER BY id DESC LIMIT ${n})`);
+    from = `(${branches.join(' UNION ALL ')}) j`;
+  } else if (f.status === undefined && f.queue === undefined && f.type === undefined) from = `(SELECT * FROM jobs${cond(where)} ORDER BY id DESC LIMIT ${n}) j`;
+  else if (f.status === undefined) {
+    // The statuses are the core's fixed names (checked by checkStatus), inlined so each branch is planned for its own status.
+    const branches = JOB_STATUSES.map((s) => `(SELECT * FROM jobs${cond([...where, `status = '${s}'`])} ORDER BY id DESC LIMIT ${n})`);
+    from = `(${branches.join(' UNION ALL ')}) j`;
+  } else if (f.queue !== undefined || f.type !== undefined) {
+    from = `(SELECT * FROM jobs${cond([...where, `status = ${param(f.status)}`])} ORDER BY id DESC LIMIT ${n}) j`;
+  } else {
+    const s = param(f.status);
+    from = `job_counts c CROSS JOIN LATERAL (SELECT * FROM jobs${cond(['queue = c.queue', 'status = c.status', ...where])} ORDER BY id DESC LIMIT ${n}) j`;
+    from += ` WHERE c.status = ${s}`;
+  }
+  return { sql: `SELECT ${JOB_SELECT} FROM ${from} ORDER BY j.id DESC LIMIT ${n}`, params };
+}
+
+/**
+ * `GET /jobs?queue=&status=&type=&cursor=&limit=`: jobs from the Postgres
+ * projection, newest first (UUIDv7 ids sort by creation time), keyset
+ * pagination on `id`.
+ *
+ * Pages never overlap or skip: a page holds the `limit` largest ids below
+ * the cursor that match the filter, so every job that existed (and matched)
+ * when the first page was read appears exactly once while inserts go on;
+ * jobs created later sort before the cursor and do not show up. (A job whose
+ * status changes between two pages can leave or enter a status filter.)
+ *
+ * @returns `{ items: Job[] (≤ limit, times epoch ms), nextCursor }`;
+ *   nextCursor is the base64url of the last item's id, null when no more.
+ * @throws ValidationError on a bad status, limit or cursor (HTTP 400).
+ */
+export async function listJobs(db: DataSource, filter: ListJobsFilter = {}): Promise<Page<Job>> {
+  const limit = checkLimit(filter.limit);
+  const status = checkStatus(filter.status);
+  const afterId = filter.cursor !== undefined && filter.cursor !== '' ? decodeIdCursor(filter.cursor) : null;
+  const f = { queue: filter.queue, status, type: filter.type, project: filter.project, fromMs: filter.fromMs, toMs: filter.toMs };
+  let rows: JobRow[];
+  if (filter.payload !== undefined) {
+    if (filter.fromMs === undefined || filter.toMs === undefined) throw new ValidationError('from and to are required with payload', [{ path: 'from', message: 'required with payload' }]);
+    const { sql, params } = payloadSearchSql({ ...f, payload: filter.payload, fromMs: filter.fromMs, toMs: filter.toMs }, afterId, limit);
+    rows = await boundedQuery(db, sql, params);
+  } else {
+    const { sql, params } = listJobsSql(f, afterId, limit);
+    rows = await db.query(sql, params);
+  }
+  const more = rows.length > limit;
+  const items = (more ? rows.slice(0, limit) : rows).map(rowToJob);
+  return { items, nextCursor: more ? encodeIdCursor(items[items.length - 1].id) : null };
+}

@@ -1,0 +1,528 @@
+import type { DataSource } from 'typeorm';
+import type { RedisClient } from '../redis/connection';
+import type { RedisJobStore } from '../redis/redis-job-store';
+import type { RedisScripts } from '../redis/scripts';
+import { jobChangesChannel, liveListenersKey, newQueueChannel } from '../redis/keys';
+import { jobChangesMessage } from './job-changes';
+import type { Logger } from '../workers/runtime/worker-runtime';
+import type { AuditWriterMetrics } from './mirror-metrics';
+import { batchMessage, planBatch, UNIQUE_VIOLATION } from './batch-writer';
+import { isolate } from './isolate';
+import { BatchMessage, sendBatch } from '../postgres/pg-batch';
+import { batchFault, logSafeMessage, sqlState } from '../postgres/pg-errors';
+import { AuditBatch, entryFields, project, StreamEntry } from './projection';
+import { logQuarantine, Refusal, writeQuarantine } from './quarantine';
+import { compareIds, nextStreamId } from './stream-ids';
+
+export const AUDIT_GROUP = 'sluice-audit';
+
+/**
+ * Acknowledges mirrored entries of one stream and removes them from it, in
+ * one script (lua/ackEvents-1.lua: XACK, then a trim when nothing older is
+ * pending, else XDEL). One script, because a writer dying between a separate
+ * XACK and XDEL would leave acked entries in the stream for good (never
+ * pending, so never taken over) and XLEN would not drain to 0.
+ * @param ids 1..1000 entry ids of `eventsKey`, committed to PostgreSQL, in any order.
+ * @returns 1 when the entries were trimmed, 0 when deleted one by one.
+ */
+export function acknowledgeEntries(scripts: RedisScripts, eventsKey: string, ids: string[]): Promise<number> {
+  const last = ids.reduce((a, b) => (compareIds(a, b) >= 0 ? a : b));
+  return scripts.run<number>('ackEvents', [eventsKey], [AUDIT_GROUP, last, nextStreamId(last), ...ids]);
+}
+
+export interface AuditWriterOptions {
+  writerId: string;
+  /** Max stream entries per Postgres transaction (≤ 1000; more is taken as 1000: lua/ackEvents-1.lua gets one batch's ids as arguments). */
+  batchSize?: number;
+  /** Max field text per transaction, chars (default 32 Mi): a batch of large payloads is cut short. */
+  maxBatchChars?: number;
+  /** Field text of one entry past which it is quarantined unwritten, chars (default MAX_ENTRY_CHARS, 64 Mi). */
+  maxEntryChars?: number;
+  /** Ownership lease of a queue's stream, ms; a dead writer's queues are taken over after it. */
+  lockTtlMs?: number;
+  /** Sleep when every owned stream is empty, ms. */
+  idleMs?: number;
+  /** Keep finished jobs in Redis (-1 = delete once mirrored). */
+  keepCompletedCount?: number;
+  keepCompletedMs?: number;
+  /**
+   * Called when the writer takes a queue over, before it mirrors any of its
+   * entries, with the queue's audit lock held under `writerId` (the restore
+   * check: src/restore/restore.ts). If it throws, the lock is released and the
+   * queue is tried again on the next ownership round.
+   */
+  onAcquire?: (queue: string) => Promise<void>;
+  /** Called after each batch written, with the age of its oldest entry (ms, in Redis time: entry ids carry it, and the host's clock offset is measured). */
+  onBatch?: (lagMs: number) => void;
+  /** Fed once per batch (src/mirror/mirror-metrics.ts). */
+  metrics?: AuditWriterMetrics;
+}
+
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+type XEntries = [string, string[]][];
+
+/** A batch read and made ready for PostgreSQL: its projection, and the one message that writes it. */
+interface Prepared {
+  entries: StreamEntry[];
+  batch: AuditBatch;
+  message: BatchMessage | null;
+  /** Read with `>` (never delivered before): the message inserts with COPY, without ON CONFLICT (planBatch's `fresh`). */
+  fresh: boolean;
+  /** Entries read but not in this batch (over the size budget): they go first in the backlog. */
+  rest: StreamEntry[];
+  /** Projecting or encoding the batch threw (`message` is null): the writer isolates the entries that make it throw. */
+  broken?: unknown;
+}
+
+/**
+ * Default field text per batch (chars). The batch's script holds a payload
+ * up to twice (event row and job row) and escaping can double it again:
+ * 4 × 32 Mi chars stays well below V8's longest string (512 Mi chars) and,
+ * at up to 3 UTF-8 bytes per char, below PostgreSQL's 1 GB message limit.
+ */
+const MAX_BATCH_CHARS = 32 * 2 ** 20;
+
+/**
+ * Field text of one entry past which it is quarantined unread (chars): its
+ * statements would pass V8's longest string or PostgreSQL's 1 GB message
+ * (a payload is held twice, escaping may double it, up to 3 bytes a char).
+ */
+const MAX_ENTRY_CHARS = 64 * 2 ** 20;
+
+/** Failures in a row of the same batch with the same unclassified SQLSTATE after which it is taken as the data's (src/postgres/pg-errors.ts). */
+const UNKNOWN_REPEATS = 3;
+
+/**
+ * Projects and encodes a batch, cut after `maxChars` of field text (at least
+ * one entry). Never throws: when projecting or encoding throws, the batch
+ * comes back `broken` (the writer then finds the entries that make it
+ * throw), so nothing read is dropped. An entry of more than
+ * `maxEntryChars` is rejected unwritten.
+ */
+function prepare(all: StreamEntry[], maxChars: number, fresh: boolean, maxEntryChars = MAX_ENTRY_CHARS): Prepared {
+  let size = 0;
+  let n = 0;
+  let huge: StreamEntry[] | undefined;
+  for (; n < all.length; n++) {
+    const before = size;
+    for (const k in all[n].fields) size += all[n].fields[k].length;
+    if (size > maxChars && n > 0) break;
+    if (size - before > maxEntryChars) (huge ??= []).push(all[n]);
+  }
+  const entries = all.slice(0, n);
+  try {
+    const batch = project(huge ? entries.filter((e) => !huge!.includes(e)) : entries);
+    if (huge) for (const entry of huge) batch.rejected.push({ entry, reason: 'entry too large' });
+    return { entries, batch, message: batch.events.length || batch.logs.length ? batchMessage(planBatch(batch, fresh)) : null, fresh, rest: all.slice(n) };
+  } catch (broken) {
+    return { entries, batch: project([]), message: null, fresh, rest: all.slice(n), broken };
+  }
+}
+
+/** The ms part of the oldest entry id of a batch (entries come in stream order per queue, queue after queue). */
+function oldestMs(entries: StreamEntry[]): number {
+  let min = Infinity;
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0 && entries[i].queue === entries[i - 1].queue) continue;
+    const id = entries[i].id;
+    min = Math.min(min, Number(id.slice(0, id.indexOf('-'))));
+  }
+  return min;
+}
+
+/**
+ * The `audit` role: mirrors every queue's events stream into PostgreSQL.
+ *
+ * - One consumer group (`sluice-audit`) per stream; new queues are found in
+ *   the queue registry.
+ * - Each queue's stream is mirrored by one writer at a time (a lease in Redis,
+ *   renewed while held), so a job's events reach the projection in order;
+ *   several writers share the queues. A writer taking over a queue first
+ *   claims the entries its dead owner left pending (XAUTOCLAIM).
+ * - Entries are read in batches (≤ batchSize, no waiting once something
+ *   arrived), written in one transaction with one multi-row statement per
+ *   table, then acknowledged and removed from the stream (lua/ackEvents-1.lua). Writes are idempotent (the stream entry id is
+ *   unique in job_events), so a batch replayed after a crash adds nothing.
+ * - When Postgres is down the transaction fails, nothing is acked, entries
+ *   wait in Redis and are retried with backoff.
+ * - When Postgres refuses a batch for its data, the batch is bisected: the
+ *   rest is written in stream order, the entries it refuses are quarantined
+ *   (src/mirror/quarantine.ts) and acknowledged, so no entry stops the mirror.
+ * - Retention: once mirrored, completed/cancelled job hashes leave Redis.
+ */
+export class AuditWriter {
+  private running = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  private owned = new Set<string>();
+  private groupsMade = new Set<string>();
+  private ownershipCheckedAt = 0;
+  /** Entries taken over from a dead writer, to be written before new ones. */
+  private backlog: StreamEntry[] = [];
+  private pgDown = false;
+  /** The last failure of a batch with an unclassified SQLSTATE (first entry and code), and how many times in a row. */
+  private unknownFailure = { key: '', times: 0 };
+  /** `bisections`: isolations started (src/mirror/isolate.ts); `isolated`: batches that went in bisected. */
+  readonly stats = { batches: 0, events: 0, lastBatchAt: 0, freshRetries: 0, quarantined: 0, isolated: 0, bisections: 0 };
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly store: RedisJobStore,
+    private readonly db: DataSource,
+    private readonly opts: AuditWriterOptions,
+    private readonly log: Logger = silent,
+  ) {}
+
+  private sub: RedisClient | null = null;
+
+  start(): void {
+    this.running = true;
+    // New queues are announced (RedisJobStore.registerQueue): take them over at
+    // once instead of at the next ownership poll (≤ 1 s), so their history
+    // shows up as quickly as that of known queues.
+    this.sub = this.redis.duplicate() as RedisClient;
+    this.sub.on('error', () => undefined); // reconnects by itself; the poll is the fallback
+    this.sub.on('message', () => (this.ownershipCheckedAt = 0));
+    void this.sub.subscribe(newQueueChannel(this.store.prefix)).catch(() => undefined);
+    this.loopDone = this.loop().catch((e) => this.log.error({ err: (e as Error).message }, 'audit writer loop crashed'));
+  }
+
+  /** Stops after the batch in progress; releases the queues it owned. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.sub?.disconnect();
+    this.sub = null;
+    await this.loopDone;
+    await Promise.all([...this.owned].map((q) => this.redis.eval(
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, this.store.keys(q).auditLock, this.opts.writerId,
+    ).catch(() => undefined)));
+    this.owned.clear();
+  }
+
+  /**
+   * Runs until stopped: claim queues, read, write, ack. Pipelined: the next
+   * batch is read from Redis, projected and encoded (Node's share of the
+   * work, about as much CPU as PostgreSQL's), and the previous one
+   * acknowledged, while the current one is written to PostgreSQL.
+   */
+  private async loop(): Promise<void> {
+    let failures = 0;
+    let acking: Promise<void> = Promise.resolve();
+    while (this.running) {
+      try {
+        if (Date.now() - this.ownershipCheckedAt >= Math.min(1000, (this.opts.lockTtlMs ?? 5000) / 3)) {
+          await acking; // a takeover must see this writer's acks done
+          await this.refreshOwnership();
+        }
+        const next = await this.nextBatch();
+        if (!next.entries.length) {
+          await sleep(this.opts.idleMs ?? 5);
+          continue;
+        }
+        const { entries } = next;
+        // Read and prepare ahead while this batch goes to PostgreSQL — unless
+        // a read-ahead is still pending (the backlog was served first: it
+        // must not be replaced, its entries would stay pending unwritten) or
+        // the backlog has more to write first.
+        if (!this.prefetch && !this.backlog.length) this.prefetch = this.read().then((e) => this.prepareBatch(e, true));
+        const written = await this.write(next);
+        this.announce(written);
+        failures = 0;
+        const prev = acking;
+        acking = prev.then(() => this.acknowledge(entries, written)).catch((e) => {
+          // Still pending: write them again (idempotent) and ack on the next round.
+          this.backlog.push(...entries);
+          this.log.warn({ err: (e as Error).message }, 'audit ack failed: retrying the batch');
+        });
+      } catch (e) {
+        failures++;
+        if (!this.pgDown) {
+          // A message PostgreSQL sent may quote a value: only its log-safe part.
+          const code = sqlState(e);
+          this.log.warn({ err: code ? logSafeMessage((e as Error).message) : (e as Error).message, code }, 'audit batch failed: events stay in Redis, retrying');
+        }
+        this.pgDown = true;
+        await sleep(Math.min(100 * 2 ** Math.min(failures, 5), 2000));
+      }
+    }
+    await acking;
+    const f = this.prefetch ? await this.prefetch.catch(() => null) : null;
+    if (f) this.backlog.push(...f.entries, ...f.rest);
+  }
+
+  /** Entries per batch, 1..1000 whatever the option says (the ack script takes one batch's ids as arguments). */
+  private batchSize(): number {
+    return Math.min(1000, Math.max(1, Math.floor(this.opts.batchSize ?? 1000)));
+  }
+
+  /** `fresh`: the entries come straight from a `>` read (not the backlog: a retry or a takeover). */
+  private prepareBatch(entries: StreamEntry[], fresh: boolean): Prepared {
+    return prepare(entries, this.opts.maxBatchChars ?? MAX_BATCH_CHARS, fresh, this.opts.maxEntryChars);
+  }
+
+  /** The next batch, being read and prepared while the current one is written. */
+  private prefetch: Promise<Prepared> | null = null;
+
+  /** The batch to write next: the retry backlog first, then what was read ahead, then a fresh read. */
+  private async nextBatch(): Promise<Prepared> {
+    let p: Prepared;
+    if (this.backlog.length) p = this.prepareBatch(this.backlog.splice(0, this.batchSize()), false);
+    else if (this.prefetch) {
+      const f = this.prefetch;
+      this.prefetch = null;
+      p = await f;
+    } else p = this.prepareBatch(await this.read(), true);
+    if (p.rest.length) this.backlog.unshift(...p.rest);
+    return p;
+  }
+
+  /**
+   * Writes one batch in one transaction, and quarantines what cannot be
+   * written (src/mirror/quarantine.ts). On failure keeps it (and anything
+   * read ahead) for the retry, in order.
+   *
+   * When PostgreSQL refuses the batch for its data (src/postgres/pg-errors.ts:
+   * a data exception, a NOT NULL column left null, an index row too large —
+   * or an unclassified error the same batch met UNKNOWN_REPEATS times in a
+   * row) the batch is bisected (src/mirror/isolate.ts): the entries
+   * PostgreSQL takes are written in stream order, the ones it refuses
+   * alone are quarantined, and all are acknowledged. When PostgreSQL is
+   * unavailable nothing is quarantined: the batch waits in Redis.
+   * @returns the projection of what was written (its `finished` jobs leave Redis on acknowledgement).
+   * @throws when PostgreSQL or Redis is unavailable (nothing acked: the batch is retried).
+   */
+  private async write(p: Prepared): Promise<AuditBatch> {
+    const { entries, batch, message, fresh } = p;
+    let written = batch;
+    let refused: Refusal[] = batch.rejected.length ? batch.rejected.map((r) => ({ entry: r.entry, code: 'projection', message: r.reason })) : [];
+    let isolated = false;
+    try {
+      // One implicit transaction, one round trip (see sendBatch).
+      let failed: unknown;
+      if (p.broken !== undefined) failed = p.broken;
+      else if (message) {
+        try {
+          await sendBatch(this.db, message);
+        } catch (e) {
+          failed = e;
+        }
+      }
+      if (failed !== undefined) {
+        if (p.broken === undefined && !this.isDataFault(failed, entries)) throw failed;
+        // Nothing was written. The fresh form (COPY) is tried again in the
+        // idempotent form first: it met a row that exists (Redis restarted
+        // from an older snapshot and delivers mirrored entries again), or
+        // refused a value the array literals carry (COPY's text input and
+        // the literals are two encodings of the same rows).
+        const known = p.broken !== undefined ? undefined : { batch, error: fresh ? undefined : failed };
+        this.stats.bisections++;
+        const iso = await isolate(this.db, entries, known);
+        const byPg = iso.refused.filter((r) => r.code !== 'projection');
+        if (byPg.length && byPg.every((r) => r.fault === 'unknown') && !iso.written.length) throw failed; // nothing goes in: PostgreSQL's, not the data's
+        if (byPg.length || p.broken !== undefined) {
+          isolated = true;
+          this.stats.isolated++;
+          written = project(iso.written);
+        } else {
+          const code = sqlState(failed) ?? '';
+          if (code !== UNIQUE_VIOLATION && !this.stats.freshRetries) {
+            this.log.warn({ err: logSafeMessage((failed as Error).message), code }, 'audit writer: a fresh batch was refused, written in the idempotent form');
+          }
+          this.stats.freshRetries++;
+        }
+        refused = iso.refused;
+      }
+      if (refused.length) {
+        await writeQuarantine(this.db, this.redis, (q) => this.store.keys(q).events, refused);
+        logQuarantine(this.log, (q) => this.store.keys(q).events, refused);
+        this.stats.quarantined += refused.length;
+      }
+    } catch (e) {
+      this.opts.metrics?.failure();
+      const f = this.prefetch ? await this.prefetch.catch(() => null) : null;
+      this.prefetch = null;
+      // Per queue, what the backlog holds (this batch's overflow, a retried
+      // batch) was read before the read-ahead: the batch first, the
+      // read-ahead last.
+      this.backlog.unshift(...entries);
+      if (f) this.backlog.push(...f.entries, ...f.rest);
+      throw e;
+    }
+    this.unknownFailure.times = 0;
+    if (this.pgDown) {
+      this.pgDown = false;
+      this.log.info({}, 'audit writer: postgres is back, mirroring resumed');
+    }
+    this.stats.batches++;
+    this.stats.events += entries.length;
+    this.stats.lastBatchAt = Date.now();
+    this.opts.metrics?.batch(entries.length, refused.length, isolated);
+    if (this.opts.onBatch && entries.length) this.opts.onBatch(this.stats.lastBatchAt + this.redisClockOffsetMs - oldestMs(entries));
+    return written;
+  }
+
+  /**
+   * Whether PostgreSQL's refusal of the batch is about its data (see
+   * src/postgres/pg-errors.ts): a data error at once; an unclassified SQLSTATE
+   * once the same batch (same first entry) failed with it UNKNOWN_REPEATS
+   * times in a row; never when PostgreSQL is unavailable.
+   */
+  private isDataFault(e: unknown, entries: StreamEntry[]): boolean {
+    const fault = batchFault(e);
+    if (fault !== 'unknown') return fault === 'data';
+    const key = `${entries[0]?.queue}\n${entries[0]?.id}\n${sqlState(e)}`;
+    if (this.unknownFailure.key === key) this.unknownFailure.times++;
+    else this.unknownFailure = { key, times: 1 };
+    return this.unknownFailure.times >= UNKNOWN_REPEATS;
+  }
+
+  /**
+   * Reads, writes and acknowledges one batch (no read-ahead). Returns the
+   * number of entries written. Used by tests to step the writer.
+   * @throws when Postgres or Redis fails (nothing acked: the batch is retried).
+   */
+  async runOnce(): Promise<number> {
+    const next = await this.nextBatch();
+    if (!next.entries.length) return 0;
+    const written = await this.write(next);
+    this.announce(written);
+    await this.acknowledge(next.entries, written);
+    return next.entries.length;
+  }
+
+  private async read(): Promise<StreamEntry[]> {
+    const budget = this.batchSize();
+    const queues = [...this.owned];
+    if (!queues.length) return [];
+    const per = Math.max(1, Math.ceil(budget / queues.length));
+    const replies = await Promise.all(
+      queues.map((q) =>
+        (this.redis as any).xreadgroup('GROUP', AUDIT_GROUP, this.opts.writerId, 'COUNT', per, 'STREAMS', this.store.keys(q).events, '>') as Promise<
+          [string, XEntries][] | null
+        >,
+      ),
+    );
+    const out: StreamEntry[] = [];
+    replies.forEach((r, i) => {
+      if (r) for (const [id, fields] of r[0][1]) out.push({ queue: queues[i], id, fields: entryFields(fields) });
+    });
+    return out;
+  }
+
+  private async acknowledge(entries: StreamEntry[], batch = project(entries)): Promise<void> {
+    const byQueue = new Map<string, string[]>();
+    for (const e of entries) {
+      let l = byQueue.get(e.queue);
+      if (!l) byQueue.set(e.queue, (l = []));
+      l.push(e.id);
+    }
+    const finished = batch.finished;
+    await Promise.all(
+      [...byQueue].map(async ([q, ids]) => {
+        await acknowledgeEntries(this.store.scripts, this.store.keys(q).events, ids);
+      }),
+    );
+    const done = new Map<string, string[]>();
+    for (const f of finished) {
+      let l = done.get(f.queue);
+      if (!l) done.set(f.queue, (l = []));
+      l.push(f.jobId);
+    }
+    await Promise.all(
+      [...done].map(([q, ids]) => {
+        const k = this.store.keys(q);
+        return this.store.scripts.run('forgetJobs', [k.done, k.meta], [k.base, this.opts.keepCompletedCount ?? -1, this.opts.keepCompletedMs ?? -1, ...ids]);
+      }),
+    );
+  }
+
+  /** Some API process has live-update listeners (the key, checked at each ownership round, ≤ 1 s). */
+  private liveListeners = false;
+
+  /**
+   * Publishes the jobs a committed batch changed (src/mirror/job-changes.ts)
+   * for the console's live updates (src/dashboard/live/), only while an API
+   * process has listeners: no cost otherwise. After the commit, so a client
+   * that refetches on the notice sees the change in PostgreSQL. Fire and
+   * forget: a lost notice costs a client one refresh (it polls as a fallback).
+   */
+  private announce(batch: AuditBatch): void {
+    if (!this.liveListeners) return;
+    const msg = jobChangesMessage(batch);
+    if (msg !== null) this.redis.publish(jobChangesChannel(this.store.prefix), msg).catch(() => undefined);
+  }
+
+  /** Redis's clock minus this host's (ms), measured at each ownership round: entry ids carry Redis time. */
+  private redisClockOffsetMs = 0;
+
+  /** Creates missing consumer groups, takes free queues, renews held ones. */
+  private async refreshOwnership(): Promise<void> {
+    this.ownershipCheckedAt = Date.now();
+    if (this.opts.onBatch) {
+      const [sec, usec] = await this.redis.time();
+      this.redisClockOffsetMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - Date.now();
+    }
+    this.liveListeners = (await this.redis.exists(liveListenersKey(this.store.prefix))) === 1;
+    const ttl = this.opts.lockTtlMs ?? 5000;
+    for (const q of await this.store.listQueues()) {
+      const k = this.store.keys(q);
+      if (!this.groupsMade.has(q)) {
+        await this.redis.xgroup('CREATE', k.events, AUDIT_GROUP, '0', 'MKSTREAM').catch((e: Error) => {
+          if (!/BUSYGROUP/.test(e.message)) throw e;
+        });
+        this.groupsMade.add(q);
+      }
+      if (this.owned.has(q)) {
+        const still = await this.store.scripts.run<number>('renewLock', [k.auditLock], [this.opts.writerId, ttl]);
+        if (still !== 1) {
+          this.owned.delete(q);
+          this.log.warn({ queue: q }, 'audit writer lost the ownership of a queue');
+        }
+      } else if ((await this.redis.set(k.auditLock, this.opts.writerId, 'PX', ttl, 'NX')) === 'OK') {
+        if (!(await this.prepare(q))) continue;
+        this.owned.add(q);
+        await this.takeOver(q);
+      }
+    }
+  }
+
+  /**
+   * Before mirroring a queue just taken: (re)creates the consumer group (Redis
+   * may have lost it since it was first made) and runs the onAcquire hook.
+   * Returns false, with the lock released, when the hook failed.
+   */
+  private async prepare(queue: string): Promise<boolean> {
+    const k = this.store.keys(queue);
+    await this.redis.xgroup('CREATE', k.events, AUDIT_GROUP, '0', 'MKSTREAM').catch((e: Error) => {
+      if (!/BUSYGROUP/.test(e.message)) throw e;
+    });
+    if (!this.opts.onAcquire) return true;
+    try {
+      await this.opts.onAcquire(queue);
+      return true;
+    } catch (e) {
+      this.log.warn({ queue, err: (e as Error).message }, 'audit writer: queue check failed, will retry');
+      await this.redis
+        .eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, k.auditLock, this.opts.writerId)
+        .catch(() => undefined);
+      return false;
+    }
+  }
+
+  /** Claims every entry left pending in the group by earlier owners (XAUTOCLAIM). */
+  private async takeOver(queue: string): Promise<void> {
+    const k = this.store.keys(queue);
+    let cursor = '0-0';
+    const taken: StreamEntry[] = [];
+    do {
+      const r = (await (this.redis as any).xautoclaim(k.events, AUDIT_GROUP, this.opts.writerId, 0, cursor, 'COUNT', 1000)) as [string, XEntries, string[]?];
+      cursor = r[0];
+      for (const [id, fields] of r[1]) if (fields) taken.push({ queue, id, fields: entryFields(fields) });
+    } while (cursor !== '0-0');
+    if (taken.length) {
+      taken.sort((a, b) => compareIds(a.id, b.id));
+      this.backlog.push(...taken);
+      this.log.info({ queue, entries: taken.length }, 'audit writer took over pending entries');
+    }
+  }
+}

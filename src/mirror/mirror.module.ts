@@ -1,0 +1,6 @@
+import { Module } from '@nestjs/common';
+import { AuditService } from './mirror.service';
+
+/** The `audit` role. */
+@Module({ providers: [AuditService] })
+export class AuditModule {}

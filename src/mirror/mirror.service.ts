@@ -1,0 +1,142 @@
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { WorkerService } from '../workers/runtime/worker.service';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { DataSource } from 'typeorm';
+import type { SluiceConfig } from '../config/config';
+import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
+import type { Logger } from '../logging/logger';
+import type { RedisClient } from '../redis/connection';
+import { REDIS } from '../redis/redis.module';
+import { RedisJobStore } from '../redis/redis-job-store';
+import { readBacklog } from './backlog';
+import { AuditMetrics } from './mirror-metrics';
+import type { Registry } from 'prom-client';
+import { METRICS_REGISTRY } from '../metrics/metrics.module';
+import { AuditWriter } from './mirror-writer';
+import { AUDIT_DB } from '../postgres/postgres.module';
+import { formatRestoreReport, QueueRestorer } from '../restore/restore';
+import { createRoleWriter, roleRestorer } from './role-writer';
+import { mirrorWorkers } from '../workers/registry/worker-history';
+import { AuditWriterThread } from './writer-thread';
+import { join } from 'node:path';
+
+/** How often the worker registry is copied into the `workers` table. */
+const WORKERS_INTERVAL_MS = 5_000;
+/** Longest wait on shutdown for the streams to be mirrored. */
+const SHUTDOWN_DRAIN_MS = 3_000;
+
+/** The `audit` role: runs an AuditWriter (retention pruning runs in the scheduler role). */
+@Injectable()
+export class AuditService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  readonly writerId = `audit-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  /**
+   * The writer's metrics (batches, batch sizes, quarantined entries…),
+   * whether it runs on this thread or in its worker thread, on a registry of
+   * their own: put them on the process's `/metrics` registry with
+   * `auditService.metrics.registerOn(registry)`.
+   */
+  readonly metrics = new AuditMetrics();
+  private writer?: AuditWriter;
+  private thread?: AuditWriterThread;
+  private workersTimer?: NodeJS.Timeout;
+
+  constructor(
+    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    @Inject(LOGGER) private readonly log: Logger,
+    @Inject(REDIS) private readonly redis: RedisClient,
+    @Inject(AUDIT_DB) private readonly db: DataSource,
+    private readonly store: RedisJobStore,
+    private readonly moduleRef: ModuleRef,
+    @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
+  ) {
+    // The process's /metrics serves the writer's series too (every role has MetricsModule).
+    if (registry) this.metrics.registerOn(registry);
+  }
+
+  /**
+   * The restore check first (queues whose Redis state is lost are rebuilt
+   * from PostgreSQL, the others get their epoch recorded), then the writer,
+   * which runs the same check on each queue it takes over later.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    // A queue whose audit lock another process holds is not waited for long:
+    // that process is restoring it, or this writer checks it when it takes it over.
+    const restorer = roleRestorer(this.db, this.store, this.log);
+    try {
+      const reports = await restorer.checkAll();
+      const acted = reports.filter((r) => r.action !== 'intact');
+      for (const r of acted) {
+        const line = formatRestoreReport(r);
+        if (r.action === 'error') this.log.error({ queue: r.queue, counts: r.counts }, `restore check: ${line}`);
+        else if (r.action === 'busy') this.log.warn({ queue: r.queue }, `restore check: ${line}`);
+        else this.log.info({ queue: r.queue, action: r.action, counts: r.counts }, `restore check: ${line}`);
+      }
+      this.log.info(
+        { queues: reports.length, restored: reports.filter((r) => r.action === 'restored').length },
+        acted.some((r) => r.action === 'restored') ? 'restore check: redis state rebuilt from postgres' : 'restore check: nothing to restore',
+      );
+    } catch (e) {
+      // The writer runs the same check per queue when it takes one over.
+      this.log.error({ err: (e as Error).message }, 'restore check failed');
+    }
+    if (this.useThread()) {
+      this.thread = new AuditWriterThread(
+        join(__dirname, 'writer-thread.js'),
+        this.config,
+        this.writerId,
+        this.log.child({ component: 'audit', writerId: this.writerId }),
+        this.metrics,
+      );
+      this.thread.start();
+    } else this.startInProcess(restorer);
+    this.workersTimer = setInterval(() => {
+      mirrorWorkers(this.db, this.redis, this.config.redisPrefix).catch((e) =>
+        this.log.debug({ err: (e as Error).message }, 'worker history not mirrored this time'),
+      );
+    }, WORKERS_INTERVAL_MS);
+    this.workersTimer.unref?.();
+    this.log.info({ writerId: this.writerId, thread: !!this.thread }, 'audit writer started');
+  }
+
+  /**
+   * The writer runs in a worker thread when this process also runs other
+   * roles (and AUDIT_THREAD is not false), and only from the build: the
+   * thread entry is compiled JavaScript (tests that run the TypeScript
+   * sources in-process use the main thread).
+   */
+  private useThread(): boolean {
+    const others = [...this.config.roles].some((r) => r !== 'audit');
+    return this.config.auditThread && others && __filename.endsWith('.js');
+  }
+
+  private startInProcess(restorer: QueueRestorer): void {
+    this.writer = createRoleWriter(this.redis, this.store, this.db, this.config, this.writerId, this.log, restorer, undefined, this.metrics);
+    this.writer.start();
+  }
+
+  /**
+   * Mirrors what is still in the streams (the events of jobs the workers of
+   * this process just released, for one) for up to SHUTDOWN_DRAIN_MS, then stops.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    clearInterval(this.workersTimer);
+    // Workers of this process drain first: their last events must be mirrored.
+    let worker: WorkerService | undefined;
+    try {
+      worker = this.moduleRef.get(WorkerService, { strict: false });
+    } catch {
+      worker = undefined; // no worker role in this process
+    }
+    await worker?.beforeApplicationShutdown();
+    const until = Date.now() + SHUTDOWN_DRAIN_MS;
+    while ((this.writer || this.thread) && Date.now() < until) {
+      const b = await readBacklog(this.redis, this.store).catch(() => ({ pending: 0 }));
+      if (b.pending === 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await this.writer?.stop();
+    await this.thread?.stop();
+  }
+}

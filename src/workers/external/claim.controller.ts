@@ -1,0 +1,44 @@
+import { Body, Controller, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import { principalOf } from '../../auth/principal';
+import { Access } from '../../auth/access.decorator';
+import { NotAudited, WORKER_PROTOCOL } from '../../oplog/audited.decorator';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiJob, toApiClaimedJob } from '../../http/api-job';
+import { ApiAnswer } from '../../http/openapi/decorators';
+import { ClaimDto } from './dto/claim.dto';
+import { ExternalService } from './external.service';
+
+/** API.md "External worker protocol": `POST /queues/:name/claim`. */
+@ApiTags('external workers')
+@Controller('queues')
+export class ClaimController {
+  constructor(private readonly external: ExternalService) {}
+
+  /** 200 `{jobs: [job + lockToken + leaseExpiresAt]}`; empty when nothing came within waitMs. */
+  @Post(':name/claim')
+  @Access('worker')
+  @NotAudited(WORKER_PROTOCOL)
+  @HttpCode(200)
+  @ApiOperation({ operationId: 'claimJobs', summary: 'Claim up to `max` jobs under a lease; long poll up to `waitMs`' })
+  @ApiAnswer(200, 'ClaimedJobs', 'The jobs claimed, each with its lock token and lease end; empty when none came within waitMs.')
+  async claim(
+    @Param('name') name: string,
+    @Body() body: ClaimDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+    @Req() req: FastifyRequest,
+  ): Promise<{ jobs: (ApiJob & { lockToken: string; leaseExpiresAt: string | null })[] }> {
+    // The response's 'close' before it finished = the client went away: stop waiting.
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableFinished) gone.abort();
+    };
+    reply.raw.once('close', onClose);
+    try {
+      const jobs = await this.external.claim(name, body, gone.signal, principalOf(req).project);
+      return { jobs: jobs.map(toApiClaimedJob) };
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  }
+}

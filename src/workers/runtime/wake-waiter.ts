@@ -1,0 +1,116 @@
+import { Cluster } from 'ioredis';
+import type { RedisClient } from '../../redis/connection';
+
+/**
+ * Blocks until a queue's wake list gets a token or a timeout passes.
+ *
+ * Single node: one BLPOP over every served queue's wake key on a dedicated
+ * connection. Redis Cluster: BLPOP keys must share a slot, so each queue gets
+ * its own blocking connection; a pending BLPOP that did not win the race is
+ * kept and reused by the next wait, and a token it takes while nobody waits
+ * (the worker is claiming) is remembered for the next wait, so no token is
+ * swallowed.
+ */
+export class WakeWaiter {
+  private single: RedisClient | null = null;
+  private readonly perQueue = new Map<string, { conn: RedisClient; pending: Promise<void> | null; woken: boolean }>();
+  private closed = false;
+  private readonly sleepers = new Set<() => void>();
+
+  constructor(private readonly makeConnection: () => RedisClient, private readonly isCluster: boolean) {}
+
+  /**
+   * Waits for a token on any of `wakeKeys` (queue name → key) for at most
+   * `timeoutMs` (≥ 1). Resolves true when woken, false on timeout or close.
+   */
+  async wait(wakeKeys: Map<string, string>, timeoutMs: number): Promise<boolean> {
+    if (this.closed) return false;
+    if (wakeKeys.size === 0) {
+      // Nothing to block on yet (QUEUES=* before any queue exists, or only
+      // external queues): sleep instead of returning at once, which would
+      // spin the claim loop on the CPU.
+      await new Promise<void>((res) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.sleepers.delete(done);
+          res();
+        };
+        const timer = setTimeout(done, timeoutMs);
+        this.sleepers.add(done);
+      });
+      return false;
+    }
+    const seconds = Math.max(0.001, timeoutMs / 1000).toFixed(3);
+    try {
+      if (!this.isCluster) {
+        if (!this.single) this.single = this.makeConnection();
+        const r = await this.single.blpop(...[...wakeKeys.values()], seconds);
+        return r !== null;
+      }
+      return await this.waitCluster(wakeKeys, timeoutMs);
+    } catch {
+      // Connection closed (shutdown) or dropped: the caller polls again.
+      return false;
+    }
+  }
+
+  private async waitCluster(wakeKeys: Map<string, string>, timeoutMs: number): Promise<boolean> {
+    const slots: { key: string; w: { conn: RedisClient; pending: Promise<void> | null; woken: boolean } }[] = [];
+    let woken = false;
+    for (const [queue, key] of wakeKeys) {
+      let w = this.perQueue.get(queue);
+      if (!w) {
+        w = { conn: this.makeConnection(), pending: null, woken: false };
+        this.perQueue.set(queue, w);
+      }
+      // A token taken by a pending BLPOP since the last wait: consume it, do not block.
+      if (w.woken) {
+        w.woken = false;
+        woken = true;
+      }
+      slots.push({ key, w });
+    }
+    if (woken) return true;
+    let done = false;
+    const races: Promise<boolean>[] = slots.map(({ key, w }) => {
+      if (!w.pending) {
+        // Long server-side timeout; the race below bounds our wait.
+        w.pending = w.conn.blpop(key, 5).then(
+          (r) => {
+            w.pending = null;
+            if (r !== null) w.woken = true;
+          },
+          () => {
+            w.pending = null;
+          },
+        );
+      }
+      // Once this wait is over, a late token stays in `woken` for the next one.
+      return w.pending.then(() => {
+        if (done || !w.woken) return false;
+        w.woken = false;
+        return true;
+      });
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)));
+    try {
+      return await Promise.race([...races, timeout]);
+    } finally {
+      done = true;
+      clearTimeout(timer);
+    }
+  }
+
+  /** Interrupts any wait and closes the blocking connections. */
+  close(): void {
+    this.closed = true;
+    for (const wake of [...this.sleepers]) wake();
+    this.single?.disconnect();
+    for (const w of this.perQueue.values()) w.conn.disconnect();
+  }
+}
+
+export function isCluster(client: RedisClient): boolean {
+  return client instanceof Cluster;
+}

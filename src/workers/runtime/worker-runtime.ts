@@ -1,0 +1,477 @@
+import { computeBackoffDelay } from '../../core/backoff';
+import { AbortReason, HandlerMap, JobContext, UnrecoverableError } from '../../core/handler';
+import type { Json, WorkerJob } from '../../core/job';
+import type { RedisJobStore } from '../../redis/redis-job-store';
+import type { WakeWaiter } from './wake-waiter';
+import { context } from '@opentelemetry/api';
+import { endProcess, ProcessTrace, recordClaims, spanClock, startProcess } from '../../telemetry/job-spans';
+import { tracingEnabled } from '../../telemetry/spans';
+
+/** Minimal logger shape (pino-compatible). */
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface WorkerRuntimeOptions {
+  workerId: string;
+  /** Queue names in priority order; ['*'] = every known queue. */
+  queues: string[];
+  concurrency: number;
+  /** Lease length, ms (LOCK_TTL_MS). */
+  leaseMs: number;
+  /** Lease renewal period, ms; must be < leaseMs. */
+  heartbeatIntervalMs: number;
+  /** Time active jobs get on stop() before they are aborted and released, ms. */
+  shutdownGraceMs: number;
+  /** Longest idle block before a safety-net claim, ms. Default 5000. */
+  maxIdleWaitMs?: number;
+  /** How often `*` re-reads the queue registry, ms. Default 1000. */
+  queueRefreshMs?: number;
+  /** Uniform [0,1) source for backoff jitter. */
+  random?: () => number;
+  /** Called on every heartbeat tick (worker registry). */
+  onHeartbeat?: (active: number) => Promise<void>;
+  /**
+   * Observer hooks (metrics), kept framework-free; must not throw. `type`:
+   * the job's type; `waitMs`: job creation (the UUIDv7 id's timestamp) →
+   * this attempt's start.
+   */
+  onJobStarted?: (queue: string, type: string, waitMs: number) => void;
+  /** An attempt's hold ended; `durationMs` since it started. */
+  onJobFinished?: (queue: string, type: string, outcome: AttemptOutcome, durationMs: number) => void;
+}
+
+/** How an attempt's hold ended, as told to {@link WorkerRuntimeOptions.onJobFinished}. */
+export type AttemptOutcome = 'completed' | 'failed' | 'timeout' | 'cancelled' | 'lease_lost' | 'released';
+
+/** Creation time (epoch ms) of a UUIDv7 job id: its first 48 bits. */
+function uuidV7Ms(id: string): number {
+  return parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+}
+
+interface Running {
+  queue: string;
+  job: WorkerJob;
+  /** Created on first use of ctx.signal: most handlers never read it. */
+  controller?: AbortController;
+  abortReason?: AbortReason;
+  timer?: NodeJS.Timeout;
+  /** The attempt's outcome is decided (acked, failed, released or lost). */
+  settled: boolean;
+  done: Promise<void>;
+  /** performance.now() at start, for onJobFinished. */
+  startedAt: number;
+  /** The attempt's `sluice.process` span, only while an OpenTelemetry SDK is registered. */
+  trace?: ProcessTrace;
+}
+
+/** While draining for a job that must run alone, how often to check it is still waiting, ms. */
+const ISOLATE_RECHECK_MS = 500;
+
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/**
+ * Runs handlers for claimed jobs: the worker role without the framework.
+ *
+ * Loop: claim up to the free slots from each queue in priority order; when
+ * nothing is claimable, block on the queues' wake lists (BLPOP) until a token
+ * arrives or the next delayed job / rate-limit window is due. Completions of
+ * one tick are acked in one script call per queue; all leases are renewed in
+ * one call per queue per heartbeat interval. Every ack carries the lock token,
+ * so a worker that lost its lease cannot overwrite the new holder's work.
+ */
+export class WorkerRuntime {
+  private readonly running = new Map<string, Running>();
+  private readonly acks = new Map<string, { id: string; lockToken: string; result: Json | undefined; leaseExpiresAt: number }[]>();
+  private readonly inflight = new Set<Promise<unknown>>();
+  private ackScheduled = false;
+  private stopping = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  private slotWaiter: (() => void) | null = null;
+  private heartbeatTimer?: NodeJS.Timeout;
+  private knownQueues: string[] = [];
+  private queuesReadAt = 0;
+  private readonly externalQueues = new Set<string>();
+  private redisDown = false;
+  /** The job held now must run alone (claim said `solo`). */
+  private soloRunning = false;
+  /** A job that must run alone is next: claim nothing until idle (claim said `isolate`). */
+  private isolating = false;
+  private readonly random: () => number;
+
+  constructor(
+    private readonly store: RedisJobStore,
+    private readonly handlers: HandlerMap,
+    private readonly waiter: WakeWaiter,
+    readonly options: WorkerRuntimeOptions,
+    private readonly log: Logger = silent,
+  ) {
+    this.random = options.random ?? Math.random;
+  }
+
+  /** Number of jobs this worker holds right now. */
+  get activeCount(): number {
+    return this.running.size;
+  }
+
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
+  start(): void {
+    this.store.redis.on('close', this.onRedisClose);
+    this.loopDone = this.loop().catch((e) => this.log.error({ err: e }, 'worker loop crashed'));
+    this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.options.heartbeatIntervalMs);
+    this.heartbeatTimer.unref?.();
+  }
+
+  /** Aborts the attempt of a job held here (cancel announced over pub/sub). */
+  cancelRequested(jobId: string): void {
+    const r = this.running.get(jobId);
+    if (r) this.abort(r, 'cancelled');
+  }
+
+  /**
+   * Graceful shutdown: stop claiming, give active jobs `shutdownGraceMs`,
+   * then abort the rest and release them (attempt refunded), flush acks.
+   * Resolves when nothing is held any more.
+   */
+  async stop(): Promise<void> {
+    if (this.stopping) return this.loopDone;
+    this.stopping = true;
+    this.waiter.close();
+    this.slotWaiter?.();
+    await this.loopDone;
+    const pending = [...this.running.values()].map((r) => r.done);
+    if (pending.length) {
+      this.log.info({ active: pending.length, graceMs: this.options.shutdownGraceMs }, 'waiting for active jobs');
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(pending), new Promise((r) => (timer = setTimeout(r, this.options.shutdownGraceMs)))]);
+      clearTimeout(timer);
+    }
+    await this.releaseAll('shutdown');
+    await this.flushAcks();
+    await Promise.allSettled([...this.inflight]);
+    clearInterval(this.heartbeatTimer);
+    this.store.redis.off('close', this.onRedisClose);
+  }
+
+  /**
+   * ioredis keeps commands while it reconnects (resent or queued), so a claim
+   * in flight when Redis goes away just hangs: follow the connection itself to
+   * say at once that claiming is paused. The loop then claims nothing until
+   * the connection is ready again, and says so on the first claim that works.
+   */
+  private readonly onRedisClose = (): void => {
+    if (this.redisDown || this.stopping) return;
+    this.redisDown = true;
+    this.log.warn({}, 'redis connection lost: pausing claims');
+  };
+
+  // ---- claim loop -------------------------------------------------------
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      // Full, or running a job that must run alone: wait for a slot.
+      if (this.running.size >= this.options.concurrency || (this.running.size > 0 && this.soloRunning)) {
+        await new Promise<void>((r) => (this.slotWaiter = r));
+        this.slotWaiter = null;
+        continue;
+      }
+      // Draining to take a job that must run alone: wait for a slot, but look
+      // again now and then — another worker may have taken that job, and then
+      // there is no reason to stay drained (the next claim says `isolate` again
+      // if it is still waiting at the head of its queue).
+      if (this.running.size > 0 && this.isolating && !this.stopping) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((r) => {
+          this.slotWaiter = r;
+          timer = setTimeout(r, ISOLATE_RECHECK_MS);
+        });
+        clearTimeout(timer);
+        this.slotWaiter = null;
+        if (this.running.size >= this.options.concurrency) continue;
+      }
+      this.soloRunning = false;
+      this.isolating = false;
+      const queues = await this.queueList();
+      let claimed = 0;
+      let waitMs = this.options.maxIdleWaitMs ?? (this.options.queues.includes('*') ? 1000 : 5000);
+      try {
+        // Not while disconnected: the claim would wait in ioredis's offline queue.
+        if (this.store.redis.status !== 'ready') throw new Error(`redis connection is ${this.store.redis.status}`);
+        for (const queue of queues) {
+          const free = this.options.concurrency - this.running.size;
+          if (free <= 0 || this.stopping) break;
+          const claimStart = tracingEnabled() ? spanClock() : 0;
+          const res = await this.store.claimForWorker(queue, free, this.options.leaseMs, this.options.workerId, this.running.size === 0);
+          if (claimStart && res.jobs.length) recordClaims(queue, res.jobs, claimStart, this.options.workerId, false);
+          if (this.redisDown) {
+            this.redisDown = false;
+            this.log.info({}, 'redis is back: claiming again');
+          }
+          if (res.block === 'external') this.externalQueues.add(queue);
+          if (this.stopping) {
+            await this.giveBack(queue, res.jobs);
+            return;
+          }
+          for (const job of res.jobs) this.startJob(queue, job);
+          claimed += res.jobs.length;
+          if (res.retryInMs >= 0) waitMs = Math.min(waitMs, Math.max(1, res.retryInMs));
+          if (res.block === 'solo') this.soloRunning = true;
+          if (res.block === 'isolate') this.isolating = true;
+          // Claim nothing else now: a solo job runs alone; isolate means drain first.
+          if (res.block === 'solo' || res.block === 'isolate') {
+            claimed = Math.max(claimed, 1);
+            break;
+          }
+        }
+      } catch (e) {
+        if (!this.redisDown) this.log.warn({ err: (e as Error).message }, 'claim failed: redis unavailable, pausing claims');
+        this.redisDown = true;
+        await new Promise((r) => setTimeout(r, 250));
+        continue;
+      }
+      if (claimed > 0 || this.stopping) continue;
+      await this.waiter.wait(new Map(queues.map((q) => [q, this.store.keys(q).wake])), waitMs);
+    }
+  }
+
+  private async queueList(): Promise<string[]> {
+    if (!this.options.queues.includes('*')) return this.options.queues;
+    const now = Date.now();
+    if (now - this.queuesReadAt >= (this.options.queueRefreshMs ?? 1000)) {
+      try {
+        this.knownQueues = await this.store.listQueues();
+        this.queuesReadAt = now;
+        // Re-checked on every refresh: a queue may stop being external.
+        this.externalQueues.clear();
+      } catch {
+        /* keep the previous list while Redis is unreachable */
+      }
+    }
+    return this.knownQueues.filter((q) => !this.externalQueues.has(q));
+  }
+
+  /** Jobs claimed while stopping are handed straight back, never started. */
+  private async giveBack(queue: string, jobs: WorkerJob[]): Promise<void> {
+    if (!jobs.length) return;
+    await this.store.release(queue, this.options.workerId, jobs.map((j) => ({ id: j.id, lockToken: j.lockToken })));
+  }
+
+  // ---- running one job ----------------------------------------------------
+
+  private startJob(queue: string, job: WorkerJob): void {
+    const r: Running = { queue, job, settled: false, done: Promise.resolve(), startedAt: performance.now() };
+    if (tracingEnabled()) r.trace = startProcess(queue, job, job.maxAttempts, this.options.workerId);
+    this.running.set(job.id, r);
+    this.options.onJobStarted?.(queue, job.type, Date.now() - uuidV7Ms(job.id));
+    r.timer = setTimeout(() => this.abort(r, 'timeout'), job.timeoutMs);
+    r.done = this.execute(r);
+  }
+
+  private async execute(r: Running): Promise<void> {
+    const { job } = r;
+    const handler = this.handlers.get(job.type);
+    try {
+      if (!handler) throw new Error(`no handler registered for job type "${job.type}" on worker ${this.options.workerId}`);
+      // Traced: the handler runs with its span active, so spans it makes are children of it.
+      const result = await (r.trace ? context.with(r.trace.context, handler, undefined, job.payload, this.context(r)) : handler(job.payload, this.context(r)));
+      this.succeed(r, result === undefined ? null : (result as Json));
+    } catch (e) {
+      this.failAttempt(r, e);
+    }
+  }
+
+  private context(r: Running): JobContext {
+    const { job } = r;
+    return {
+      jobId: job.id,
+      queue: r.queue,
+      type: job.type,
+      attempt: job.attempts,
+      maxAttempts: job.maxAttempts,
+      executionSeq: job.executionSeq,
+      get signal() {
+        if (!r.controller) {
+          r.controller = new AbortController();
+          if (r.abortReason) r.controller.abort(r.abortReason);
+        }
+        return r.controller.signal;
+      },
+      progress: async (value: Json) => {
+        if (r.settled) return;
+        await this.store.progress(r.queue, job.id, job.lockToken, this.options.workerId, value, []);
+      },
+      log: (message: string, level = 'info') => {
+        if (r.settled) return;
+        this.track(
+          this.store
+            .progress(r.queue, job.id, job.lockToken, this.options.workerId, undefined, [{ level, message: String(message) }])
+            .catch(() => undefined),
+        );
+      },
+    };
+  }
+
+  /**
+   * Ends the local hold of a job; frees its slot. Returns false if already settled.
+   * @param error why the attempt failed (ends its span with status ERROR: the message only).
+   */
+  private settle(r: Running, outcome: AttemptOutcome, error?: { name: string; message: string; retryable: boolean }): boolean {
+    if (r.settled) return false;
+    r.settled = true;
+    if (r.trace) {
+      const retries = outcome === 'failed' || outcome === 'timeout' ? !!error?.retryable && r.job.attempts < r.job.maxAttempts : undefined;
+      endProcess(r.trace.span, outcome, error, retries);
+    }
+    this.options.onJobFinished?.(r.queue, r.job.type, outcome, performance.now() - r.startedAt);
+    clearTimeout(r.timer);
+    this.running.delete(r.job.id);
+    const w = this.slotWaiter;
+    this.slotWaiter = null;
+    w?.();
+    return true;
+  }
+
+  private succeed(r: Running, result: Json): void {
+    if (!this.settle(r, 'completed')) return; // timed out, cancelled or lost meanwhile: result discarded
+    let list = this.acks.get(r.queue);
+    if (!list) this.acks.set(r.queue, (list = []));
+    list.push({ id: r.job.id, lockToken: r.job.lockToken, result, leaseExpiresAt: r.job.leaseExpiresAt });
+    if (!this.ackScheduled) {
+      this.ackScheduled = true;
+      setImmediate(() => void this.flushAcks());
+    }
+  }
+
+  private failAttempt(r: Running, e: unknown): void {
+    const err = e instanceof Error ? e : new Error(String(e));
+    const retryable = !(err instanceof UnrecoverableError || err.name === 'UnrecoverableError');
+    const message = err.message || err.name;
+    if (!this.settle(r, 'failed', { name: err.name, message, retryable })) return;
+    this.sendFail(r, message, retryable, 'error');
+  }
+
+  private abort(r: Running, reason: AbortReason): void {
+    const timeout = `timeout: attempt ran longer than timeoutMs=${r.job.timeoutMs}`;
+    // The span's error (a cancel or a shutdown is not one).
+    const error = reason === 'timeout' ? { name: 'TimeoutError', message: timeout, retryable: true } : reason === 'lease_lost' ? { name: 'LeaseLostError', message: 'lease lost', retryable: true } : undefined;
+    if (!this.settle(r, reason === 'shutdown' ? 'released' : reason, error)) return;
+    r.abortReason = reason;
+    r.controller?.abort(reason);
+    if (reason === 'timeout') {
+      this.sendFail(r, timeout, true, 'timeout');
+    } else if (reason === 'cancelled') {
+      this.sendFail(r, 'cancelled by client', false, 'cancelled');
+    } else if (reason === 'lease_lost') {
+      this.log.warn({ jobId: r.job.id, queue: r.queue }, 'lease lost: attempt abandoned');
+    }
+  }
+
+  private sendFail(r: Running, message: string, retryable: boolean, reason: 'error' | 'timeout' | 'cancelled'): void {
+    const delayMs = computeBackoffDelay(r.job.backoff, r.job.attempts, this.random);
+    const p = this.store
+      .fail(r.queue, r.job.id, r.job.lockToken, { error: message, retryable, delayMs, reason, workerId: this.options.workerId })
+      .catch((e) => this.log.warn({ jobId: r.job.id, err: (e as Error).message }, 'fail refused'));
+    this.track(p);
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
+  }
+
+  /** Sends buffered completions: one completeJobs call per queue. */
+  private async flushAcks(): Promise<void> {
+    this.ackScheduled = false;
+    const batches = [...this.acks];
+    this.acks.clear();
+    await Promise.all(
+      batches.map(async ([queue, list]) => {
+        const p = this.sendAcks(queue, list);
+        this.track(p);
+        await p;
+      }),
+    );
+  }
+
+  private async sendAcks(queue: string, list: { id: string; lockToken: string; result: Json | undefined; leaseExpiresAt: number }[]): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const out = await this.store.complete(queue, this.options.workerId, list);
+        out.forEach((s, i) => {
+          if (s !== 'completed' && s !== 'cancelled') this.log.warn({ jobId: list[i].id, queue, status: s }, 'late ack refused: lease lost, result discarded');
+        });
+        return;
+      } catch (e) {
+        // Redis unreachable: keep trying while the leases can still be valid;
+        // after that the reaper owns these jobs and an ack would be refused anyway.
+        if (Date.now() > Math.max(...list.map((a) => a.leaseExpiresAt)) + 1000) {
+          this.log.warn({ queue, jobs: list.length, err: (e as Error).message }, 'acks dropped: leases expired while redis was unreachable');
+          return;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(100 * (attempt + 1), 1000)));
+      }
+    }
+  }
+
+  // ---- leases ---------------------------------------------------------------
+
+  /** One extendLocks call per queue for every job held here. */
+  private async heartbeat(): Promise<void> {
+    const byQueue = new Map<string, Running[]>();
+    for (const r of this.running.values()) {
+      let l = byQueue.get(r.queue);
+      if (!l) byQueue.set(r.queue, (l = []));
+      l.push(r);
+    }
+    const tasks: Promise<unknown>[] = [...byQueue].map(async ([queue, list]) => {
+      try {
+        const { leaseExpiresAt, statuses } = await this.store.extendLeases(
+          queue,
+          list.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken })),
+          this.options.leaseMs,
+        );
+        statuses.forEach((s, i) => {
+          const r = list[i];
+          if (s === 'lease_lost') this.abort(r, 'lease_lost');
+          else {
+            r.job.leaseExpiresAt = leaseExpiresAt;
+            if (s === 'cancel_requested') this.abort(r, 'cancelled');
+          }
+        });
+      } catch (e) {
+        this.log.warn({ queue, err: (e as Error).message }, 'heartbeat failed');
+      }
+    });
+    if (this.options.onHeartbeat) tasks.push(this.options.onHeartbeat(this.running.size).catch(() => undefined));
+    await Promise.all(tasks);
+  }
+
+  /** Aborts every held job and releases it (attempt refunded). */
+  private async releaseAll(reason: AbortReason): Promise<void> {
+    const byQueue = new Map<string, Running[]>();
+    for (const r of [...this.running.values()]) {
+      if (!this.settle(r, 'released')) continue;
+      r.abortReason = reason;
+      r.controller?.abort(reason);
+      let l = byQueue.get(r.queue);
+      if (!l) byQueue.set(r.queue, (l = []));
+      l.push(r);
+    }
+    await Promise.all(
+      [...byQueue].map(async ([queue, list]) => {
+        try {
+          await this.store.release(queue, this.options.workerId, list.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken })));
+          this.log.info({ queue, jobs: list.map((r) => r.job.id) }, 'released active jobs');
+        } catch (e) {
+          this.log.error({ queue, err: (e as Error).message }, 'release failed: the reaper will recover these jobs');
+        }
+      }),
+    );
+  }
+}

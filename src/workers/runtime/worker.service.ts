@@ -1,0 +1,96 @@
+import { Inject, Injectable, OnApplicationBootstrap, BeforeApplicationShutdown, Optional } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { SluiceConfig } from '../../config/config';
+import { LOGGER, SLUICE_CONFIG } from '../../config/config.module';
+import { HandlerRegistry } from '../../handlers/handler-registry';
+import { JobMetrics } from '../../metrics/job-metrics';
+import type { Logger } from '../../logging/logger';
+import { createRedis, RedisClient } from '../../redis/connection';
+import { cancelChannel } from '../../redis/keys';
+import { REDIS } from '../../redis/redis.module';
+import { RedisJobStore } from '../../redis/redis-job-store';
+import { WakeWaiter, isCluster } from './wake-waiter';
+import { WorkerRegistry } from '../registry/worker-registry';
+import { WorkerRuntime } from './worker-runtime';
+
+/**
+ * The worker role: runs a WorkerRuntime for the process lifetime, listens for
+ * cancel requests, keeps the worker registry entry fresh, and drains on
+ * shutdown (SIGTERM/SIGINT are routed here by main.ts).
+ */
+@Injectable()
+export class WorkerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  readonly workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  private runtime?: WorkerRuntime;
+  private subscriber?: RedisClient;
+  private registry?: WorkerRegistry;
+
+  constructor(
+    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    @Inject(LOGGER) private readonly log: Logger,
+    @Inject(REDIS) private readonly redis: RedisClient,
+    private readonly store: RedisJobStore,
+    private readonly handlers: HandlerRegistry,
+    // The worker role's series of GET /metrics (src/metrics/metrics.module.ts).
+    @Optional() private readonly metrics?: JobMetrics,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const c = this.config;
+    this.registry = new WorkerRegistry(this.redis, c.redisPrefix, { id: this.workerId, queues: c.queues, concurrency: c.workerConcurrency }, c.heartbeatIntervalMs * 3);
+    const waiter = new WakeWaiter(() => createRedis(c, { blocking: true, name: `sluice-wake-${this.workerId}` }), isCluster(this.redis));
+    this.runtime = new WorkerRuntime(
+      this.store,
+      this.handlers.map,
+      waiter,
+      {
+        workerId: this.workerId,
+        queues: c.queues,
+        concurrency: c.workerConcurrency,
+        leaseMs: c.lockTtlMs,
+        heartbeatIntervalMs: c.heartbeatIntervalMs,
+        shutdownGraceMs: c.shutdownGraceMs,
+        onHeartbeat: (active) => this.registry!.beat(active),
+        onJobStarted: this.metrics ? (queue, type, waitMs) => this.metrics!.jobStarted(queue, type, waitMs) : undefined,
+        onJobFinished: this.metrics ? (queue, type, outcome, ms) => this.metrics!.jobFinished(queue, type, outcome, ms) : undefined,
+      },
+      this.log.child({ component: 'worker', workerId: this.workerId }),
+    );
+    this.subscriber = createRedis(c, { blocking: true, name: `sluice-cancel-${this.workerId}` });
+    this.subscriber.on('message', (_channel: string, jobId: string) => this.runtime?.cancelRequested(jobId));
+    await this.subscriber.subscribe(cancelChannel(c.redisPrefix));
+    await this.registry.beat(0);
+    this.runtime.start();
+    this.log.info(
+      { workerId: this.workerId, queues: c.queues, concurrency: c.workerConcurrency, handlers: this.handlers.types() },
+      'worker started',
+    );
+  }
+
+  private draining?: Promise<void>;
+
+  /**
+   * Drains the worker (see WorkerRuntime.stop). Idempotent: the audit role
+   * calls it first, so the events of released jobs are mirrored before the
+   * audit writer stops, whatever order Nest runs the shutdown hooks in.
+   */
+  beforeApplicationShutdown(): Promise<void> {
+    this.draining ??= this.drain();
+    return this.draining;
+  }
+
+  private async drain(): Promise<void> {
+    if (!this.runtime) return;
+    this.log.info({ workerId: this.workerId, active: this.runtime.activeCount }, 'worker draining');
+    await this.registry?.draining(this.runtime.activeCount).catch(() => undefined);
+    await this.runtime.stop();
+    await this.registry?.remove().catch(() => undefined);
+    this.subscriber?.disconnect();
+    this.log.info({ workerId: this.workerId }, 'worker stopped');
+  }
+
+  get active(): number {
+    return this.runtime?.activeCount ?? 0;
+  }
+}
