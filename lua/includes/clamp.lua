@@ -1,4 +1,4 @@
--- Bounds of the numbers the scripts compute with (README "Limits"). The API
+-- Bounds of the numbers the scripts compute with (docs/configuration.md, "Limits"). The API
 -- refuses anything outside them (src/core/job-options.ts LIMITS), so these
 -- clamps only catch what got in some other way (an older version, a
 -- hand-edited key, a caller's bug): a time past them would overflow the C

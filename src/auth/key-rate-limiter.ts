@@ -11,7 +11,7 @@ export interface RateLimit {
 export const RATE_LIMIT_MAX = 1_000_000;
 
 /**
- * The token-bucket limit per API key (README "Security"), counted in Redis so
+ * The token-bucket limit per API key (docs/security.md, "Limits per credential"), counted in Redis so
  * that it holds across api replicas: one call of lua/takeToken-1.lua per
  * request of a limited key (Redis TIME, atomic), nothing at all for a key
  * without a limit. A key's own `rateLimit` (set at `POST /keys`) overrides the

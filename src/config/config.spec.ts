@@ -1,6 +1,6 @@
 import { ConfigError, ENV_BOUNDS, loadConfig } from './config';
 
-/** The value each variable sets in the loaded config (README "Limits"). */
+/** The value each variable sets in the loaded config (docs/configuration.md). */
 const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
   PORT: 'port',
   WORKER_CONCURRENCY: 'workerConcurrency',

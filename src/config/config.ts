@@ -92,7 +92,7 @@ const MAX_TIMER_MS = 2_147_483_647;
 const YEAR_MS = 31_536_000_000;
 
 /**
- * The range of every integer variable (README "Limits"): a value outside
+ * The range of every integer variable (docs/configuration.md): a value outside
  * stops the process at start naming the variable. Exported for the tests.
  */
 export const ENV_BOUNDS = Object.freeze({

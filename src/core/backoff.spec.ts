@@ -211,7 +211,7 @@ describe('backoffProblem', () => {
   });
 });
 
-describe('bounds (README "Limits")', () => {
+describe('bounds (docs/configuration.md "Limits")', () => {
   it('accepts delays up to one year, refuses one ms more, naming the field', () => {
     expect(MAX_BACKOFF_DELAY_MS).toBe(31_536_000_000);
     expect(backoffProblem(spec('fixed', MAX_BACKOFF_DELAY_MS, MAX_BACKOFF_DELAY_MS))).toBeNull();

@@ -4,7 +4,7 @@ import type { Json } from './job';
 
 /**
  * Limits and patterns of API.md `POST /jobs` and `PUT /queues/:name`; where
- * API.md gives no maximum, ours (README "Limits"). The Lua scripts clamp the
+ * API.md gives no maximum, ours (docs/configuration.md, "Limits"). The Lua scripts clamp the
  * times they compute to the same bounds (lua/includes/clamp.lua).
  */
 export const LIMITS = Object.freeze({

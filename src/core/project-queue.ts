@@ -1,7 +1,7 @@
 import { LIMITS } from './job-options';
 
 /**
- * Projects (tenants) and queue names (README "Security", DESIGN "Projects").
+ * Projects (tenants) and queue names (docs/security.md "Projects", DESIGN "Projects").
  *
  * A queue's **qualified name** carries its project: `<queue>` for the project
  * `default`, `<project>/<queue>` for any other. Project and queue names both

@@ -91,7 +91,7 @@ export class DashboardController {
   }
 
   /**
-   * Live updates as Server-Sent Events (README "Live updates"): `counts`
+   * Live updates as Server-Sent Events (docs/console.md, "How its endpoints work"): `counts`
    * (the stats body, at most once a second, when changed) and `job`
    * ({id, queue, status, updatedAt}) per job change; with `?job=<id>` that
    * job's object, `event`s and `log`s instead. A `: heartbeat` comment every

@@ -10,7 +10,7 @@ import { RedisJobStore } from '../redis/redis-job-store';
 export const WAITING_CAP_REFRESH_MS = 1000;
 
 /**
- * PROJECT_MAX_WAITING (README "Security"): a project may hold at most that
+ * PROJECT_MAX_WAITING (docs/security.md, "Limits per credential"): a project may hold at most that
  * many jobs not started yet (waiting or delayed, every queue of the project);
  * an enqueue that would go past it is refused with 429 `rate_limited`
  * (Retry-After 1 s) naming the cap, before anything is written.

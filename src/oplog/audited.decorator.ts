@@ -16,7 +16,7 @@ export const AUDIT_METADATA = 'sluice:audit';
 export type AuditTarget = { param: string } | { query: string } | { body: string } | { result: string };
 
 /**
- * A route's operator-audit declaration (README "Security"):
+ * A route's operator-audit declaration (docs/security.md, "Operator log"):
  * - `{audit: {action, target?}}`: every answer of this route is recorded;
  * - `{exempt: reason}`: a state-changing route deliberately not recorded.
  */

@@ -1,5 +1,5 @@
 /**
- * One operator-audit record (README "Security"): who did what to which
+ * One operator-audit record (docs/security.md, "Operator log"): who did what to which
  * target, when, from where, and how it was answered. Never a body, a payload
  * or a secret: the actor is the principal's label (`key:<id>`, `user:<id>`,
  * `anonymous`) and the target one named identifier.

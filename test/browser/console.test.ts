@@ -14,7 +14,7 @@ import { sleep } from '../support/redis';
  * Each view's main flow, a job's timeline equal to /jobs/:id/events, pause with
  * confirmation, a viewer without destructive controls, stored markup inert,
  * axe-core without serious/critical violations, 390 px without sideways scrolling.
- * Screenshots of each view go to docs/screenshots/ (shown in the README).
+ * Screenshots of each view go to docs/screenshots/ (shown in docs/console.md).
  */
 const ROOT = join(__dirname, '..', '..');
 const SHOTS = join(ROOT, 'docs', 'screenshots');
@@ -39,7 +39,7 @@ async function until<T>(f: () => Promise<T | undefined | null | false>, ms = 20_
 }
 
 beforeAll(async () => {
-  // The console as the README's build makes it (built here too when a test run skipped `npm run build`).
+  // The console as `npm run build` makes it (built here too when a test run skipped `npm run build`).
   if (!existsSync(join(ROOT, 'dist', 'console', 'index.html'))) execFileSync(join(ROOT, 'node_modules', '.bin', 'vite'), ['build', '--config', 'src/dashboard/console/vite.config.ts'], { cwd: ROOT, stdio: 'ignore' });
   mkdirSync(SHOTS, { recursive: true });
   api = await startTestApi('console', { ROLE: 'all', AUTH: 'on', SLUICE_BOOTSTRAP_ADMIN_KEY: BOOTSTRAP, WORKER_CONCURRENCY: '4' });

@@ -4,7 +4,7 @@ import { RedisJobStore } from '../../src/redis/redis-job-store';
 import { startTestApi, TestApi } from '../support/http';
 
 /**
- * Property test of the bounds (README "Limits"): arbitrary JSON, heavy on
+ * Property test of the bounds (docs/configuration.md, "Limits"): arbitrary JSON, heavy on
  * numbers at and past every bound (huge, negative, fractional, exponent
  * forms), wrong types, nulls and nested objects, sent to `POST /jobs`,
  * `POST /jobs/batch` and `PUT /queues/:name` of a full stack (api, worker,
@@ -101,7 +101,7 @@ const queueBody = mutate(
   ),
   ['maxConcurrency', 'rateLimit', 'rateLimit.max', 'rateLimit.durationMs', 'defaults', 'defaults.maxAttempts', 'defaults.timeoutMs', 'defaults.backoff', 'defaults.backoffBoth', 'defaults.backoffBoth', 'external'],
 );
-/** Fields of a job or queue object (as the API answers it) outside the bounds of README "Limits", as `path=value`. */
+/** Fields of a job or queue object (as the API answers it) outside the bounds of docs/configuration.md "Limits", as `path=value`. */
 function outOfBounds(o: any): string[] {
   const out: string[] = [];
   const check = (path: string, v: unknown, min: number, max: number) => {
@@ -169,7 +169,7 @@ describe('bounds: property test over the enqueue and queue-config bodies (e2e)',
           expect(typeof res.body.error?.code).toBe('string');
           return;
         }
-        // What got in is within the documented bounds (README "Limits").
+        // What got in is within the documented bounds (docs/configuration.md, "Limits").
         if (c.kind === 'queue') expect(outOfBounds(res.body)).toEqual([]);
         else for (const j of c.kind === 'job' ? [res.body] : res.body.jobs) expect(outOfBounds(j)).toEqual([]);
         const jobs: { id: string }[] = c.kind === 'job' ? [res.body] : c.kind === 'batch' ? res.body.jobs : [];

@@ -5,7 +5,7 @@ import { sleep } from '../support/redis';
 import { waitUntil } from '../support/timing';
 
 /**
- * The Hardening reproductions of out-of-range numbers (README "Limits"), on
+ * The Hardening reproductions of out-of-range numbers (docs/configuration.md, "Limits"), on
  * the full stack (api, worker, audit in one process): each absurd value is
  * refused with 400 naming the field, and what an older version let into
  * Redis (written here straight into the keys, as it left them) neither

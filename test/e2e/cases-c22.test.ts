@@ -9,7 +9,7 @@ import { waitUntil } from '../support/timing';
  * C22 — Bad payloads never poison the queue (CASES.md), through HTTP on the
  * full stack (api, worker, scheduler, audit in one process): oversize and
  * non-JSON bodies are refused in the envelope; a lone UTF-16 surrogate is
- * refused with 400 naming the field (README: strings with NUL or a lone
+ * refused with 400 naming the field (docs/guarantees.md: strings with NUL or a lone
  * surrogate are refused everywhere) and the worker is unaffected; job hashes
  * corrupted by hand in Redis go to the DLQ with a decode error while the
  * worker keeps processing the other jobs.

@@ -7,7 +7,7 @@ import { openTestDb, type TestDb } from '../support/postgres';
 import { deleteByPrefix, REDIS_URL, testPrefix } from '../support/redis';
 
 /**
- * Upgrade in place (README "Security", projects): an installation from
+ * Upgrade in place (docs/security.md, "Projects"): an installation from
  * before projects — jobs of `default`'s queues in Redis and mirrored in
  * PostgreSQL, a dead-letter entry, a schedule — keeps working as the
  * project `default` once the new version starts over it, and nothing moves.

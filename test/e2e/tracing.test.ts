@@ -12,7 +12,7 @@ import { traceHeaders } from '../../clients/typescript/src/tracing';
 import { waitUntil } from '../support/timing';
 
 /**
- * OpenTelemetry (README "Tracing"): POST /jobs takes W3C `traceparent` /
+ * OpenTelemetry (docs/tracing.md): POST /jobs takes W3C `traceparent` /
  * `tracestate`, the jobs carry the context (job hash fields tp, ts), and the
  * worker's `sluice.process` spans continue it. Real Redis and PostgreSQL;
  * spans are read from an in-memory exporter registered in this process

@@ -33,7 +33,7 @@ export interface SluiceClientOptions {
   project?: string;
   /** Per attempt, ms (default 10000). A claim's long poll gets its `waitMs` on top. */
   timeoutMs?: number;
-  /** Retries on 429/503/timeouts/connection errors (see README "Retries"); `false`: none. Default `{max: 5, baseMs: 200, maxMs: 10000}`. */
+  /** Retries on 429/503/timeouts/connection errors (see clients/typescript/README.md "Retries"); `false`: none. Default `{max: 5, baseMs: 200, maxMs: 10000}`. */
   retries?: Partial<RetryPolicy> | false;
   /** Another fetch (default globalThis.fetch). */
   fetch?: typeof fetch;

@@ -2,8 +2,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 import { backfillFingerprints } from '../../maintenance/fingerprint-backfill';
 
 /**
- * What the operator console's queries need (README "The HTTP API by
- * example" → console endpoints; plans and timings in docs/query-plans.md):
+ * What the operator console's queries need (docs/console.md, "How its
+ * endpoints work"; plans and timings in docs/query-plans.md):
  *
  * - `dead_letter_jobs.fingerprint` (API.md v1.1 "Dead-letter groups"): set
  *   by the audit writer when a job enters the DLQ (computed once, in Node,

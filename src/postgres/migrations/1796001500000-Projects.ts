@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Projects (tenants; README "Security"):
+ * Projects (tenants; docs/security.md, "Projects"):
  * - `projects (name, created_at)`: the durable copy of the projects registry
  *   (Redis `<prefix>:projects` is the lookup path, restored from here);
  *   `default` always exists and is inserted here.
