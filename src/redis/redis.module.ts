@@ -1,17 +1,19 @@
 import { Global, Inject, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
+import { DeadLetterStore, JobStore, QueueStore, StoreConnection } from '../core/ports';
 import type { Logger } from '../logging/logger';
 import { createRedis, RedisClient } from './connection';
-import { RedisJobStore, storeDefaultsOf } from './redis-job-store';
-import { RedisScripts } from './scripts';
+import { createRedisStores, RedisStores, storeDefaultsOf } from './stores';
 
+/** Token of the shared connection: only src/redis injects it. */
 export const REDIS = Symbol('REDIS');
+const STORES = Symbol('REDIS_STORES');
 
 /**
  * One shared Redis connection (auto-pipelined), the scripts registered on it
- * and the job store. Scripts are compiled at boot: a broken script stops the
- * process naming the file.
+ * and every store, provided under its port (src/core/ports). Scripts are
+ * compiled at boot: a broken script stops the process naming the file.
  */
 @Global()
 @Module({
@@ -21,20 +23,22 @@ export const REDIS = Symbol('REDIS');
       inject: [SLUICE_CONFIG],
       useFactory: (c: SluiceConfig) => createRedis(c, { name: 'sluice' }),
     },
-    { provide: RedisScripts, inject: [REDIS], useFactory: (r: RedisClient) => new RedisScripts(r) },
     {
-      provide: RedisJobStore,
-      inject: [REDIS, RedisScripts, SLUICE_CONFIG],
-      useFactory: (r: RedisClient, s: RedisScripts, c: SluiceConfig) =>
-        new RedisJobStore(r, s, c.redisPrefix, storeDefaultsOf(c)),
+      provide: STORES,
+      inject: [REDIS, SLUICE_CONFIG],
+      useFactory: (r: RedisClient, c: SluiceConfig) => createRedisStores(r, c.redisPrefix, storeDefaultsOf(c)),
     },
+    { provide: JobStore, inject: [STORES], useFactory: (s: RedisStores) => s.jobs },
+    { provide: QueueStore, inject: [STORES], useFactory: (s: RedisStores) => s.queues },
+    { provide: DeadLetterStore, inject: [STORES], useFactory: (s: RedisStores) => s.deadLetters },
+    { provide: StoreConnection, inject: [STORES], useFactory: (s: RedisStores) => s.connection },
   ],
-  exports: [REDIS, RedisScripts, RedisJobStore],
+  exports: [REDIS, STORES, JobStore, QueueStore, DeadLetterStore, StoreConnection],
 })
 export class RedisModule implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(REDIS) private readonly redis: RedisClient,
-    private readonly scripts: RedisScripts,
+    @Inject(STORES) private readonly stores: RedisStores,
     @Inject(LOGGER) private readonly log: Logger,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
   ) {}
@@ -46,7 +50,7 @@ export class RedisModule implements OnModuleInit, OnApplicationShutdown {
       const where = this.config.redisClusterNodes ? `REDIS_CLUSTER_NODES=${this.config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}` : `REDIS_URL=${this.config.redisUrl}`;
       throw new Error(`cannot reach Redis (${where}): ${(e as Error).message}`);
     }
-    await this.scripts.verify();
+    await this.stores.ctx.scripts.verify();
     this.log.debug({}, 'lua scripts compiled');
   }
 
