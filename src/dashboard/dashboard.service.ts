@@ -3,7 +3,7 @@ import { HistoryQueries, QueueCounts, sumCounts } from '../history';
 import { defaultStepMs, finishSeries, FinishPoint } from '../history/finish-series';
 import { parseTimeRange } from '../core/time-range';
 import type { Job } from '../core/job';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { QueueStore } from '../core/ports';
 import { WorkersApiService } from '../workers/registry/workers.service';
 import { recentJobs } from './recent-jobs';
 import { bareQueue, inProject, qualify } from '../core/project-queue';
@@ -23,7 +23,7 @@ export interface DashboardStats {
 @Injectable()
 export class DashboardService {
   constructor(
-    private readonly store: RedisJobStore,
+    private readonly store: QueueStore,
     private readonly history: HistoryQueries,
     private readonly workers: WorkersApiService,
   ) {}
@@ -39,7 +39,7 @@ export class DashboardService {
     // queueCounts first waits for the mirror, so the throughput read after it includes what just happened too.
     const counts = await this.history.queueCounts(names);
     const [settings, workers, throughput, lag] = await Promise.all([
-      Promise.all(names.map((n) => this.store.queueSettings(n))),
+      Promise.all(names.map((n) => this.store.settings(n))),
       this.workers.list(project),
       this.history.throughput(sole ? null : project),
       this.history.auditLag(),

@@ -6,8 +6,7 @@ import { AUDIT_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { UnavailableError } from '../core/errors';
-import type { RedisClient } from '../redis/connection';
-import { REDIS } from '../redis/redis.module';
+import { StoreConnection } from '../core/ports';
 import { ApiAnswer } from '../http/openapi/decorators';
 import { needsPostgres, probeReadiness, Readiness } from './readiness';
 
@@ -31,7 +30,7 @@ export class HealthController {
   private readonly pgNeeded: boolean;
 
   constructor(
-    @Inject(REDIS) private readonly redis: RedisClient,
+    private readonly redis: StoreConnection,
     @Inject(SLUICE_CONFIG) config: SluiceConfig,
     // Absent in a process whose roles use no PostgreSQL (ROLE=worker).
     @Optional() @Inject(AUDIT_DB) private readonly db?: DataSource,

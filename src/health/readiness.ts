@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { RedisClient } from '../redis/connection';
+import type { StoreConnection } from '../core/ports';
 
 /** Longest a readiness probe waits on one backing service, ms. */
 export const READY_TIMEOUT_MS = 1500;
@@ -37,13 +37,6 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-async function checkRedis(redis: RedisClient, timeoutMs: number): Promise<void> {
-  // A PING sent while the client reconnects would wait in ioredis's offline
-  // queue: report the connection state at once instead.
-  if (redis.status !== 'ready') throw new Error(`connection is ${redis.status}`);
-  const pong = await within(redis.ping(), timeoutMs, 'PING');
-  if (pong !== 'PONG') throw new Error(`PING answered ${String(pong)}`);
-}
 
 /** Names of migrations known to the code but not recorded in `sluice_migrations`. */
 async function pendingMigrations(db: DataSource, timeoutMs: number): Promise<string[]> {
@@ -60,10 +53,10 @@ async function pendingMigrations(db: DataSource, timeoutMs: number): Promise<str
  *   down when `pgNeeded`, else not probed (and not reported) at all.
  * @param pgNeeded false: a PostgreSQL problem makes the process `degraded`, not unready.
  */
-export async function probeReadiness(redis: RedisClient, db: DataSource | null, pgNeeded = true, timeoutMs = READY_TIMEOUT_MS): Promise<Readiness> {
+export async function probeReadiness(redis: StoreConnection, db: DataSource | null, pgNeeded = true, timeoutMs = READY_TIMEOUT_MS): Promise<Readiness> {
   const problems: Readiness['problems'] = [];
   const checks: Readiness['checks'] = { redis: 'ok' };
-  const redisP = checkRedis(redis, timeoutMs).catch((e: Error) => {
+  const redisP = redis.ping(timeoutMs).catch((e: Error) => {
     checks.redis = 'down';
     problems.push({ path: 'redis', message: `Redis is unreachable: ${e.message}` });
   });

@@ -1,5 +1,4 @@
-import type { RedisJobStore } from '../redis/redis-job-store';
-import { readBacklog } from '../mirror/backlog';
+import type { MirrorStream, QueueStore } from '../core/ports';
 
 /**
  * The dashboard's `auditLagMs`: how far the Postgres history trails Redis.
@@ -7,7 +6,7 @@ import { readBacklog } from '../mirror/backlog';
  *   mirrored (0 when fully caught up, Redis clock); `pending`: entries waiting.
  * @throws when Redis is unreachable.
  */
-export async function auditLag(store: RedisJobStore): Promise<{ lagMs: number; pending: number }> {
-  const b = await readBacklog(store.redis, store);
+export async function auditLag(queues: QueueStore, mirror: MirrorStream): Promise<{ lagMs: number; pending: number }> {
+  const b = await mirror.backlog(await queues.list());
   return { lagMs: b.lagMs, pending: b.pending };
 }

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Job } from '../core/job';
-import type { RedisJobStore } from '../redis/redis-job-store';
+import type { JobStore, QueueStore } from '../core/ports';
 import { JOB_SELECT, JobRow, rowToJob, UUID_RE } from './common';
 
 /** The Postgres read of one job by primary key (`jobs_pkey`). $1 = id. */
@@ -18,7 +18,7 @@ async function fromPostgres(db: DataSource, id: string): Promise<Job | null> {
  *
  * Lookup: the `jobs` row names the queue (primary key read), then one
  * HGETALL of that queue's job hash. A job too new to be mirrored yet (no row)
- * is looked for in every queue of `store.listQueues()` (in parallel), and
+ * is looked for in every queue of `queues.list()` (in parallel), and
  * Postgres is read once more if Redis does not have it either (the job may
  * have been mirrored and pruned from Redis in between). When the Postgres
  * read fails (PostgreSQL down), the job is looked for in every queue the
@@ -31,7 +31,7 @@ async function fromPostgres(db: DataSource, id: string): Promise<Job | null> {
  *   client's error when PostgreSQL fails and Redis does not have the job
  *   (the API maps both to 503); a corrupted Redis hash is decoded leniently.
  */
-export async function getJob(db: DataSource, store: RedisJobStore, id: string): Promise<Job | null> {
+export async function getJob(db: DataSource, store: { jobs: JobStore; queues: QueueStore }, id: string): Promise<Job | null> {
   if (!UUID_RE.test(id)) return null;
   const id_ = id.toLowerCase();
   let row: Job | null;
@@ -43,13 +43,13 @@ export async function getJob(db: DataSource, store: RedisJobStore, id: string): 
     if (live) return live;
     throw e;
   }
-  if (row) return (await store.getJob(row.queue, id_)) ?? row;
+  if (row) return (await store.jobs.getJob(row.queue, id_)) ?? row;
   return (await fromAnyQueue(store, id_)) ?? (await fromPostgres(db, id_));
 }
 
 /** The job's hash looked for in every known queue (in parallel); null when none has it. */
-async function fromAnyQueue(store: RedisJobStore, id: string): Promise<Job | null> {
-  const queues = await store.listQueues();
-  const live = await Promise.all(queues.map((q) => store.getJob(q, id)));
+async function fromAnyQueue(store: { jobs: JobStore; queues: QueueStore }, id: string): Promise<Job | null> {
+  const queues = await store.queues.list();
+  const live = await Promise.all(queues.map((q) => store.jobs.getJob(q, id)));
   return live.find((j) => j !== null) ?? null;
 }

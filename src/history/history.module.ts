@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { JobStore, MirrorStream, QueueStore, StoreConnection } from '../core/ports';
 import { AUDIT_DB, AuditDbModule } from '../postgres/postgres.module';
 import { HistoryQueries } from './';
 
@@ -10,7 +10,14 @@ import { HistoryQueries } from './';
  */
 @Module({
   imports: [AuditDbModule],
-  providers: [{ provide: HistoryQueries, inject: [AUDIT_DB, RedisJobStore], useFactory: (db: DataSource, store: RedisJobStore) => new HistoryQueries(db, store) }],
+  providers: [
+    {
+      provide: HistoryQueries,
+      inject: [AUDIT_DB, JobStore, QueueStore, MirrorStream, StoreConnection],
+      useFactory: (db: DataSource, jobs: JobStore, queues: QueueStore, mirror: MirrorStream, connection: StoreConnection) =>
+        new HistoryQueries(db, { jobs, queues, mirror, connection }),
+    },
+  ],
   exports: [HistoryQueries],
 })
 export class HistoryModule {}

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Job } from '../core/job';
-import type { RedisJobStore } from '../redis/redis-job-store';
+import type { JobStore, MirrorStream, QueueStore, StoreConnection } from '../core/ports';
 import { backfillFingerprints } from '../maintenance/fingerprint-backfill';
 import { inProject } from '../core/project-queue';
 import { auditLag } from './audit-lag';
@@ -18,9 +18,17 @@ import { throughput, Throughput } from './throughput';
 export type { DlqGroup, JobEvent, JobExecution, JobLogLine, ListDlqFilter, ListJobsFilter, Page, QueueCounts, Throughput };
 export { auditLag, dlqGroups, getJob, jobEvents, jobExecutions, jobLogs, listDlq, listJobs, queueCounts, sumCounts, throughput };
 
+/** The live (hot-store) side the history reads beside PostgreSQL. */
+export interface LiveStores {
+  jobs: JobStore;
+  queues: QueueStore;
+  mirror: MirrorStream;
+  connection: StoreConnection;
+}
+
 /**
  * The history services the HTTP API calls, bound to one Postgres data
- * source and one Redis store. Framework-free: a Nest provider can wrap it.
+ * source and the live stores. Framework-free: a Nest provider can wrap it.
  * Each method is documented on the function it delegates to (one file per
  * operation in this folder). Times are epoch ms; bad input throws the core's
  * ValidationError (HTTP 400); an unreachable Redis/Postgres throws its
@@ -29,7 +37,7 @@ export { auditLag, dlqGroups, getJob, jobEvents, jobExecutions, jobLogs, listDlq
 export class HistoryQueries {
   constructor(
     readonly db: DataSource,
-    readonly store: RedisJobStore,
+    readonly live: LiveStores,
   ) {}
 
   /**
@@ -39,12 +47,12 @@ export class HistoryQueries {
    * client may make right after watching a job change state.
    */
   async settle(queues?: string[]): Promise<void> {
-    await waitForMirror(this.store, queues ?? (await this.store.listQueues()));
+    await waitForMirror(this.live.mirror, queues ?? (await this.live.queues.list()));
   }
 
   /** Redis while live, else Postgres; null when unknown. */
   getJob(id: string): Promise<Job | null> {
-    return getJob(this.db, this.store, id);
+    return getJob(this.db, this.live, id);
   }
 
   /**
@@ -54,7 +62,7 @@ export class HistoryQueries {
    * typically `default` alone, keeps the plans it had before projects).
    */
   async projectQueues(project: string): Promise<{ queues: string[]; sole: boolean }> {
-    const all = await this.store.listQueues();
+    const all = await this.live.queues.list();
     const queues = all.filter((q) => inProject(q, project));
     return { queues, sole: queues.length === all.length };
   }
@@ -120,16 +128,16 @@ export class HistoryQueries {
   /** Exact counts per queue (live from Redis, terminal from Postgres). */
   async queueCounts(queues?: string[]): Promise<Record<string, QueueCounts>> {
     await this.settle(queues);
-    return queueCounts(this.db, this.store, queues);
+    return queueCounts(this.db, this.live.queues, queues);
   }
 
   /** Completed / failed in the last minute (of one project's queues; null = every project). */
   throughput(project: string | null = null): Promise<Throughput> {
-    return throughput(this.db, this.store, project);
+    return throughput(this.db, this.live.connection, project);
   }
 
   /** Age of the oldest unmirrored audit event, ms, and the backlog size. */
   auditLag(): Promise<{ lagMs: number; pending: number }> {
-    return auditLag(this.store);
+    return auditLag(this.live.queues, this.live.mirror);
   }
 }

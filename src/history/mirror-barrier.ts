@@ -1,7 +1,7 @@
-import type { RedisJobStore } from '../redis/redis-job-store';
-import { compareIds } from '../mirror/stream-ids';
+import type { MirrorStream } from '../core/ports';
+import { compareIds } from '../core/stream-ids';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../core/sleep';
 
 /**
  * Read-your-writes for the history endpoints: waits until the audit writers
@@ -19,22 +19,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  *   XREVRANGE/XRANGE each (cheap when nothing is pending).
  * @returns true when every queue caught up, false when it gave up.
  */
-export async function waitForMirror(store: RedisJobStore, queues: string[], maxWaitMs = 2000, pollMs = 5): Promise<boolean> {
-  const redis = store.redis;
+export async function waitForMirror(stream: MirrorStream, queues: string[], maxWaitMs = 2000, pollMs = 5): Promise<boolean> {
   const deadline = Date.now() + maxWaitMs;
   const targets = (
     await Promise.all(
-      queues.map(async (q) => {
-        const k = store.keys(q);
-        const [last, owner] = await Promise.all([redis.xrevrange(k.events, '+', '-', 'COUNT', 1), redis.exists(k.auditLock)]);
-        return last.length && owner ? { key: k.events, id: last[0][0] } : null;
+      queues.map(async (queue) => {
+        const t = await stream.tail(queue);
+        return t.lastId !== null && t.owned ? { queue, id: t.lastId } : null;
       }),
     )
-  ).filter((t): t is { key: string; id: string } => t !== null);
+  ).filter((t): t is { queue: string; id: string } => t !== null);
   let pending = targets;
   while (pending.length) {
-    const oldest = await Promise.all(pending.map((t) => redis.xrange(t.key, '-', '+', 'COUNT', 1)));
-    pending = pending.filter((t, i) => oldest[i].length > 0 && compareIds(oldest[i][0][0], t.id) <= 0);
+    const oldest = await Promise.all(pending.map((t) => stream.oldestId(t.queue)));
+    pending = pending.filter((t, i) => oldest[i] !== null && compareIds(oldest[i]!, t.id) <= 0);
     if (!pending.length) return true;
     if (Date.now() >= deadline) return false;
     await sleep(pollMs);

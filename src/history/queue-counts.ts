@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { RedisJobStore } from '../redis/redis-job-store';
+import type { QueueStore } from '../core/ports';
 
 /** Jobs per status in one queue (the `counts` object of GET /queues and /dashboard/stats). */
 export interface QueueCounts {
@@ -25,7 +25,7 @@ export const DLQ_COUNTS_SQL = `SELECT queue, n::float8 AS n FROM dead_letter_cou
 
 /**
  * Exact counts by status per queue, whatever Redis retention keeps:
- * - waiting / delayed / active: live, from Redis (`store.liveCounts`);
+ * - waiting / delayed / active: live, from Redis (`QueueStore.liveCounts`);
  * - completed / cancelled: rows of the Postgres projection (`jobs`) in that
  *   status, read from the trigger-kept `job_counts` (O(queues), not O(jobs));
  * - failed: jobs in the dead-letter queue (`dead_letter_jobs`, via
@@ -35,12 +35,12 @@ export const DLQ_COUNTS_SQL = `SELECT queue, n::float8 AS n FROM dead_letter_cou
  * is briefly in neither), and count the history kept by RETENTION_DAYS
  * pruning (pruneHistory deletes old completed/cancelled rows; DLQ rows stay).
  *
- * @param queues queue names; default every queue of `store.listQueues()`.
+ * @param queues queue names; default every queue of `QueueStore.list()`.
  * @returns `{ [queue]: QueueCounts }` with every requested queue present (zeros if empty).
  * @throws when Redis or Postgres is unreachable.
  */
-export async function queueCounts(db: DataSource, store: RedisJobStore, queues?: string[]): Promise<Record<string, QueueCounts>> {
-  const names = queues ?? (await store.listQueues());
+export async function queueCounts(db: DataSource, store: QueueStore, queues?: string[]): Promise<Record<string, QueueCounts>> {
+  const names = queues ?? (await store.list());
   if (!names.length) return {};
   const [live, terminal, dlq] = await Promise.all([
     Promise.all(names.map((q) => store.liveCounts(q))),

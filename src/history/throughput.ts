@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { RedisJobStore } from '../redis/redis-job-store';
+import type { StoreConnection } from '../core/ports';
 import { projectCondition } from './common';
 
 /** Jobs that finished in the last minute (the dashboard's `throughput`). */
@@ -37,9 +37,8 @@ export function throughputSql(project: string | null): { sql: string; params: (v
  * @returns counts per minute (integers).
  * @throws when Redis or Postgres is unreachable.
  */
-export async function throughput(db: DataSource, store: RedisJobStore, project: string | null = null): Promise<Throughput> {
-  const [sec, usec] = await store.redis.time();
-  const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+export async function throughput(db: DataSource, connection: StoreConnection, project: string | null = null): Promise<Throughput> {
+  const now = await connection.serverTime();
   const q = throughputSql(project);
   const [r] = (await db.query(q.sql, q.params(now - 60_000))) as { completed: number; failed: number }[];
   return { completedPerMin: r.completed, failedPerMin: r.failed };

@@ -10,6 +10,8 @@ import type { SluiceConfig } from '../config/config';
 import type { Logger } from '../logging/logger';
 import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
+import { httpRateLimitNamespace } from '../redis/keys';
+import { StoreConnection } from '../core/ports';
 import { errorBody, mapError } from './error-envelope';
 import { EnvelopeExceptionFilter } from './exception.filter';
 import { createValidationPipe } from './validation';
@@ -169,6 +171,7 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   // Routes are data: one without an @Access declaration stops the boot.
   assertEveryRouteDeclared(app);
   const redis = app.get<RedisClient>(REDIS);
+  const connection = app.get(StoreConnection);
   const guard = app.get(AuthGuard, { strict: false });
   const refuse = (req: FastifyRequest, reply: FastifyReply, e: unknown) => {
     const m = mapError(e);
@@ -197,8 +200,8 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
         );
       return;
     }
-    if (redis.status !== 'ready' && !OPS_PATHS.test(req.url)) {
-      const m = mapError(new UnavailableError(`Redis is unreachable (connection ${redis.status}); retry later`));
+    if (!connection.isReady() && !OPS_PATHS.test(req.url)) {
+      const m = mapError(new UnavailableError(`Redis is unreachable (connection ${connection.state()}); retry later`));
       void reply.status(m.status).send(errorBody(m, String(req.id)));
       return;
     }
@@ -212,7 +215,7 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
       timeWindow: config.apiRateLimitWindowMs,
       // Shared through Redis, so the limit holds across api replicas.
       redis,
-      nameSpace: `${config.redisPrefix}:ratelimit:`,
+      nameSpace: httpRateLimitNamespace(config.redisPrefix),
       allowList: (req: FastifyRequest) => OPS_PATHS.test(req.url),
       errorResponseBuilder: (_req: FastifyRequest, ctx: { after: string; ttl: number }) =>
         Object.assign(new Error(`rate limit exceeded: retry in ${ctx.after}`), { statusCode: 429, retryAfterMs: ctx.ttl }),

@@ -5,7 +5,7 @@ import { SLUICE_CONFIG } from '../config/config.module';
 import { JobNotFoundError, SluiceError, WrongStateError } from '../core/errors';
 import type { Job, Json } from '../core/job';
 import { PayloadTooLargeError } from '../core/job-options';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { DeadLetterStore, QueueStore } from '../core/ports';
 import { JobsService } from './jobs.service';
 import { bareQueue, inProject, qualify } from '../core/project-queue';
 
@@ -29,7 +29,8 @@ const PURGE_CHUNK = 500;
 export class DlqService {
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
-    private readonly store: RedisJobStore,
+    private readonly deadLetters: DeadLetterStore,
+    private readonly queues: QueueStore,
     private readonly history: HistoryQueries,
     private readonly jobs: JobsService,
   ) {}
@@ -68,7 +69,7 @@ export class DlqService {
     const job = await this.jobs.get(id, project);
     if (job.status !== 'failed' && job.status !== 'cancelled') throw new WrongStateError(id, job.status, 'retry (only failed or cancelled jobs can be)');
     try {
-      return await this.store.retryFromDlqAndGet(job.queue, id, payload);
+      return await this.deadLetters.retryAndGet(job.queue, id, payload);
     } catch (e) {
       if (!(e instanceof JobNotFoundError)) throw e;
     }
@@ -77,13 +78,13 @@ export class DlqService {
     if (copy.status !== 'cancelled') {
       throw new SluiceError('conflict', `job ${id} is ${copy.status} but no longer in the dead-letter queue (purged); its history stays readable, it cannot be retried`);
     }
-    const revived = await this.store.reviveJob({
+    const revived = await this.deadLetters.revive({
       id, queue: copy.queue, type: copy.type, payload: JSON.stringify(payload ?? copy.payload), newPayload: payload !== undefined,
       priority: copy.priority, maxAttempts: copy.maxAttempts, timeoutMs: copy.timeoutMs, backoff: copy.backoff,
       createdAt: copy.createdAt, executionSeq: copy.executionSeq, idempotencyKey: copy.idempotencyKey,
     });
     // null: a concurrent retry recreated it first; retryJob then answers by its state.
-    return revived ?? this.store.retryFromDlqAndGet(copy.queue, id, payload);
+    return revived ?? this.deadLetters.retryAndGet(copy.queue, id, payload);
   }
 
   /**
@@ -102,7 +103,7 @@ export class DlqService {
       for (let i = 0; i < page.items.length; i += BULK_PARALLEL) {
         const done = await Promise.all(
           page.items.slice(i, i + BULK_PARALLEL).map((j) =>
-            this.store.retryFromDlq(j.queue, j.id).then(
+            this.deadLetters.retry(j.queue, j.id).then(
               () => 1,
               (e) => {
                 if (e instanceof JobNotFoundError || e instanceof WrongStateError) return 0;
@@ -126,11 +127,11 @@ export class DlqService {
    * @returns how many jobs were purged.
    */
   async purge(queue: string | undefined, project: string): Promise<number> {
-    const queues = queue !== undefined ? [qualify(project, queue)] : (await this.store.listQueues()).filter((q) => inProject(q, project));
+    const queues = queue !== undefined ? [qualify(project, queue)] : (await this.queues.list()).filter((q) => inProject(q, project));
     let purged = 0;
     for (const q of queues) {
       for (let more = true; more; ) {
-        const r = await this.store.purgeDlq(q, PURGE_CHUNK);
+        const r = await this.deadLetters.purge(q, PURGE_CHUNK);
         purged += r.purged;
         more = r.more;
       }

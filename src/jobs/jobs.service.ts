@@ -9,7 +9,7 @@ import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { HandlerRegistry } from '../handlers/handler-registry';
 import { HistoryQueries, JobEvent, JobExecution, JobLogLine, ListJobsFilter, Page } from '../history';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { JobStore, QueueStore } from '../core/ports';
 import type { EnqueueJobDto } from './dto/enqueue-job.dto';
 import { WaitingCap } from './waiting-cap';
 import { parsePayloadFilter } from '../core/payload-filter';
@@ -39,7 +39,8 @@ export class JobsService {
 
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
-    private readonly store: RedisJobStore,
+    private readonly store: JobStore,
+    private readonly queues: QueueStore,
     private readonly history: HistoryQueries,
     private readonly handlers: HandlerRegistry,
     private readonly cap: WaitingCap,
@@ -186,7 +187,7 @@ export class JobsService {
   private async isExternal(queue: string): Promise<boolean> {
     const c = this.externalCache.get(queue);
     if (c && Date.now() - c.at < EXTERNAL_CACHE_MS) return c.external;
-    const settings = await this.store.queueSettings(queue);
+    const settings = await this.queues.settings(queue);
     const external = settings?.external ?? false;
     this.externalCache.set(queue, { external, at: Date.now() });
     return external;

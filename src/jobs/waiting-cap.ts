@@ -4,7 +4,7 @@ import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import { RateLimitedError } from '../core/errors';
 import type { Logger } from '../logging/logger';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { QueueStore } from '../core/ports';
 
 /** How often the projects' waiting jobs are counted, ms: the cap's answer is at most this old. */
 export const WAITING_CAP_REFRESH_MS = 1000;
@@ -36,7 +36,7 @@ export class WaitingCap implements OnModuleInit, OnApplicationShutdown {
 
   constructor(
     @Inject(SLUICE_CONFIG) config: SluiceConfig,
-    private readonly store: RedisJobStore,
+    private readonly queues: QueueStore,
     @Inject(LOGGER) private readonly log: Logger,
   ) {
     this.max = config.projectMaxWaiting;
@@ -63,8 +63,8 @@ export class WaitingCap implements OnModuleInit, OnApplicationShutdown {
     if (!this.refreshing) {
       const before = new Map(this.since);
       this.refreshing = (async () => {
-        const queues = await this.store.listQueues();
-        const counts = await Promise.all(queues.map((q) => this.store.liveCounts(q)));
+        const queues = await this.queues.list();
+        const counts = await Promise.all(queues.map((q) => this.queues.liveCounts(q)));
         const next = new Map<string, number>();
         queues.forEach((q, i) => {
           const p = projectOf(q);

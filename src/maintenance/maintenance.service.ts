@@ -9,7 +9,7 @@ import type { Logger } from '../logging/logger';
 import { SchedulerMetrics } from '../metrics/scheduler-metrics';
 import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { JobStore, QueueStore } from '../core/ports';
 import { WorkerRegistry } from '../workers/registry/worker-registry';
 
 /** Jobs moved per script call, so one call never blocks Redis for long. */
@@ -47,7 +47,8 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
     @Inject(REDIS) private readonly redis: RedisClient,
-    private readonly store: RedisJobStore,
+    private readonly store: JobStore,
+    private readonly queues: QueueStore,
     private readonly scheduler: SchedulerRegistry,
     @Optional() @Inject(AUDIT_DB) private readonly db?: DataSource,
     @Optional() private readonly metrics?: SchedulerMetrics,
@@ -92,7 +93,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
   /** One pass of the reaper over every queue. Returns the jobs moved. */
   async reapAll(): Promise<number> {
     let total = 0;
-    for (const q of await this.store.listQueues()) {
+    for (const q of await this.queues.list()) {
       let r;
       do {
         r = await this.store.reapExpired(q, BATCH);
@@ -107,7 +108,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
   /** One pass of delayed promotion over every queue. Returns the jobs moved. */
   async promoteAll(): Promise<number> {
     let total = 0;
-    for (const q of await this.store.listQueues()) {
+    for (const q of await this.queues.list()) {
       let r;
       do {
         r = await this.store.promoteDelayed(q, BATCH);

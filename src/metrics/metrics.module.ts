@@ -3,8 +3,7 @@ import type { Registry } from 'prom-client';
 import { BacklogService } from '../mirror/backlog.module';
 import type { Role } from '../config/config';
 import { HandlerRegistry } from '../handlers/handler-registry';
-import { RedisJobStore } from '../redis/redis-job-store';
-import { oldestWaitingSince } from '../redis/waiting-age';
+import { QueueStore, StoreConnection } from '../core/ports';
 import { registerBacklogMetrics } from './backlog-metrics';
 import { JobMetrics } from './job-metrics';
 import { MetricsController } from './metrics.controller';
@@ -34,9 +33,9 @@ export class MetricsModule {
       { provide: METRICS_REGISTRY, inject: [SluiceMetrics], useFactory: (m: SluiceMetrics): Registry => m.registry },
       {
         provide: ROLE_GAUGES,
-        inject: [SluiceMetrics, RedisJobStore, BacklogService],
-        useFactory: (m: SluiceMetrics, store: RedisJobStore, backlog: BacklogService) => {
-          if (roles.has('api') || roles.has('worker')) registerQueueMetrics(m.registry, queueSources(store));
+        inject: [SluiceMetrics, QueueStore, StoreConnection, BacklogService],
+        useFactory: (m: SluiceMetrics, queues: QueueStore, connection: StoreConnection, backlog: BacklogService) => {
+          if (roles.has('api') || roles.has('worker')) registerQueueMetrics(m.registry, queueSources(queues, connection));
           if (roles.has('api') || roles.has('audit')) registerBacklogMetrics(m.registry, () => backlog.metrics);
           // The audit writer's own series (batch sizes, quarantined entries) are
           // registered by AuditService on METRICS_REGISTRY (src/mirror/mirror-metrics.ts).
@@ -62,21 +61,20 @@ export class MetricsModule {
 }
 
 /** The queue series' reads on the process's store; commands sent while reconnecting would wait in ioredis's offline queue, so they fail at once instead. */
-function queueSources(store: RedisJobStore) {
+function queueSources(queues: QueueStore, connection: StoreConnection) {
   const ready = () => {
-    if (store.redis.status !== 'ready') throw new Error(`redis connection is ${store.redis.status}`);
+    if (!connection.isReady()) throw new Error(`redis connection is ${connection.state()}`);
   };
   return {
     listQueues: async () => {
       ready();
-      return store.listQueues();
+      return queues.list();
     },
-    liveCounts: (q: string) => store.liveCounts(q),
-    oldestWaitingSince: (q: string) => oldestWaitingSince(store.redis, store.keys(q)),
+    liveCounts: (q: string) => queues.liveCounts(q),
+    oldestWaitingSince: (q: string) => queues.oldestWaitingSince(q),
     redisNowMs: async () => {
       ready();
-      const [s, us] = await store.redis.time();
-      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+      return connection.serverTime();
     },
   };
 }

@@ -2,9 +2,7 @@ import { Global, Inject, Injectable, Module, OnApplicationShutdown, OnModuleInit
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
-import type { RedisClient } from '../redis/connection';
-import { REDIS } from '../redis/redis.module';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { JobStore, MirrorStream, QueueStore } from '../core/ports';
 import { BacklogGuard, BacklogMetrics } from './backlog';
 
 /** How often the backlog is read (one SMEMBERS, plus an XLEN and an XRANGE per queue, pipelined). */
@@ -13,7 +11,7 @@ export const BACKLOG_REFRESH_MS = 1000;
 /**
  * Load shedding for enqueue (API.md: 503 `unavailable` when the audit backlog
  * is over its bound). Installs a {@link BacklogGuard} as the process's
- * RedisJobStore admission check: while more than AUDIT_MAX_BACKLOG audit
+ * JobStore admission check: while more than AUDIT_MAX_BACKLOG audit
  * events wait in Redis (PostgreSQL unreachable, or the writers too slow),
  * every enqueue throws UnavailableError and writes nothing; it is accepted
  * again as soon as the backlog is back within the bound. Logs one warn line
@@ -26,10 +24,11 @@ export class BacklogService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(SLUICE_CONFIG) config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
-    @Inject(REDIS) redis: RedisClient,
-    private readonly store: RedisJobStore,
+    private readonly store: JobStore,
+    queues: QueueStore,
+    mirror: MirrorStream,
   ) {
-    this.guard = new BacklogGuard(redis, store, config.auditMaxBacklog, (over, s) => {
+    this.guard = new BacklogGuard({ queues, mirror }, config.auditMaxBacklog, (over, s) => {
       const fields = { pending: s.pending, lagMs: s.lagMs, max: config.auditMaxBacklog };
       if (over) this.log.warn(fields, 'audit backlog over AUDIT_MAX_BACKLOG: enqueue refused (503 unavailable) until it drains');
       else this.log.info(fields, 'audit backlog back within AUDIT_MAX_BACKLOG: enqueue accepted again');
@@ -58,7 +57,7 @@ export class BacklogService implements OnModuleInit, OnApplicationShutdown {
 
 /**
  * Imported for every role (src/app.module.ts): the guard sits on the one
- * RedisJobStore of the process, so whichever role calls enqueue (the API's
+ * JobStore of the process, so whichever role calls enqueue (the API's
  * POST /jobs, the scheduler's cron materialization, a handler enqueueing a
  * follow-up job) is shed the same way, and every process can report the backlog.
  */

@@ -1,32 +1,14 @@
-import type { RedisClient } from '../redis/connection';
-import type { RedisJobStore } from '../redis/redis-job-store';
+import type { BacklogState, MirrorStream, QueueStore } from '../core/ports';
+
+export type { BacklogState };
 
 /**
- * Size and age of the audit outbox: events written by the scripts that the
- * audit writer has not mirrored yet (XLEN: mirrored entries leave the stream, lua/ackEvents-1.lua).
+ * Reads the backlog of the mirror (events written by the scripts that no
+ * writer has mirrored yet) over every known queue.
+ * @throws when Redis cannot be read.
  */
-export interface BacklogState {
-  /** Entries waiting in every queue's stream. */
-  pending: number;
-  /** Age of the oldest waiting entry, ms (0 when none). */
-  lagMs: number;
-}
-
-/** Reads the backlog of every known queue (one XLEN and one XRANGE each, pipelined). */
-export async function readBacklog(redis: RedisClient, store: RedisJobStore): Promise<BacklogState> {
-  const queues = await store.listQueues();
-  const rows = await Promise.all(
-    queues.map(async (q) => {
-      const key = store.keys(q).events;
-      const [len, first] = await Promise.all([redis.xlen(key), redis.xrange(key, '-', '+', 'COUNT', 1)]);
-      return { len, firstMs: first.length ? Number(first[0][0].split('-')[0]) : null };
-    }),
-  );
-  const pending = rows.reduce((a, r) => a + r.len, 0);
-  const oldest = rows.reduce<number | null>((a, r) => (r.firstMs !== null && (a === null || r.firstMs < a) ? r.firstMs : a), null);
-  const [sec, usec] = await redis.time();
-  const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
-  return { pending, lagMs: oldest === null ? 0 : Math.max(0, now - oldest) };
+export async function readBacklog(stores: { queues: QueueStore; mirror: MirrorStream }): Promise<BacklogState> {
+  return stores.mirror.backlog(await stores.queues.list());
 }
 
 /** The backlog numbers, ready to be exported as metrics (GET /metrics comes with the HTTP API). */
@@ -50,7 +32,7 @@ export interface BacklogMetrics {
  * it is over `max` (strictly more pending events than `max`), so enqueue can
  * answer 503 instead of growing Redis without bound (or dropping history)
  * while PostgreSQL is away. Install it with
- * `store.setAdmission(() => guard.admit())`.
+ * `jobs.setAdmission(() => guard.admit())`.
  *
  * The answer is as old as the last refresh (≤ intervalMs): a burst may take
  * the backlog past the bound by what is enqueued within one interval. When
@@ -65,8 +47,7 @@ export class BacklogGuard {
   private refreshedAt = 0;
 
   constructor(
-    private readonly redis: RedisClient,
-    private readonly store: RedisJobStore,
+    private readonly stores: { queues: QueueStore; mirror: MirrorStream },
     readonly max: number,
     private readonly onChange: (over: boolean, s: BacklogState) => void = () => undefined,
   ) {}
@@ -94,7 +75,7 @@ export class BacklogGuard {
    */
   refresh(): Promise<BacklogState> {
     if (!this.refreshing) {
-      this.refreshing = readBacklog(this.redis, this.store)
+      this.refreshing = readBacklog(this.stores)
         .then((s) => {
           this.state = s;
           this.refreshedAt = Date.now();
@@ -110,7 +91,7 @@ export class BacklogGuard {
   }
 
   /**
-   * The admission check for RedisJobStore.setAdmission: null while the
+   * The admission check for JobStore.setAdmission: null while the
    * backlog is within its bound, else why enqueue is refused (and counts the refusal).
    */
   admit(): string | null {

@@ -1,10 +1,8 @@
 import type { DataSource } from 'typeorm';
-import type { RedisClient } from '../redis/connection';
-import type { RedisJobStore } from '../redis/redis-job-store';
-import type { RedisScripts } from '../redis/scripts';
-import { jobChangesChannel, liveListenersKey, newQueueChannel } from '../redis/keys';
+import type { MirrorStream, QueueOwnership, QueueStore, StoreConnection } from '../core/ports';
 import { jobChangesMessage } from './job-changes';
-import type { Logger } from '../workers/runtime/worker-runtime';
+import { silentLogger as silent, type Logger } from '../core/logger';
+import { sleep } from '../core/sleep';
 import type { AuditWriterMetrics } from './mirror-metrics';
 import { batchMessage, planBatch, UNIQUE_VIOLATION } from './batch-writer';
 import { isolate } from './isolate';
@@ -12,22 +10,14 @@ import { BatchMessage, sendBatch } from '../postgres/pg-batch';
 import { batchFault, logSafeMessage, sqlState } from '../postgres/pg-errors';
 import { AuditBatch, entryFields, project, StreamEntry } from './projection';
 import { logQuarantine, Refusal, writeQuarantine } from './quarantine';
-import { compareIds, nextStreamId } from './stream-ids';
+import { compareIds } from '../core/stream-ids';
 
-export const AUDIT_GROUP = 'sluice-audit';
-
-/**
- * Acknowledges mirrored entries of one stream and removes them from it, in
- * one script (lua/ackEvents-1.lua: XACK, then a trim when nothing older is
- * pending, else XDEL). One script, because a writer dying between a separate
- * XACK and XDEL would leave acked entries in the stream for good (never
- * pending, so never taken over) and XLEN would not drain to 0.
- * @param ids 1..1000 entry ids of `eventsKey`, committed to PostgreSQL, in any order.
- * @returns 1 when the entries were trimmed, 0 when deleted one by one.
- */
-export function acknowledgeEntries(scripts: RedisScripts, eventsKey: string, ids: string[]): Promise<number> {
-  const last = ids.reduce((a, b) => (compareIds(a, b) >= 0 ? a : b));
-  return scripts.run<number>('ackEvents', [eventsKey], [AUDIT_GROUP, last, nextStreamId(last), ...ids]);
+/** The stores a mirror writer uses (a RedisStores from createRedisStores fits). */
+export interface MirrorStores {
+  queues: QueueStore;
+  mirror: MirrorStream;
+  ownership: QueueOwnership;
+  connection: StoreConnection;
 }
 
 export interface AuditWriterOptions {
@@ -58,9 +48,6 @@ export interface AuditWriterOptions {
   metrics?: AuditWriterMetrics;
 }
 
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-type XEntries = [string, string[]][];
 
 /** A batch read and made ready for PostgreSQL: its projection, and the one message that writes it. */
 interface Prepared {
@@ -166,36 +153,30 @@ export class AuditWriter {
   readonly stats = { batches: 0, events: 0, lastBatchAt: 0, freshRetries: 0, quarantined: 0, isolated: 0, bisections: 0 };
 
   constructor(
-    private readonly redis: RedisClient,
-    private readonly store: RedisJobStore,
+    private readonly stores: MirrorStores,
     private readonly db: DataSource,
     private readonly opts: AuditWriterOptions,
     private readonly log: Logger = silent,
   ) {}
 
-  private sub: RedisClient | null = null;
+  private unsubscribe: (() => void) | null = null;
 
   start(): void {
     this.running = true;
-    // New queues are announced (RedisJobStore.registerQueue): take them over at
+    // New queues are announced (QueueStore.register): take them over at
     // once instead of at the next ownership poll (≤ 1 s), so their history
     // shows up as quickly as that of known queues.
-    this.sub = this.redis.duplicate() as RedisClient;
-    this.sub.on('error', () => undefined); // reconnects by itself; the poll is the fallback
-    this.sub.on('message', () => (this.ownershipCheckedAt = 0));
-    void this.sub.subscribe(newQueueChannel(this.store.prefix)).catch(() => undefined);
+    this.unsubscribe = this.stores.mirror.onNewQueue(() => (this.ownershipCheckedAt = 0));
     this.loopDone = this.loop().catch((e) => this.log.error({ err: (e as Error).message }, 'audit writer loop crashed'));
   }
 
   /** Stops after the batch in progress; releases the queues it owned. */
   async stop(): Promise<void> {
     this.running = false;
-    this.sub?.disconnect();
-    this.sub = null;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
     await this.loopDone;
-    await Promise.all([...this.owned].map((q) => this.redis.eval(
-      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, this.store.keys(q).auditLock, this.opts.writerId,
-    ).catch(() => undefined)));
+    await Promise.all([...this.owned].map((q) => this.stores.ownership.release(q, this.opts.writerId)));
     this.owned.clear();
   }
 
@@ -333,8 +314,8 @@ export class AuditWriter {
         refused = iso.refused;
       }
       if (refused.length) {
-        await writeQuarantine(this.db, this.redis, (q) => this.store.keys(q).events, refused);
-        logQuarantine(this.log, (q) => this.store.keys(q).events, refused);
+        await writeQuarantine(this.db, this.stores.mirror, refused);
+        logQuarantine(this.log, (q) => this.stores.mirror.streamName(q), refused);
         this.stats.quarantined += refused.length;
       }
     } catch (e) {
@@ -395,16 +376,10 @@ export class AuditWriter {
     const queues = [...this.owned];
     if (!queues.length) return [];
     const per = Math.max(1, Math.ceil(budget / queues.length));
-    const replies = await Promise.all(
-      queues.map((q) =>
-        (this.redis as any).xreadgroup('GROUP', AUDIT_GROUP, this.opts.writerId, 'COUNT', per, 'STREAMS', this.store.keys(q).events, '>') as Promise<
-          [string, XEntries][] | null
-        >,
-      ),
-    );
+    const replies = await Promise.all(queues.map((q) => this.stores.mirror.readNew(q, this.opts.writerId, per)));
     const out: StreamEntry[] = [];
     replies.forEach((r, i) => {
-      if (r) for (const [id, fields] of r[0][1]) out.push({ queue: queues[i], id, fields: entryFields(fields) });
+      for (const { id, fields } of r) out.push({ queue: queues[i], id, fields: entryFields(fields) });
     });
     return out;
   }
@@ -419,7 +394,7 @@ export class AuditWriter {
     const finished = batch.finished;
     await Promise.all(
       [...byQueue].map(async ([q, ids]) => {
-        await acknowledgeEntries(this.store.scripts, this.store.keys(q).events, ids);
+        await this.stores.mirror.ack(q, ids);
       }),
     );
     const done = new Map<string, string[]>();
@@ -429,10 +404,7 @@ export class AuditWriter {
       l.push(f.jobId);
     }
     await Promise.all(
-      [...done].map(([q, ids]) => {
-        const k = this.store.keys(q);
-        return this.store.scripts.run('forgetJobs', [k.done, k.meta], [k.base, this.opts.keepCompletedCount ?? -1, this.opts.keepCompletedMs ?? -1, ...ids]);
-      }),
+      [...done].map(([q, ids]) => this.stores.mirror.forgetFinished(q, ids, this.opts.keepCompletedCount ?? -1, this.opts.keepCompletedMs ?? -1)),
     );
   }
 
@@ -449,7 +421,7 @@ export class AuditWriter {
   private announce(batch: AuditBatch): void {
     if (!this.liveListeners) return;
     const msg = jobChangesMessage(batch);
-    if (msg !== null) this.redis.publish(jobChangesChannel(this.store.prefix), msg).catch(() => undefined);
+    if (msg !== null) this.stores.mirror.publishJobChanges(msg);
   }
 
   /** Redis's clock minus this host's (ms), measured at each ownership round: entry ids carry Redis time. */
@@ -459,26 +431,21 @@ export class AuditWriter {
   private async refreshOwnership(): Promise<void> {
     this.ownershipCheckedAt = Date.now();
     if (this.opts.onBatch) {
-      const [sec, usec] = await this.redis.time();
-      this.redisClockOffsetMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - Date.now();
+      this.redisClockOffsetMs = (await this.stores.connection.serverTime()) - Date.now();
     }
-    this.liveListeners = (await this.redis.exists(liveListenersKey(this.store.prefix))) === 1;
+    this.liveListeners = await this.stores.mirror.liveListeners();
     const ttl = this.opts.lockTtlMs ?? 5000;
-    for (const q of await this.store.listQueues()) {
-      const k = this.store.keys(q);
+    for (const q of await this.stores.queues.list()) {
       if (!this.groupsMade.has(q)) {
-        await this.redis.xgroup('CREATE', k.events, AUDIT_GROUP, '0', 'MKSTREAM').catch((e: Error) => {
-          if (!/BUSYGROUP/.test(e.message)) throw e;
-        });
+        await this.stores.mirror.ensureGroup(q);
         this.groupsMade.add(q);
       }
       if (this.owned.has(q)) {
-        const still = await this.store.scripts.run<number>('renewLock', [k.auditLock], [this.opts.writerId, ttl]);
-        if (still !== 1) {
+        if (!(await this.stores.ownership.renew(q, this.opts.writerId, ttl))) {
           this.owned.delete(q);
           this.log.warn({ queue: q }, 'audit writer lost the ownership of a queue');
         }
-      } else if ((await this.redis.set(k.auditLock, this.opts.writerId, 'PX', ttl, 'NX')) === 'OK') {
+      } else if (await this.stores.ownership.take(q, this.opts.writerId, ttl)) {
         if (!(await this.prepare(q))) continue;
         this.owned.add(q);
         await this.takeOver(q);
@@ -492,32 +459,26 @@ export class AuditWriter {
    * Returns false, with the lock released, when the hook failed.
    */
   private async prepare(queue: string): Promise<boolean> {
-    const k = this.store.keys(queue);
-    await this.redis.xgroup('CREATE', k.events, AUDIT_GROUP, '0', 'MKSTREAM').catch((e: Error) => {
-      if (!/BUSYGROUP/.test(e.message)) throw e;
-    });
+    await this.stores.mirror.ensureGroup(queue);
     if (!this.opts.onAcquire) return true;
     try {
       await this.opts.onAcquire(queue);
       return true;
     } catch (e) {
       this.log.warn({ queue, err: (e as Error).message }, 'audit writer: queue check failed, will retry');
-      await this.redis
-        .eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0", 1, k.auditLock, this.opts.writerId)
-        .catch(() => undefined);
+      await this.stores.ownership.release(queue, this.opts.writerId);
       return false;
     }
   }
 
   /** Claims every entry left pending in the group by earlier owners (XAUTOCLAIM). */
   private async takeOver(queue: string): Promise<void> {
-    const k = this.store.keys(queue);
     let cursor = '0-0';
     const taken: StreamEntry[] = [];
     do {
-      const r = (await (this.redis as any).xautoclaim(k.events, AUDIT_GROUP, this.opts.writerId, 0, cursor, 'COUNT', 1000)) as [string, XEntries, string[]?];
-      cursor = r[0];
-      for (const [id, fields] of r[1]) if (fields) taken.push({ queue, id, fields: entryFields(fields) });
+      const r = await this.stores.mirror.claimPending(queue, this.opts.writerId, cursor);
+      cursor = r.cursor;
+      for (const { id, fields } of r.entries) taken.push({ queue, id, fields: entryFields(fields) });
     } while (cursor !== '0-0');
     if (taken.length) {
       taken.sort((a, b) => compareIds(a.id, b.id));

@@ -7,16 +7,14 @@ import type { DataSource } from 'typeorm';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
-import type { RedisClient } from '../redis/connection';
-import { REDIS } from '../redis/redis.module';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { MirrorStream, QueueOwnership, QueueStore, RestoreStore, StoreConnection } from '../core/ports';
 import { readBacklog } from './backlog';
 import { AuditMetrics } from './mirror-metrics';
 import type { Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '../metrics/metrics.module';
-import { AuditWriter } from './mirror-writer';
+import { AuditWriter, type MirrorStores } from './mirror-writer';
 import { AUDIT_DB } from '../postgres/postgres.module';
-import { formatRestoreReport, QueueRestorer } from '../restore/restore';
+import { formatRestoreReport, QueueRestorer, type RestoreStores } from '../restore/restore';
 import { createRoleWriter, roleRestorer } from './role-writer';
 import { mirrorWorkers } from '../workers/registry/worker-history';
 import { AuditWriterThread } from './writer-thread';
@@ -41,18 +39,23 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   private writer?: AuditWriter;
   private thread?: AuditWriterThread;
   private workersTimer?: NodeJS.Timeout;
+  private readonly stores: MirrorStores & RestoreStores;
 
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
-    @Inject(REDIS) private readonly redis: RedisClient,
     @Inject(AUDIT_DB) private readonly db: DataSource,
-    private readonly store: RedisJobStore,
+    queues: QueueStore,
+    mirror: MirrorStream,
+    ownership: QueueOwnership,
+    restore: RestoreStore,
+    connection: StoreConnection,
     private readonly moduleRef: ModuleRef,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     // The process's /metrics serves the writer's series too (every role has MetricsModule).
     if (registry) this.metrics.registerOn(registry);
+    this.stores = { queues, mirror, ownership, restore, connection };
   }
 
   /**
@@ -63,7 +66,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   async onApplicationBootstrap(): Promise<void> {
     // A queue whose audit lock another process holds is not waited for long:
     // that process is restoring it, or this writer checks it when it takes it over.
-    const restorer = roleRestorer(this.db, this.store, this.log);
+    const restorer = roleRestorer(this.db, this.stores, this.log);
     try {
       const reports = await restorer.checkAll();
       const acted = reports.filter((r) => r.action !== 'intact');
@@ -112,7 +115,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
   }
 
   private startInProcess(restorer: QueueRestorer): void {
-    this.writer = createRoleWriter(this.redis, this.store, this.db, this.config, this.writerId, this.log, restorer, undefined, this.metrics);
+    this.writer = createRoleWriter(this.stores, this.db, this.config, this.writerId, this.log, restorer, undefined, this.metrics);
     this.writer.start();
   }
 
@@ -132,7 +135,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     await worker?.beforeApplicationShutdown();
     const until = Date.now() + SHUTDOWN_DRAIN_MS;
     while ((this.writer || this.thread) && Date.now() < until) {
-      const b = await readBacklog(this.redis, this.store).catch(() => ({ pending: 0 }));
+      const b = await readBacklog(this.stores).catch(() => ({ pending: 0 }));
       if (b.pending === 0) break;
       await new Promise((r) => setTimeout(r, 20));
     }

@@ -13,8 +13,8 @@
 
 import { errorFingerprint } from '../core/error-fingerprint';
 import { JOB_STATUSES, JobEventName } from '../core/job-status';
-import { splitOptions } from '../redis/job-codec';
-import { splitStreamId } from './stream-ids';
+import { splitOptions } from '../core/packed-options';
+import { splitStreamId } from '../core/stream-ids';
 
 /** Keys of the header's parts after the first five, in order (lua/includes/emit.lua); `o` is the rest of the header. */
 const HEADER_TAIL = ['j', 'x', 'ms', 'pr', 'ra'] as const;

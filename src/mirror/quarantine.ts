@@ -9,8 +9,8 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type { DataSource } from 'typeorm';
-import type { RedisClient } from '../redis/connection';
-import type { Logger } from '../workers/runtime/worker-runtime';
+import type { MirrorStream } from '../core/ports';
+import type { Logger } from '../core/logger';
 import { BatchFault, batchFault, logSafeMessage, storableText } from '../postgres/pg-errors';
 import type { StreamEntry } from './projection';
 
@@ -71,11 +71,11 @@ const isText = (b: Buffer) => !b.includes(0) && isUtf8(b);
  * (removed meanwhile) falls back to the fields the writer parsed.
  * @throws when Redis fails (the batch is then retried).
  */
-async function rawFields(redis: RedisClient, eventsKeyOf: (queue: string) => string, entries: StreamEntry[]): Promise<Record<string, StoredValue>[]> {
+async function rawFields(stream: Pick<MirrorStream, 'rawEntries'>, entries: StreamEntry[]): Promise<Record<string, StoredValue>[]> {
   return Promise.all(
     entries.map(async (e) => {
-      const r = (await (redis as any).xrangeBuffer(eventsKeyOf(e.queue), e.id, e.id)) as [Buffer, Buffer[]][];
-      if (r.length && r[0][1]) return storedFields(r[0][1]);
+      const [raw] = await stream.rawEntries(e.queue, [e.id]);
+      if (raw) return storedFields(raw);
       return storedFields(Object.entries(e.fields).flatMap(([k, v]) => [Buffer.from(storableText(k)), Buffer.from(storableText(v))]));
     }),
   );
@@ -93,11 +93,12 @@ const INSERT = `INSERT INTO audit_quarantine (stream_key, entry_id, queue, field
  * left out, so the content of an entry cannot fail this write.
  * @throws when Redis or PostgreSQL is unavailable (nothing is acknowledged then).
  */
-export async function writeQuarantine(db: DataSource, redis: RedisClient, eventsKeyOf: (queue: string) => string, refusals: Refusal[]): Promise<void> {
+export async function writeQuarantine(db: DataSource, stream: Pick<MirrorStream, 'rawEntries' | 'streamName'>, refusals: Refusal[]): Promise<void> {
+  const eventsKeyOf = (queue: string) => stream.streamName(queue);
   const byKey = new Map<string, Refusal>();
   for (const r of refusals) byKey.set(`${r.entry.queue}\n${r.entry.id}`, r);
   const all = [...byKey.values()];
-  const fields = await rawFields(redis, eventsKeyOf, all.map((r) => r.entry));
+  const fields = await rawFields(stream, all.map((r) => r.entry));
   for (let i = 0; i < all.length; ) {
     let bytes = 0;
     let j = i;

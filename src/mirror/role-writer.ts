@@ -1,18 +1,16 @@
 import type { DataSource } from 'typeorm';
 import type { SluiceConfig } from '../config/config';
 import type { Logger } from '../logging/logger';
-import type { RedisClient } from '../redis/connection';
-import type { RedisJobStore } from '../redis/redis-job-store';
 import type { AuditWriterMetrics } from './mirror-metrics';
-import { AuditWriter } from './mirror-writer';
-import { formatRestoreReport, QueueRestorer } from '../restore/restore';
+import { AuditWriter, type MirrorStores } from './mirror-writer';
+import { formatRestoreReport, QueueRestorer, type RestoreStores } from '../restore/restore';
 
 /** A queue whose audit lock another process holds is not waited for long: that process is restoring it. */
 export const RESTORE_LOCK_WAIT_MS = 2000;
 
 /** The restore check of the audit role (src/restore/restore.ts), with its log lines tagged. */
-export function roleRestorer(db: DataSource, store: RedisJobStore, log: Logger): QueueRestorer {
-  return new QueueRestorer(db, store, { lockWaitMs: RESTORE_LOCK_WAIT_MS, log: log.child({ component: 'restore' }) });
+export function roleRestorer(db: DataSource, stores: RestoreStores, log: Logger): QueueRestorer {
+  return new QueueRestorer(db, stores, { lockWaitMs: RESTORE_LOCK_WAIT_MS, log: log.child({ component: 'restore' }) });
 }
 
 /**
@@ -23,19 +21,17 @@ export function roleRestorer(db: DataSource, store: RedisJobStore, log: Logger):
  * once per batch (src/mirror/mirror-metrics.ts). Not started.
  */
 export function createRoleWriter(
-  redis: RedisClient,
-  store: RedisJobStore,
+  stores: MirrorStores & RestoreStores,
   db: DataSource,
   config: Pick<SluiceConfig, 'keepCompletedCount' | 'keepCompletedMs'>,
   writerId: string,
   log: Logger,
-  restorer: QueueRestorer = roleRestorer(db, store, log),
+  restorer: QueueRestorer = roleRestorer(db, stores, log),
   onBatch?: (lagMs: number) => void,
   metrics?: AuditWriterMetrics,
 ): AuditWriter {
   return new AuditWriter(
-    redis,
-    store,
+    stores,
     db,
     {
       writerId,

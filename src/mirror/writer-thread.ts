@@ -2,8 +2,7 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import type { SluiceConfig } from '../config/config';
 import { createLogger, Logger, prettyLogs } from '../logging/logger';
 import { createRedis } from '../redis/connection';
-import { RedisJobStore, storeDefaultsOf } from '../redis/redis-job-store';
-import { RedisScripts } from '../redis/scripts';
+import { createRedisStores } from '../redis/stores';
 import { AuditMetricsBuffer, isAuditMetricsDelta, type AuditMetrics } from './mirror-metrics';
 import { createDataSource } from '../postgres/data-source';
 import { createRoleWriter } from './role-writer';
@@ -135,7 +134,7 @@ async function runThread(data: ThreadData): Promise<void> {
   const { config, writerId } = data;
   const log = threadLogger(data);
   const redis = createRedis(config, { name: `sluice-audit-${writerId}` });
-  const store = new RedisJobStore(redis, new RedisScripts(redis), config.redisPrefix, storeDefaultsOf(config));
+  const stores = createRedisStores(redis, config.redisPrefix);
   // Migrations ran in the main thread before this one started.
   const db = createDataSource(config.databaseUrl, 4);
   await db.initialize();
@@ -151,7 +150,7 @@ async function runThread(data: ThreadData): Promise<void> {
   const buffer = new AuditMetricsBuffer(report);
   const metricsTimer = setInterval(report, METRICS_INTERVAL_MS);
   metricsTimer.unref();
-  const writer = createRoleWriter(redis, store, db, config, writerId, log, undefined, (lagMs) => priority.observe(lagMs), buffer);
+  const writer = createRoleWriter(stores, db, config, writerId, log, undefined, (lagMs) => priority.observe(lagMs), buffer);
   parentPort!.on('message', (m) => {
     if (m !== 'stop') return;
     void (async () => {

@@ -6,7 +6,7 @@ import { LIMITS } from '../core/job-options';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { HistoryQueries, QueueCounts } from '../history';
-import { QueueSettings, RedisJobStore } from '../redis/redis-job-store';
+import { QueueSettings, QueueStore } from '../core/ports';
 import type { ConfigureQueueDto } from './dto/configure-queue.dto';
 import { checkQueueName, QueueNotFoundError } from './queue-name';
 import { bareQueue, inProject, qualify } from '../core/project-queue';
@@ -33,22 +33,22 @@ export interface ApiQueue {
  * Queue use cases behind `/queues`: list, read, configure, pause, resume,
  * each within the caller's project: a URL's bare name is qualified with it
  * (src/core/project-queue.ts), answers carry the bare name.
- * Settings live in the queue's Redis meta hash (RedisJobStore.configureQueue);
+ * Settings live in the queue's Redis meta hash (QueueStore.configure);
  * counts are exact (HistoryQueries.queueCounts: live from Redis, terminal from Postgres).
  */
 @Injectable()
 export class QueuesService {
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
-    private readonly store: RedisJobStore,
+    private readonly store: QueueStore,
     private readonly history: HistoryQueries,
   ) {}
 
   /** Every queue of `project`, by name. */
   async list(project: string): Promise<ApiQueue[]> {
-    const names = (await this.store.listQueues()).filter((q) => inProject(q, project));
+    const names = (await this.store.list()).filter((q) => inProject(q, project));
     const [settings, counts, search] = await Promise.all([
-      Promise.all(names.map((n) => this.store.queueSettings(n))),
+      Promise.all(names.map((n) => this.store.settings(n))),
       this.history.queueCounts(names),
       this.searchStates(names),
     ]);
@@ -65,7 +65,7 @@ export class QueuesService {
    */
   async get(name: string, project: string): Promise<ApiQueue> {
     const qualified = LIMITS.queuePattern.test(name) ? qualify(project, name) : null;
-    const s = qualified !== null ? await this.store.queueSettings(qualified) : null;
+    const s = qualified !== null ? await this.store.settings(qualified) : null;
     if (!s || qualified === null) throw new QueueNotFoundError(name);
     const [counts, search] = await Promise.all([this.history.queueCounts([qualified]), this.searchStates([qualified])]);
     return this.render(s, counts[qualified], search);
@@ -85,13 +85,13 @@ export class QueuesService {
     const qualified = qualify(project, checkQueueName(name));
     let backoff: BackoffSpec | undefined;
     if (body.defaults?.backoff) {
-      const current = (await this.store.queueSettings(qualified))?.defaults.backoff ?? DEFAULT_BACKOFF;
+      const current = (await this.store.settings(qualified))?.defaults.backoff ?? DEFAULT_BACKOFF;
       const given = Object.fromEntries(Object.entries(body.defaults.backoff).filter(([, v]) => v !== undefined));
       backoff = { ...current, ...given } as BackoffSpec;
       const problem = backoffProblem(backoff);
       if (problem) throw new ValidationError(`invalid defaults.backoff: ${problem}`, [{ path: 'defaults.backoff', message: problem }]);
     }
-    await this.store.configureQueue(qualified, {
+    await this.store.configure(qualified, {
       maxConcurrency: body.maxConcurrency,
       rateLimit: body.rateLimit === null ? null : body.rateLimit ? { max: body.rateLimit.max, durationMs: body.rateLimit.durationMs } : undefined,
       external: body.external,
@@ -111,8 +111,8 @@ export class QueuesService {
    */
   async setPaused(name: string, paused: boolean, project: string): Promise<ApiQueue> {
     const qualified = qualify(project, checkQueueName(name));
-    if (!paused && !(await this.store.queueSettings(qualified))) throw new SluiceError('not_found', `queue ${name} not found`);
-    await this.store.configureQueue(qualified, { paused });
+    if (!paused && !(await this.store.settings(qualified))) throw new SluiceError('not_found', `queue ${name} not found`);
+    await this.store.configure(qualified, { paused });
     return this.get(name, project);
   }
 

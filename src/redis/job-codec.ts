@@ -1,6 +1,7 @@
 import { BackoffSpec, DEFAULT_BACKOFF, decodeBackoff } from '../core/backoff';
 import type { ClaimedJob, Job, Json, WorkerJob } from '../core/job';
 import { clampTime } from '../core/job-options';
+import { splitOptions } from '../core/packed-options';
 import { JOB_STATUSES, JobStatus } from '../core/job-status';
 
 /**
@@ -18,19 +19,6 @@ import { JOB_STATUSES, JobStatus } from '../core/job-status';
  *   tp W3C traceparent, ts tracestate (only when the job carries a trace context)
  */
 export class JobDecodeError extends Error {}
-
-/**
- * Splits the packed options field `o` ("maxAttempts;timeoutMs;backoff", see
- * lua/includes/job.lua packOpts). Used for job hashes and `enqueued` events.
- * @returns null when the field is missing or has too few parts.
- */
-export function splitOptions(o: string | undefined): { maxAttempts: number; timeoutMs: number; backoff: string } | null {
-  if (!o) return null;
-  const a = o.indexOf(';');
-  const b = a < 0 ? -1 : o.indexOf(';', a + 1);
-  if (b < 0) return null;
-  return { maxAttempts: Number(o.slice(0, a)), timeoutMs: Number(o.slice(a + 1, b)), backoff: o.slice(b + 1) };
-}
 
 function num(h: Record<string, string>, k: string, required = true): number | null {
   const v = h[k];

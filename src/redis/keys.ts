@@ -81,3 +81,9 @@ export const externalWorkersKey = (prefix: string, project = 'default'): string 
   project === 'default' ? `${prefix}:xworkers` : `${prefix}:xworkers@${project}`;
 export const externalWorkerKey = (prefix: string, id: string, project = 'default'): string =>
   project === 'default' ? `${prefix}:xworker:${id}` : `${prefix}:xworker@${project}:${id}`;
+
+/** The consumer group through which the history mirror reads every queue's events stream. */
+export const MIRROR_GROUP = 'sluice-audit';
+
+/** Key namespace of the HTTP API's per-address rate limit (@fastify/rate-limit's Redis store). */
+export const httpRateLimitNamespace = (prefix: string): string => `${prefix}:ratelimit:`;

@@ -1,10 +1,12 @@
 import { Global, Inject, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
-import { DeadLetterStore, JobStore, QueueStore, StoreConnection } from '../core/ports';
+import { DeadLetterStore, JobStore, MirrorStream, QueueOwnership, QueueStore, RestoreStore, StoreConnection, WakeSignals } from '../core/ports';
 import type { Logger } from '../logging/logger';
 import { createRedis, RedisClient } from './connection';
 import { createRedisStores, RedisStores, storeDefaultsOf } from './stores';
+import { RedisWakeSignals } from './wake/wake-signals';
+import { isCluster } from './wake/wake-waiter';
 
 /** Token of the shared connection: only src/redis injects it. */
 export const REDIS = Symbol('REDIS');
@@ -32,8 +34,16 @@ const STORES = Symbol('REDIS_STORES');
     { provide: QueueStore, inject: [STORES], useFactory: (s: RedisStores) => s.queues },
     { provide: DeadLetterStore, inject: [STORES], useFactory: (s: RedisStores) => s.deadLetters },
     { provide: StoreConnection, inject: [STORES], useFactory: (s: RedisStores) => s.connection },
+    { provide: MirrorStream, inject: [STORES], useFactory: (s: RedisStores) => s.mirror },
+    { provide: QueueOwnership, inject: [STORES], useFactory: (s: RedisStores) => s.ownership },
+    { provide: RestoreStore, inject: [STORES], useFactory: (s: RedisStores) => s.restore },
+    {
+      provide: WakeSignals,
+      inject: [STORES, SLUICE_CONFIG],
+      useFactory: (s: RedisStores, c: SluiceConfig) => new RedisWakeSignals(s.ctx, (name) => createRedis(c, { blocking: true, name }), isCluster(s.ctx.redis)),
+    },
   ],
-  exports: [REDIS, STORES, JobStore, QueueStore, DeadLetterStore, StoreConnection],
+  exports: [REDIS, STORES, JobStore, QueueStore, DeadLetterStore, StoreConnection, MirrorStream, QueueOwnership, RestoreStore, WakeSignals],
 })
 export class RedisModule implements OnModuleInit, OnApplicationShutdown {
   constructor(

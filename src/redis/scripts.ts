@@ -16,6 +16,7 @@ export type ScriptName =
   | 'retryJob'
   | 'updateProgress'
   | 'renewLock'
+  | 'releaseLock'
   | 'forgetJobs'
   | 'ackEvents'
   | 'restoreJobs'

@@ -3,10 +3,9 @@ import type { JobRow as HistoryJobRow } from '../history/common';
 import { hostname } from 'node:os';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_BACKOFF, encodeBackoff } from '../core/backoff';
-import { queuesKey } from '../redis/keys';
-import type { RedisJobStore, RestoreJobInput, RestoreJobsResult } from '../redis/redis-job-store';
-import type { Logger } from '../workers/runtime/worker-runtime';
-import { AUDIT_GROUP } from '../mirror/mirror-writer';
+import type { QueueOwnership, QueueStore, RestoreJobInput, RestoreJobsResult, RestoreStore } from '../core/ports';
+import { silentLogger as silent, type Logger } from '../core/logger';
+import { sleep } from '../core/sleep';
 
 /**
  * Restore: rebuilds a queue's Redis state from PostgreSQL after Redis lost it
@@ -49,8 +48,6 @@ import { AUDIT_GROUP } from '../mirror/mirror-writer';
 
 const NON_TERMINAL = ['waiting', 'delayed', 'active'];
 const ms = (col: string) => `round(extract(epoch FROM ${col}) * 1000)::bigint`;
-const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 export interface RestoreCounts {
@@ -139,12 +136,19 @@ function maxStreamId(a: string | null, b: string | null): string | null {
   return am > bm || (am === bm && as >= bs) ? a : b;
 }
 
+/** The stores a restore uses (a RedisStores from createRedisStores fits). */
+export interface RestoreStores {
+  queues: QueueStore;
+  restore: RestoreStore;
+  ownership: QueueOwnership;
+}
+
 export class QueueRestorer {
   private readonly log: Logger;
 
   constructor(
     private readonly db: DataSource,
-    private readonly store: RedisJobStore,
+    private readonly stores: RestoreStores,
     private readonly opts: RestoreOptions = {},
   ) {
     this.log = opts.log ?? silent;
@@ -157,7 +161,7 @@ export class QueueRestorer {
    */
   async listQueues(): Promise<string[]> {
     const [registry, rows] = await Promise.all([
-      this.store.listQueues(),
+      this.stores.queues.list(),
       this.db.query(
         `SELECT name FROM queues
          UNION SELECT queue FROM job_counts WHERE status IN ('waiting', 'delayed', 'active') AND n > 0
@@ -203,9 +207,7 @@ export class QueueRestorer {
     queue: string,
     opts: { lockToken?: string; dryRun?: boolean } = {},
   ): Promise<QueueRestoreReport> {
-    const k = this.store.keys(queue);
-    const redis = this.store.redis;
-    const marker = await redis.get(k.epoch);
+    const marker = await this.stores.restore.epoch(queue);
     if (marker !== null) {
       if (!opts.dryRun) await this.recordEpoch(queue, marker);
       return { queue, action: 'intact', epoch: marker, counts: zero() };
@@ -219,9 +221,9 @@ export class QueueRestorer {
     if (!known) {
       if (opts.dryRun) return { queue, action: 'created', epoch: null, counts: zero() };
       const epoch = newEpoch();
-      if ((await redis.set(k.epoch, epoch, 'NX')) !== 'OK') return this.ensureQueue(queue, opts);
+      if (!(await this.stores.restore.createEpoch(queue, epoch))) return this.ensureQueue(queue, opts);
       await this.recordEpoch(queue, epoch);
-      await redis.sadd(queuesKey(this.store.prefix), queue);
+      await this.stores.restore.relist(queue);
       this.log.info({ queue, epoch }, 'queue epoch created');
       return { queue, action: 'created', epoch, counts: zero() };
     }
@@ -264,34 +266,17 @@ export class QueueRestorer {
 
   /** Takes the queue's audit lock; 'intact' when someone else restored it meanwhile. */
   private async acquire(queue: string, token: string): Promise<'held' | 'intact' | 'busy'> {
-    const k = this.store.keys(queue);
     const deadline = Date.now() + (this.opts.lockWaitMs ?? 15_000);
     for (;;) {
-      if ((await this.store.redis.exists(k.epoch)) === 1) return 'intact';
-      if (
-        (await this.store.redis.set(
-          k.auditLock,
-          token,
-          'PX',
-          this.opts.lockTtlMs ?? 30_000,
-          'NX',
-        )) === 'OK'
-      )
-        return 'held';
+      if ((await this.stores.restore.epoch(queue)) !== null) return 'intact';
+      if (await this.stores.ownership.take(queue, token, this.opts.lockTtlMs ?? 30_000)) return 'held';
       if (Date.now() >= deadline) return 'busy';
       await sleep(200);
     }
   }
 
   private async release(queue: string, token: string): Promise<void> {
-    await this.store.redis
-      .eval(
-        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-        1,
-        this.store.keys(queue).auditLock,
-        token,
-      )
-      .catch(() => undefined);
+    await this.stores.ownership.release(queue, token);
   }
 
   private async restoreQueue(queue: string, heldToken?: string): Promise<QueueRestoreReport> {
@@ -301,7 +286,7 @@ export class QueueRestorer {
       const got = await this.acquire(queue, token);
       if (got === 'intact') return this.ensureQueue(queue);
       if (got === 'busy') {
-        const holder = await this.store.redis.get(this.store.keys(queue).auditLock);
+        const holder = await this.stores.ownership.holder(queue);
         return {
           queue,
           action: 'busy',
@@ -340,12 +325,7 @@ export class QueueRestorer {
       let minStreamId: string | null = top ? `${top.m}-${top.s}` : null;
       for (const r of order) minStreamId = maxStreamId(minStreamId, `${r.lm}-${r.ls}`);
       const call = async (jobs: RestoreJobInput[], epoch = ''): Promise<RestoreJobsResult> => {
-        const r = await this.store.restoreJobs(
-          queue,
-          lock,
-          { epoch, minStreamId: minStreamId ?? '', group: AUDIT_GROUP },
-          jobs,
-        );
+        const r = await this.stores.restore.restoreJobs(queue, lock, { epoch, minStreamId: minStreamId ?? '' }, jobs);
         if (r.status === 'ok')
           for (const key of Object.keys(counts) as (keyof RestoreCounts)[]) counts[key] += r[key];
         return r;
@@ -383,7 +363,7 @@ export class QueueRestorer {
          ON CONFLICT (name) DO UPDATE SET epoch = EXCLUDED.epoch, restored_at = now(), restores = queues.restores + 1`,
         [queue, epoch],
       );
-      await this.store.redis.sadd(queuesKey(this.store.prefix), queue);
+      await this.stores.restore.relist(queue);
       this.log.debug(
         { queue, epoch, ...counts, ms: Date.now() - started },
         'queue restored from PostgreSQL',

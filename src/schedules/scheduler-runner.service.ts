@@ -7,7 +7,7 @@ import type { Clock } from '../core/ports';
 import type { Logger } from '../logging/logger';
 import { SchedulerMetrics } from '../metrics/scheduler-metrics';
 import { createRedis, RedisClient } from '../redis/connection';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { JobStore } from '../core/ports';
 import { schedulesChannel } from './schedule-definition';
 import { SCHEDULE_CLOCK } from './schedule-clock';
 import { ScheduleMaterializer } from './schedule-materializer';
@@ -41,7 +41,7 @@ export class SchedulerRunnerService implements OnApplicationBootstrap, OnApplica
     @Inject(LOGGER) log: Logger,
     @Inject(AUDIT_DB) db: DataSource,
     @Inject(SCHEDULE_CLOCK) clock: Clock,
-    store: RedisJobStore,
+    store: JobStore,
     @Optional() metrics?: SchedulerMetrics,
   ) {
     this.materializer = new ScheduleMaterializer({

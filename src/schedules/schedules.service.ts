@@ -11,7 +11,7 @@ import { HandlerRegistry } from '../handlers/handler-registry';
 import type { Logger } from '../logging/logger';
 import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { JobStore, QueueStore } from '../core/ports';
 import type { Job } from '../core/job';
 import type { JobStatus } from '../core/job-status';
 import { createdJob } from '../jobs/jobs.service';
@@ -42,7 +42,8 @@ export class SchedulesService {
     @Inject(AUDIT_DB) db: DataSource,
     @Inject(REDIS) private readonly redis: RedisClient,
     @Inject(SCHEDULE_CLOCK) private readonly clock: Clock,
-    private readonly store: RedisJobStore,
+    private readonly store: JobStore,
+    private readonly queues: QueueStore,
     private readonly handlers: HandlerRegistry,
   ) {
     this.repo = new ScheduleRepository(db);
@@ -154,7 +155,7 @@ export class SchedulesService {
   /** Same rule as POST /jobs: a registered handler, unless the (qualified) queue is external. */
   private async checkType(queue: string, type: string): Promise<void> {
     if (this.handlers.map.get(type)) return;
-    if ((await this.store.queueSettings(queue))?.external) return;
+    if ((await this.queues.settings(queue))?.external) return;
     throw new ValidationError('invalid schedule: type', [
       { path: 'type', message: `no handler is registered for "${type}" (known types: ${this.handlers.types().join(', ') || 'none'}); an external queue accepts any type` },
     ]);

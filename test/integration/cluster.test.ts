@@ -5,7 +5,7 @@ import { createRedis } from '../../src/redis/connection';
 import { RedisJobStore } from '../../src/redis/redis-job-store';
 import { loadScripts, ScriptLoadError } from '../../src/redis/script-loader';
 import { RedisScripts } from '../../src/redis/scripts';
-import { WakeWaiter } from '../../src/workers/runtime/wake-waiter';
+import { WakeWaiter } from '../../src/redis/wake/wake-waiter';
 import { killAll, SluiceProcess, startSluice } from '../support/process';
 import { sleep } from '../support/redis';
 import {

@@ -9,3 +9,5 @@ export * from './dead-letters';
 export * from './jobs';
 export * from './queues';
 export * from './wake';
+export * from './mirror';
+export * from './restore';

@@ -21,3 +21,22 @@ export abstract class WakeHub {
   abstract waiting(queue: string): number;
   abstract close(): void;
 }
+
+/**
+ * Where the wake-ups and cancel requests of this process come from; each
+ * waiter or subscription gets connections of its own (blocking commands).
+ * Implemented by `src/redis/wake/wake-signals.ts`.
+ */
+export abstract class WakeSignals {
+  /** A waiter for one worker runtime; `name` labels its connections (e.g. `sluice-wake-<workerId>`). */
+  abstract waiter(name: string): WakeWaiter;
+  /** The process's hub for external long polls (made on first use; closed by its owner). */
+  abstract hub(): WakeHub;
+  /**
+   * Calls `fn` with the job id of each cancel request for an active job from
+   * now on (its holder aborts the handler); `name` labels the connection.
+   * @returns the unsubscribe function.
+   * @throws when the subscription cannot be made.
+   */
+  abstract subscribeCancels(name: string, fn: (jobId: string) => void): Promise<() => void>;
+}

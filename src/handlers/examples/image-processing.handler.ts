@@ -2,7 +2,8 @@ import type { JobContext } from '../../core/handler';
 import { UnrecoverableError } from '../../core/handler';
 import type { Json } from '../../core/job';
 import { JobHandler } from '../job-handler.decorator';
-import { JobHandlerClass, sleep } from '../handler-class';
+import { sleep } from '../../core/sleep';
+import type { JobHandlerClass } from '../handler-class';
 
 const SIZES = new Set(['thumb', 'small', 'medium', 'large']);
 

@@ -7,7 +7,7 @@ import { LIMITS, NormalizedEnqueue } from '../../core/job-options';
 import type { AdmissionCheck, EnqueueResult } from '../../core/ports/jobs';
 import type { JobTrace } from '../../core/trace-context';
 import type { RedisContext } from '../context';
-import { splitOptions } from '../job-codec';
+import { splitOptions } from '../../core/packed-options';
 import type { RedisQueueStore } from './queue-store';
 
 /** Process-level defaults applied when neither the job nor its queue sets them. */

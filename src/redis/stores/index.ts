@@ -5,7 +5,9 @@ import { RedisConnectionState } from './connection-state';
 import { RedisDeadLetterStore } from './dead-letter-store';
 import type { StoreDefaults } from './enqueue';
 import { RedisJobStore } from './job-store';
+import { RedisMirrorStream, RedisQueueOwnership } from './mirror-stream';
 import { RedisQueueStore } from './queue-store';
+import { RedisRestoreStore } from './restore-store';
 
 export { storeDefaultsOf, type StoreDefaults } from './enqueue';
 
@@ -17,6 +19,9 @@ export interface RedisStores {
   queues: RedisQueueStore;
   deadLetters: RedisDeadLetterStore;
   connection: RedisConnectionState;
+  mirror: RedisMirrorStream;
+  ownership: RedisQueueOwnership;
+  restore: RedisRestoreStore;
 }
 
 /**
@@ -33,5 +38,8 @@ export function createRedisStores(redis: RedisClient, prefix: string, defaults?:
     queues,
     deadLetters: new RedisDeadLetterStore(ctx),
     connection: new RedisConnectionState(redis),
+    mirror: new RedisMirrorStream(ctx),
+    ownership: new RedisQueueOwnership(ctx),
+    restore: new RedisRestoreStore(ctx),
   };
 }

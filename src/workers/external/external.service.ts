@@ -6,14 +6,12 @@ import type { ClaimedJob, Job, Json } from '../../core/job';
 import { PayloadTooLargeError } from '../../core/job-options';
 import type { SluiceConfig } from '../../config/config';
 import { SLUICE_CONFIG } from '../../config/config.module';
-import { createRedis } from '../../redis/connection';
-import { RedisJobStore } from '../../redis/redis-job-store';
+import { JobStore, QueueStore, WakeSignals, type WakeHub } from '../../core/ports';
 import { checkQueueName } from '../../queues/queue-name';
 import { inProject, qualify } from '../../core/project-queue';
 import type { ClaimDto } from './dto/claim.dto';
 import type { CompleteDto, FailDto, HeartbeatDto } from './dto/lease.dto';
 import { JobLocation, JobLocator } from './job-locator';
-import { WakeHub } from './wake-hub';
 import { ExternalWorkerTracker } from './external-workers';
 import { recordClaims, spanClock } from '../../telemetry/job-spans';
 import { tracingEnabled } from '../../telemetry/spans';
@@ -49,15 +47,13 @@ export class ExternalService implements OnModuleDestroy {
 
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
-    private readonly store: RedisJobStore,
+    private readonly store: JobStore,
+    queues: QueueStore,
+    signals: WakeSignals,
     private readonly history: HistoryQueries,
   ) {
-    let n = 0;
-    this.hub = new WakeHub(
-      () => createRedis(config, { blocking: true, name: `sluice-longpoll-${process.pid}-${++n}` }),
-      (key) => store.redis.rpush(key, 1),
-    );
-    this.locator = new JobLocator(store, history.db);
+    this.hub = signals.hub();
+    this.locator = new JobLocator(store, queues, history.db);
     this.tracker = new ExternalWorkerTracker(store.redis, config.redisPrefix);
     this.tracker.start();
   }
@@ -109,7 +105,7 @@ export class ExternalService implements OnModuleDestroy {
         let wait = Math.min(left, SAFETY_POLL_MS);
         // The next delayed job or rate-limit window: claim again then, whoever promotes it.
         if (res.retryInMs >= 0) wait = Math.min(wait, Math.max(1, res.retryInMs));
-        await this.hub.wait(queue, this.store.keys(queue).wake, wait, signal);
+        await this.hub.wait(queue, wait, signal);
       }
     } finally {
       if (waitMs > 0) this.longPolls--;

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { UUID_RE } from '../../history/common';
-import type { RedisJobStore } from '../../redis/redis-job-store';
+import type { JobStore, QueueStore } from '../../core/ports';
 
 /** Where a job lives and who holds it, as the lease endpoints need it. */
 export interface JobLocation {
@@ -30,7 +30,8 @@ export class JobLocator {
   private readonly cache = new Map<string, JobLocation>();
 
   constructor(
-    private readonly store: RedisJobStore,
+    private readonly store: JobStore,
+    private readonly queues: QueueStore,
     private readonly db: DataSource,
     private readonly maxEntries = 100_000,
   ) {}
@@ -67,7 +68,7 @@ export class JobLocator {
       const brief = await this.store.jobBrief(queue, key);
       return { queue, workerId: brief?.workerId ?? null, leaseMs: brief?.leaseMs };
     }
-    const queues = await this.store.listQueues();
+    const queues = await this.queues.list();
     const briefs = await Promise.all(queues.map((q) => this.store.jobBrief(q, key)));
     const i = briefs.findIndex((b) => b !== null);
     return i < 0 ? null : { queue: queues[i], workerId: briefs[i]!.workerId, leaseMs: briefs[i]!.leaseMs };

@@ -1,4 +1,4 @@
-import type { RedisJobStore } from '../../redis/redis-job-store';
+import type { QueueStore } from '../../core/ports';
 
 /** Active jobs read per queue at most when GET /workers lists what each worker holds. */
 export const HELD_SCAN_PER_QUEUE = 1000;
@@ -15,23 +15,17 @@ export const HELD_LIST_MAX = 100;
  * @returns per worker id: the number of held jobs seen and up to {@link HELD_LIST_MAX} of their ids (sorted).
  * @throws when Redis is unreachable.
  */
-export async function heldJobs(store: RedisJobStore, queues: string[]): Promise<Map<string, { count: number; ids: string[] }>> {
+export async function heldJobs(store: QueueStore, queues: string[]): Promise<Map<string, { count: number; ids: string[] }>> {
   const out = new Map<string, { count: number; ids: string[] }>();
   await Promise.all(
     queues.map(async (queue) => {
-      const k = store.keys(queue);
-      const ids = await store.redis.zrange(k.active, 0, HELD_SCAN_PER_QUEUE - 1);
-      if (!ids.length) return;
-      const p = store.redis.pipeline();
-      for (const id of ids) p.hget(`${k.base}job:${id}`, 'w');
-      const res = (await p.exec()) ?? [];
-      res.forEach(([err, w], i) => {
-        if (err || typeof w !== 'string' || !w) return;
+      for (const { id, workerId: w } of await store.activeHolders(queue, HELD_SCAN_PER_QUEUE)) {
+        if (!w) continue;
         let e = out.get(w);
         if (!e) out.set(w, (e = { count: 0, ids: [] }));
         e.count++;
-        if (e.ids.length < HELD_LIST_MAX) e.ids.push(ids[i]);
-      });
+        if (e.ids.length < HELD_LIST_MAX) e.ids.push(id);
+      }
     }),
   );
   for (const e of out.values()) e.ids.sort();

@@ -5,7 +5,7 @@ import { SLUICE_CONFIG } from '../../config/config.module';
 import { ExternalWorkerTracker } from '../external/external-workers';
 import { iso, WithIsoTimes } from '../../http/api-job';
 import type { RedisClient } from '../../redis/connection';
-import { RedisJobStore } from '../../redis/redis-job-store';
+import { QueueStore } from '../../core/ports';
 import { REDIS } from '../../redis/redis.module';
 import { WorkerInfo, WorkerRegistry } from './worker-registry';
 import { bareQueue, inProject } from '../../core/project-queue';
@@ -35,7 +35,7 @@ export class WorkersApiService {
   constructor(
     @Inject(REDIS) private readonly redis: RedisClient,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
-    private readonly store: RedisJobStore,
+    private readonly queues: QueueStore,
   ) {}
 
   /**
@@ -58,7 +58,7 @@ export class WorkersApiService {
       WorkerRegistry.list(this.redis, this.config.redisPrefix),
       ExternalWorkerTracker.list(this.redis, this.config.redisPrefix, project, now),
     ]);
-    const held = opts.held ? await heldJobs(this.store, (await this.store.listQueues()).filter((q) => inProject(q, project))) : null;
+    const held = opts.held ? await heldJobs(this.queues, (await this.queues.list()).filter((q) => inProject(q, project))) : null;
     const aliveMs = Math.max(2 * this.config.lockTtlMs, 60_000);
     const out: ApiWorker[] = [];
     for (const w of workers) {

@@ -1,18 +1,19 @@
 import { computeBackoffDelay } from '../../core/backoff';
 import { AbortReason, HandlerMap, JobContext, UnrecoverableError } from '../../core/handler';
 import type { Json, WorkerJob } from '../../core/job';
-import type { RedisJobStore } from '../../redis/redis-job-store';
-import type { WakeWaiter } from './wake-waiter';
+import { silentLogger as silent, type Logger } from '../../core/logger';
+import type { JobStore, QueueStore, StoreConnection, WakeWaiter } from '../../core/ports';
 import { context } from '@opentelemetry/api';
 import { endProcess, ProcessTrace, recordClaims, spanClock, startProcess } from '../../telemetry/job-spans';
 import { tracingEnabled } from '../../telemetry/spans';
 
-/** Minimal logger shape (pino-compatible). */
-export interface Logger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
+export type { Logger };
+
+/** The stores a worker runtime uses (a RedisStores from createRedisStores fits). */
+export interface WorkerStores {
+  jobs: JobStore;
+  queues: QueueStore;
+  connection: StoreConnection;
 }
 
 export interface WorkerRuntimeOptions {
@@ -71,7 +72,6 @@ interface Running {
 /** While draining for a job that must run alone, how often to check it is still waiting, ms. */
 const ISOLATE_RECHECK_MS = 500;
 
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /**
  * Runs handlers for claimed jobs: the worker role without the framework.
@@ -101,15 +101,22 @@ export class WorkerRuntime {
   /** A job that must run alone is next: claim nothing until idle (claim said `isolate`). */
   private isolating = false;
   private readonly random: () => number;
+  private readonly store: JobStore;
+  private readonly queues: QueueStore;
+  private readonly connection: StoreConnection;
+  private offClose: (() => void) | null = null;
 
   constructor(
-    private readonly store: RedisJobStore,
+    stores: WorkerStores,
     private readonly handlers: HandlerMap,
     private readonly waiter: WakeWaiter,
     readonly options: WorkerRuntimeOptions,
     private readonly log: Logger = silent,
   ) {
     this.random = options.random ?? Math.random;
+    this.store = stores.jobs;
+    this.queues = stores.queues;
+    this.connection = stores.connection;
   }
 
   /** Number of jobs this worker holds right now. */
@@ -122,7 +129,7 @@ export class WorkerRuntime {
   }
 
   start(): void {
-    this.store.redis.on('close', this.onRedisClose);
+    this.offClose = this.connection.onClose(this.onRedisClose);
     this.loopDone = this.loop().catch((e) => this.log.error({ err: e }, 'worker loop crashed'));
     this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.options.heartbeatIntervalMs);
     this.heartbeatTimer.unref?.();
@@ -156,7 +163,8 @@ export class WorkerRuntime {
     await this.flushAcks();
     await Promise.allSettled([...this.inflight]);
     clearInterval(this.heartbeatTimer);
-    this.store.redis.off('close', this.onRedisClose);
+    this.offClose?.();
+    this.offClose = null;
   }
 
   /**
@@ -202,7 +210,7 @@ export class WorkerRuntime {
       let waitMs = this.options.maxIdleWaitMs ?? (this.options.queues.includes('*') ? 1000 : 5000);
       try {
         // Not while disconnected: the claim would wait in ioredis's offline queue.
-        if (this.store.redis.status !== 'ready') throw new Error(`redis connection is ${this.store.redis.status}`);
+        if (!this.connection.isReady()) throw new Error(`redis connection is ${this.connection.state()}`);
         for (const queue of queues) {
           const free = this.options.concurrency - this.running.size;
           if (free <= 0 || this.stopping) break;
@@ -236,7 +244,7 @@ export class WorkerRuntime {
         continue;
       }
       if (claimed > 0 || this.stopping) continue;
-      await this.waiter.wait(new Map(queues.map((q) => [q, this.store.keys(q).wake])), waitMs);
+      await this.waiter.wait(queues, waitMs);
     }
   }
 
@@ -245,7 +253,7 @@ export class WorkerRuntime {
     const now = Date.now();
     if (now - this.queuesReadAt >= (this.options.queueRefreshMs ?? 1000)) {
       try {
-        this.knownQueues = await this.store.listQueues();
+        this.knownQueues = await this.queues.list();
         this.queuesReadAt = now;
         // Re-checked on every refresh: a queue may stop being external.
         this.externalQueues.clear();

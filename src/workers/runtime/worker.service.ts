@@ -6,11 +6,8 @@ import { LOGGER, SLUICE_CONFIG } from '../../config/config.module';
 import { HandlerRegistry } from '../../handlers/handler-registry';
 import { JobMetrics } from '../../metrics/job-metrics';
 import type { Logger } from '../../logging/logger';
-import { createRedis, RedisClient } from '../../redis/connection';
-import { cancelChannel } from '../../redis/keys';
 import { REDIS } from '../../redis/redis.module';
-import { RedisJobStore } from '../../redis/redis-job-store';
-import { WakeWaiter, isCluster } from './wake-waiter';
+import { JobStore, QueueStore, StoreConnection, WakeSignals } from '../../core/ports';
 import { WorkerRegistry } from '../registry/worker-registry';
 import { WorkerRuntime } from './worker-runtime';
 
@@ -23,14 +20,17 @@ import { WorkerRuntime } from './worker-runtime';
 export class WorkerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private runtime?: WorkerRuntime;
-  private subscriber?: RedisClient;
+  private unsubscribeCancels?: () => void;
   private registry?: WorkerRegistry;
 
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
     @Inject(REDIS) private readonly redis: RedisClient,
-    private readonly store: RedisJobStore,
+    private readonly jobs: JobStore,
+    private readonly queues: QueueStore,
+    private readonly connection: StoreConnection,
+    private readonly signals: WakeSignals,
     private readonly handlers: HandlerRegistry,
     // The worker role's series of GET /metrics (src/metrics/metrics.module.ts).
     @Optional() private readonly metrics?: JobMetrics,
@@ -39,9 +39,9 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
   async onApplicationBootstrap(): Promise<void> {
     const c = this.config;
     this.registry = new WorkerRegistry(this.redis, c.redisPrefix, { id: this.workerId, queues: c.queues, concurrency: c.workerConcurrency }, c.heartbeatIntervalMs * 3);
-    const waiter = new WakeWaiter(() => createRedis(c, { blocking: true, name: `sluice-wake-${this.workerId}` }), isCluster(this.redis));
+    const waiter = this.signals.waiter(`sluice-wake-${this.workerId}`);
     this.runtime = new WorkerRuntime(
-      this.store,
+      { jobs: this.jobs, queues: this.queues, connection: this.connection },
       this.handlers.map,
       waiter,
       {
@@ -57,9 +57,7 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
       },
       this.log.child({ component: 'worker', workerId: this.workerId }),
     );
-    this.subscriber = createRedis(c, { blocking: true, name: `sluice-cancel-${this.workerId}` });
-    this.subscriber.on('message', (_channel: string, jobId: string) => this.runtime?.cancelRequested(jobId));
-    await this.subscriber.subscribe(cancelChannel(c.redisPrefix));
+    this.unsubscribeCancels = await this.signals.subscribeCancels(`sluice-cancel-${this.workerId}`, (jobId) => this.runtime?.cancelRequested(jobId));
     await this.registry.beat(0);
     this.runtime.start();
     this.log.info(
@@ -86,7 +84,7 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     await this.registry?.draining(this.runtime.activeCount).catch(() => undefined);
     await this.runtime.stop();
     await this.registry?.remove().catch(() => undefined);
-    this.subscriber?.disconnect();
+    this.unsubscribeCancels?.();
     this.log.info({ workerId: this.workerId }, 'worker stopped');
   }
 

@@ -11,7 +11,7 @@
 import { acknowledgeEntries, AuditWriter, AUDIT_GROUP } from '../../../src/mirror/mirror-writer';
 import { planBatch, UNIQUE_VIOLATION, writeBatch } from '../../../src/mirror/batch-writer';
 import { project } from '../../../src/mirror/projection';
-import { compareIds, nextStreamId } from '../../../src/mirror/stream-ids';
+import { compareIds, nextStreamId } from '../../../src/core/stream-ids';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { captureStreams } from '../../support/mirror';
 import { openTestDb, TestDb } from '../../support/postgres';

@@ -1,7 +1,7 @@
 import { HandlerMap } from '../../../src/core/handler';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { createRedis } from '../../../src/redis/connection';
-import { WakeWaiter } from '../../../src/workers/runtime/wake-waiter';
+import { WakeWaiter } from '../../../src/redis/wake/wake-waiter';
 import { WorkerRuntime } from '../../../src/workers/runtime/worker-runtime';
 import { openStore, REDIS_URL, TestStore } from '../../support/redis';
 import { sleepMs as sleep } from '../../support/redis-server';

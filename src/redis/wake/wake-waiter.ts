@@ -1,5 +1,6 @@
 import { Cluster } from 'ioredis';
-import type { RedisClient } from '../../redis/connection';
+import { WakeWaiter } from '../../core/ports/wake';
+import type { RedisClient } from '../connection';
 
 /**
  * Blocks until a queue's wake list gets a token or a timeout passes.
@@ -11,19 +12,35 @@ import type { RedisClient } from '../../redis/connection';
  * (the worker is claiming) is remembered for the next wait, so no token is
  * swallowed.
  */
-export class WakeWaiter {
+export class RedisWakeWaiter implements WakeWaiter {
   private single: RedisClient | null = null;
   private readonly perQueue = new Map<string, { conn: RedisClient; pending: Promise<void> | null; woken: boolean }>();
   private closed = false;
   private readonly sleepers = new Set<() => void>();
 
-  constructor(private readonly makeConnection: () => RedisClient, private readonly isCluster: boolean) {}
+  /**
+   * @param makeConnection a new blocking connection (no auto-pipelining).
+   * @param wakeKeyOf the wake list of a queue (src/redis/keys.ts).
+   */
+  constructor(
+    private readonly makeConnection: () => RedisClient,
+    private readonly isCluster: boolean,
+    private readonly wakeKeyOf: (queue: string) => string,
+  ) {}
+
+  /**
+   * Waits for a token on any of `queues`' wake lists for at most `timeoutMs`
+   * (≥ 1). Resolves true when woken, false on timeout or close.
+   */
+  wait(queues: string[], timeoutMs: number): Promise<boolean> {
+    return this.waitKeys(new Map(queues.map((q) => [q, this.wakeKeyOf(q)])), timeoutMs);
+  }
 
   /**
    * Waits for a token on any of `wakeKeys` (queue name → key) for at most
    * `timeoutMs` (≥ 1). Resolves true when woken, false on timeout or close.
    */
-  async wait(wakeKeys: Map<string, string>, timeoutMs: number): Promise<boolean> {
+  private async waitKeys(wakeKeys: Map<string, string>, timeoutMs: number): Promise<boolean> {
     if (this.closed) return false;
     if (wakeKeys.size === 0) {
       // Nothing to block on yet (QUEUES=* before any queue exists, or only

@@ -1,4 +1,5 @@
-import type { RedisClient } from '../../redis/connection';
+import { WakeHub } from '../../core/ports/wake';
+import type { RedisClient } from '../connection';
 
 /** Server-side BLPOP timeout, s: how soon a queue's loop notices that nobody waits any more. */
 const BLOCK_SECONDS = 1;
@@ -33,17 +34,19 @@ interface QueueWait {
  * `maxConnections` queues get a connection; waiters on other queues poll
  * every {@link FALLBACK_POLL_MS}.
  */
-export class WakeHub {
+export class RedisWakeHub implements WakeHub {
   private readonly queues = new Map<string, QueueWait>();
   private closed = false;
 
   /**
    * @param makeConnection a new blocking connection (no auto-pipelining).
    * @param pushBack re-pushes a token onto a wake list (shared connection).
+   * @param wakeKeyOf the wake list of a queue (src/redis/keys.ts).
    */
   constructor(
     private readonly makeConnection: () => RedisClient,
     private readonly pushBack: (wakeKey: string) => Promise<unknown>,
+    private readonly wakeKeyOf: (queue: string) => string,
     private readonly maxConnections = 64,
   ) {}
 
@@ -52,12 +55,12 @@ export class WakeHub {
   }
 
   /**
-   * Waits for a wake token on `wakeKey` (queue `queue`), at most `timeoutMs`.
+   * Waits for a wake token of `queue`, at most `timeoutMs`.
    * @returns true when woken by a token; false on timeout, abort or close.
    */
-  wait(queue: string, wakeKey: string, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+  wait(queue: string, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
     if (this.closed || signal.aborted) return Promise.resolve(false);
-    const q = this.queueWait(queue, wakeKey);
+    const q = this.queueWait(queue, this.wakeKeyOf(queue));
     const ms = q ? timeoutMs : Math.min(timeoutMs, FALLBACK_POLL_MS);
     return new Promise<boolean>((resolve) => {
       let done = false;
