@@ -14,7 +14,7 @@ export interface MaterializerLog {
 
 export interface MaterializerOptions {
   repo: ScheduleRepository;
-  /** Enqueues one job (RedisJobStore.enqueue); may throw IdempotencyConflictError. */
+  /** Enqueues one job (JobStore.enqueue); may throw IdempotencyConflictError. */
   enqueue: (job: NormalizedEnqueue) => Promise<{ id: string }>;
   clock: Clock;
   log: MaterializerLog;
