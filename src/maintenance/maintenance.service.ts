@@ -7,8 +7,7 @@ import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
 import { SchedulerMetrics } from '../metrics/scheduler-metrics';
-import { WorkerRegistryStore } from '../core/ports/workers';
-import { RedisJobStore } from '../redis/redis-job-store';
+import { JobStore, QueueStore, WorkerRegistryStore } from '../core/ports';
 import { WorkerRegistry } from '../workers/registry/worker-registry';
 
 /** Jobs moved per script call, so one call never blocks Redis for long. */
@@ -46,7 +45,8 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
     private readonly workers: WorkerRegistryStore,
-    private readonly store: RedisJobStore,
+    private readonly store: JobStore,
+    private readonly queues: QueueStore,
     private readonly scheduler: SchedulerRegistry,
     @Optional() @Inject(AUDIT_DB) private readonly db?: DataSource,
     @Optional() private readonly metrics?: SchedulerMetrics,
@@ -91,7 +91,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
   /** One pass of the reaper over every queue. Returns the jobs moved. */
   async reapAll(): Promise<number> {
     let total = 0;
-    for (const q of await this.store.listQueues()) {
+    for (const q of await this.queues.list()) {
       let r;
       do {
         r = await this.store.reapExpired(q, BATCH);
@@ -106,7 +106,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
   /** One pass of delayed promotion over every queue. Returns the jobs moved. */
   async promoteAll(): Promise<number> {
     let total = 0;
-    for (const q of await this.store.listQueues()) {
+    for (const q of await this.queues.list()) {
       let r;
       do {
         r = await this.store.promoteDelayed(q, BATCH);

@@ -1,4 +1,4 @@
-import type { RedisJobStore } from '../../redis/redis-job-store';
+import type { QueueStore } from '../../core/ports/queues';
 
 /** Active jobs read per queue at most when GET /workers lists what each worker holds. */
 export const HELD_SCAN_PER_QUEUE = 1000;
@@ -9,29 +9,23 @@ export const HELD_LIST_MAX = 100;
  * The active jobs each worker holds, from Redis: per queue, up to
  * {@link HELD_SCAN_PER_QUEUE} ids of its active set (soonest lease expiry
  * first) and each one's holder (`w` of the job hash, set by the claim),
- * pipelined. Bounded work whatever the load: a worker holding jobs beyond
+ * pipelined ({@link QueueStore.activeHolders}). Bounded work whatever the load: a worker holding jobs beyond
  * the scan shows fewer than it has (`count` then says at least).
  * @param queues the queues to look at (the caller's project's).
  * @returns per worker id: the number of held jobs seen and up to {@link HELD_LIST_MAX} of their ids (sorted).
  * @throws when Redis is unreachable.
  */
-export async function heldJobs(store: RedisJobStore, queues: string[]): Promise<Map<string, { count: number; ids: string[] }>> {
+export async function heldJobs(store: QueueStore, queues: string[]): Promise<Map<string, { count: number; ids: string[] }>> {
   const out = new Map<string, { count: number; ids: string[] }>();
   await Promise.all(
     queues.map(async (queue) => {
-      const k = store.keys(queue);
-      const ids = await store.redis.zrange(k.active, 0, HELD_SCAN_PER_QUEUE - 1);
-      if (!ids.length) return;
-      const p = store.redis.pipeline();
-      for (const id of ids) p.hget(`${k.base}job:${id}`, 'w');
-      const res = (await p.exec()) ?? [];
-      res.forEach(([err, w], i) => {
-        if (err || typeof w !== 'string' || !w) return;
+      for (const { id, workerId: w } of await store.activeHolders(queue, HELD_SCAN_PER_QUEUE)) {
+        if (!w) continue;
         let e = out.get(w);
         if (!e) out.set(w, (e = { count: 0, ids: [] }));
         e.count++;
-        if (e.ids.length < HELD_LIST_MAX) e.ids.push(ids[i]);
-      });
+        if (e.ids.length < HELD_LIST_MAX) e.ids.push(id);
+      }
     }),
   );
   for (const e of out.values()) e.ids.sort();

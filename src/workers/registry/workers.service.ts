@@ -4,10 +4,9 @@ import type { SluiceConfig } from '../../config/config';
 import { SLUICE_CONFIG } from '../../config/config.module';
 import { ExternalWorkerTracker } from '../external/external-workers';
 import { iso, WithIsoTimes } from '../../http/api-job';
-import { RedisJobStore } from '../../redis/redis-job-store';
 import { WorkerInfo, WorkerRegistry } from './worker-registry';
 import { bareQueue, inProject } from '../../core/project-queue';
-import { ExternalWorkerSeen, WorkerRegistryStore } from '../../core/ports';
+import { ExternalWorkerSeen, QueueStore, WorkerRegistryStore } from '../../core/ports';
 import { heldJobs } from './held-jobs';
 
 /**
@@ -35,7 +34,7 @@ export class WorkersApiService {
     private readonly registry: WorkerRegistryStore,
     private readonly externalSeen: ExternalWorkerSeen,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
-    private readonly store: RedisJobStore,
+    private readonly queues: QueueStore,
   ) {}
 
   /**
@@ -58,7 +57,7 @@ export class WorkersApiService {
       WorkerRegistry.list(this.registry),
       ExternalWorkerTracker.list(this.externalSeen, project, now),
     ]);
-    const held = opts.held ? await heldJobs(this.store, (await this.store.listQueues()).filter((q) => inProject(q, project))) : null;
+    const held = opts.held ? await heldJobs(this.queues, (await this.queues.list()).filter((q) => inProject(q, project))) : null;
     const aliveMs = Math.max(2 * this.config.lockTtlMs, 60_000);
     const out: ApiWorker[] = [];
     for (const w of workers) {
