@@ -25,6 +25,7 @@ const usage = 'usage: npm run keys -- create --role ROLE [--name NAME] [--projec
 async function main() {
   const { loadConfig } = dist('config/config');
   const { createRedis } = dist('redis/connection');
+  const { createRedisStores } = dist('redis/stores');
   const { openAuditStore } = dist('postgres/data-source');
   const { KeyStore } = dist('auth/key-store');
   const { isRole, ROLES } = dist('core/access');
@@ -32,7 +33,7 @@ async function main() {
   const config = loadConfig(process.env);
   const redis = createRedis(config, { name: 'sluice-keys-cli' });
   const { dataSource } = await openAuditStore(config.databaseUrl, 2);
-  const store = new KeyStore(redis, dataSource, config.redisPrefix);
+  const store = new KeyStore(createRedisStores(redis, config.redisPrefix).apiKeys, dataSource);
   try {
     const project = opt('project', 'default');
     if (cmd === 'create') {

@@ -20,6 +20,7 @@ if (!existsSync(path.join(dist, 'auth/user-store.js'))) {
 const { loadConfig } = require(path.join(dist, 'config/config'));
 const { openAuditStore } = require(path.join(dist, 'postgres/data-source'));
 const { createRedis } = require(path.join(dist, 'redis/connection'));
+const { createRedisStores } = require(path.join(dist, 'redis/stores'));
 const { ROLES } = require(path.join(dist, 'core/access'));
 const { USERNAME_PATTERN, passwordProblem } = require(path.join(dist, 'core/user-credentials'));
 const { hashPassword } = require(path.join(dist, 'auth/password-hasher'));
@@ -131,7 +132,7 @@ async function main() {
       await users.update(found.id, args.project, { passwordHash: await hashPassword(password) });
       const redis = createRedis(config, { name: 'sluice-users' });
       try {
-        const ended = await new SessionStore(redis, config.redisPrefix, config.sessionIdleMs, config.sessionMaxMs).revokeUser(found.id);
+        const ended = await new SessionStore(createRedisStores(redis, config.redisPrefix).sessions, config.sessionIdleMs, config.sessionMaxMs).revokeUser(found.id);
         console.log(`password of ${found.username} changed; ${ended} session(s) ended`);
       } finally {
         redis.disconnect();

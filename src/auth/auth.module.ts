@@ -4,13 +4,11 @@ import type { DataSource } from 'typeorm';
 import { AUDIT_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
+import { ApiKeyStore, ProjectRegistry, SessionRecords, TokenBuckets } from '../core/ports';
 import type { Logger } from '../logging/logger';
-import type { RedisClient } from '../redis/connection';
-import { REDIS } from '../redis/redis.module';
 import { AuthGuard } from './auth.guard';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyStore } from './key-store';
-import { RedisScripts } from '../redis/scripts';
 import { SessionStore } from './session-store';
 import { ProjectStore } from './project-store';
 
@@ -24,24 +22,24 @@ import { ProjectStore } from './project-store';
   providers: [
     {
       provide: KeyStore,
-      inject: [REDIS, SLUICE_CONFIG, { token: AUDIT_DB, optional: true }],
-      useFactory: (redis: RedisClient, c: SluiceConfig, db?: DataSource) => new KeyStore(redis, db ?? null, c.redisPrefix),
+      inject: [ApiKeyStore, { token: AUDIT_DB, optional: true }],
+      useFactory: (store: ApiKeyStore, db?: DataSource) => new KeyStore(store, db ?? null),
     },
     {
       provide: SessionStore,
-      inject: [REDIS, SLUICE_CONFIG],
-      useFactory: (redis: RedisClient, c: SluiceConfig) => new SessionStore(redis, c.redisPrefix, c.sessionIdleMs, c.sessionMaxMs),
+      inject: [SessionRecords, SLUICE_CONFIG],
+      useFactory: (records: SessionRecords, c: SluiceConfig) => new SessionStore(records, c.sessionIdleMs, c.sessionMaxMs),
     },
     {
       provide: ProjectStore,
-      inject: [REDIS, SLUICE_CONFIG, { token: AUDIT_DB, optional: true }],
-      useFactory: (redis: RedisClient, c: SluiceConfig, db?: DataSource) => new ProjectStore(redis, db ?? null, c.redisPrefix),
+      inject: [ProjectRegistry, { token: AUDIT_DB, optional: true }],
+      useFactory: (registry: ProjectRegistry, db?: DataSource) => new ProjectStore(registry, db ?? null),
     },
     {
       provide: AuthGuard,
-      inject: [Reflector, SLUICE_CONFIG, KeyStore, SessionStore, RedisScripts, ProjectStore],
-      useFactory: (r: Reflector, c: SluiceConfig, keys: KeyStore, sessions: SessionStore, scripts: RedisScripts, projects: ProjectStore) =>
-        new AuthGuard(r, c, keys, sessions, new KeyRateLimiter(scripts, c.redisPrefix, c.keyRateLimitPerSec, c.keyRateLimitBurst), projects),
+      inject: [Reflector, SLUICE_CONFIG, KeyStore, SessionStore, TokenBuckets, ProjectStore],
+      useFactory: (r: Reflector, c: SluiceConfig, keys: KeyStore, sessions: SessionStore, buckets: TokenBuckets, projects: ProjectStore) =>
+        new AuthGuard(r, c, keys, sessions, new KeyRateLimiter(buckets, c.keyRateLimitPerSec, c.keyRateLimitBurst), projects),
     },
     { provide: APP_GUARD, useExisting: AuthGuard },
   ],

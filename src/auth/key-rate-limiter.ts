@@ -1,5 +1,5 @@
 import { RateLimitedError } from '../core/errors';
-import type { RedisScripts } from '../redis/scripts';
+import type { TokenBuckets } from '../core/ports/token-buckets';
 
 /** A token bucket: `perSec` requests per second on average, `burst` at once. */
 export interface RateLimit {
@@ -12,7 +12,7 @@ export const RATE_LIMIT_MAX = 1_000_000;
 
 /**
  * The token-bucket limit per API key (docs/security.md, "Limits per credential"), counted in Redis so
- * that it holds across api replicas: one call of lua/takeToken-1.lua per
+ * that it holds across api replicas ({@link TokenBuckets}): one call of lua/takeToken-1.lua per
  * request of a limited key (Redis TIME, atomic), nothing at all for a key
  * without a limit. A key's own `rateLimit` (set at `POST /keys`) overrides the
  * defaults (KEY_RATE_LIMIT_PER_SEC / KEY_RATE_LIMIT_BURST).
@@ -21,8 +21,7 @@ export class KeyRateLimiter {
   private readonly defaults: RateLimit | null;
 
   constructor(
-    private readonly scripts: RedisScripts,
-    private readonly prefix: string,
+    private readonly buckets: TokenBuckets,
     perSec: number,
     burst: number,
   ) {
@@ -45,7 +44,7 @@ export class KeyRateLimiter {
    *   rejects when Redis cannot be reached (503).
    */
   async take(keyId: string, limit: RateLimit): Promise<void> {
-    const waitMs = Number(await this.scripts.run<number>('takeToken', [`${this.prefix}:ratelimit:key:${keyId}`], [limit.perSec, limit.burst]));
+    const waitMs = await this.buckets.take(keyId, limit.perSec, limit.burst);
     if (waitMs > 0) {
       throw new RateLimitedError(`rate limit of this API key exceeded (${limit.perSec}/s, burst ${limit.burst}): retry in ${Math.ceil(waitMs / 1000)} s`, waitMs);
     }

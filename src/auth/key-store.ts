@@ -2,8 +2,8 @@ import { v7 as uuidv7 } from 'uuid';
 import type { DataSource } from 'typeorm';
 import { hashSecret, newSecret } from '../core/api-key';
 import type { Role } from '../core/access';
+import type { ApiKeyStore } from '../core/ports/api-keys';
 import type { RateLimit } from './key-rate-limiter';
-import type { RedisClient } from '../redis/connection';
 
 /** An API key as stored (never its secret). Times are ISO strings; `expiresAt` null = never. */
 export interface KeyRecord {
@@ -34,11 +34,11 @@ export const LAST_USED_FLUSH_MS = 5000;
 /**
  * API keys (API.md v1.1 "Projects, API keys, roles").
  *
- * Redis is the lookup path, so authenticating a request never touches
- * PostgreSQL (the api role stays up on Redis alone):
- * - `<prefix>:auth:keys` hash: SHA-256 of the secret (hex) → KeyRecord JSON;
- * - `<prefix>:auth:keyids` hash: key id → SHA-256 (revoke and list by id);
- * - `<prefix>:auth:lastused` hash: key id → last use (ms), flushed every
+ * Redis is the lookup path ({@link ApiKeyStore}, src/redis/stores/api-key-store.ts),
+ * so authenticating a request never touches PostgreSQL (the api role stays up on Redis alone):
+ * - SHA-256 of the secret (hex) → KeyRecord JSON;
+ * - key id → SHA-256 (revoke and list by id);
+ * - key id → last use (ms), flushed every
  *   {@link LAST_USED_FLUSH_MS} from memory: no write per request.
  * PostgreSQL (`api_keys`) holds a copy of every key, written before Redis on
  * create and after it on revoke, from which {@link reconcile} restores Redis
@@ -56,21 +56,10 @@ export class KeyStore {
   private flushTimer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly redis: RedisClient,
+    private readonly store: ApiKeyStore,
     private readonly db: DataSource | null,
-    private readonly prefix: string,
     private readonly now: () => number = Date.now,
   ) {}
-
-  private get keysKey(): string {
-    return `${this.prefix}:auth:keys`;
-  }
-  private get idsKey(): string {
-    return `${this.prefix}:auth:keyids`;
-  }
-  private get lastUsedKey(): string {
-    return `${this.prefix}:auth:lastused`;
-  }
 
   /** Starts the periodic last-used flush. */
   start(): void {
@@ -96,7 +85,7 @@ export class KeyStore {
     const hit = this.cache.get(hash);
     // The common case answers synchronously: no promise, no Redis round trip.
     if (hit && t - hit.at < KEY_CACHE_MS) return this.accept(hit.rec, t);
-    return this.redis.hget(this.keysKey, hash).then((raw) => {
+    return this.store.findByHash(hash).then((raw) => {
       const rec = raw ? parseRecord(raw) : null;
       if (this.cache.size >= KEY_CACHE_MAX) this.cache.clear();
       this.cache.set(hash, { rec, at: t });
@@ -135,7 +124,7 @@ export class KeyStore {
         [rec.id, rec.project, rec.name, rec.role, rec.root, hash, rec.createdAt, rec.expiresAt, rec.rateLimit ? JSON.stringify(rec.rateLimit) : null],
       );
     }
-    await this.redis.multi().hset(this.keysKey, hash, JSON.stringify(rec)).hset(this.idsKey, rec.id, hash).exec();
+    await this.store.add(hash, rec.id, JSON.stringify(rec));
     this.cache.delete(hash);
     return { ...rec, secret };
   }
@@ -147,7 +136,7 @@ export class KeyStore {
    */
   async ensureBootstrap(secret: string): Promise<'created' | 'exists' | 'revoked'> {
     const hash = hashSecret(secret);
-    if (await this.redis.hexists(this.keysKey, hash)) return 'exists';
+    if (await this.store.hasHash(hash)) return 'exists';
     if (this.db) {
       const rows: { revoked: boolean }[] = await this.db.query(`SELECT revoked_at IS NOT NULL AS revoked FROM api_keys WHERE secret_sha256 = $1`, [hash]);
       if (rows.length && rows[0].revoked) return 'revoked';
@@ -162,7 +151,7 @@ export class KeyStore {
 
   /** Keys of a project (every project's for `project` null), oldest first, without secrets. */
   async list(project: string | null): Promise<KeyView[]> {
-    const [all, used] = await Promise.all([this.redis.hvals(this.keysKey), this.redis.hgetall(this.lastUsedKey)]);
+    const [all, used] = await Promise.all([this.store.allRecords(), this.store.lastUsed()]);
     const out: KeyView[] = [];
     for (const raw of all) {
       const rec = parseRecord(raw);
@@ -176,9 +165,9 @@ export class KeyStore {
 
   /** The key with this id if it belongs to `project` (any project for null). */
   async get(id: string, project: string | null): Promise<KeyRecord | null> {
-    const hash = await this.redis.hget(this.idsKey, id);
+    const hash = await this.store.hashOf(id);
     if (!hash) return null;
-    const raw = await this.redis.hget(this.keysKey, hash);
+    const raw = await this.store.findByHash(hash);
     const rec = raw ? parseRecord(raw) : null;
     if (!rec || (project !== null && rec.project !== project)) return null;
     return rec;
@@ -191,8 +180,8 @@ export class KeyStore {
   async revoke(id: string, project: string | null): Promise<KeyRecord | null> {
     const rec = await this.get(id, project);
     if (!rec) return null;
-    const hash = (await this.redis.hget(this.idsKey, id)) as string;
-    await this.redis.multi().hdel(this.keysKey, hash).hdel(this.idsKey, id).hdel(this.lastUsedKey, id).exec();
+    const hash = (await this.store.hashOf(id)) as string;
+    await this.store.remove(hash, id);
     this.cache.delete(hash);
     if (this.db) await this.db.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, [id]);
     return rec;
@@ -211,15 +200,11 @@ export class KeyStore {
     let removed = 0;
     for (const r of rows) {
       if (r.revoked_at) {
-        removed += Number(await this.redis.hdel(this.keysKey, r.secret_sha256));
-        await this.redis.hdel(this.idsKey, r.id);
+        removed += Number(await this.store.removeRevoked(r.secret_sha256, r.id));
         continue;
       }
       const rec: KeyRecord = { id: r.id, name: r.name, role: r.role, project: r.project, root: r.root, createdAt: r.created_at.toISOString(), expiresAt: r.expires_at ? r.expires_at.toISOString() : null, rateLimit: r.rate_limit ?? null };
-      if (await this.redis.hsetnx(this.keysKey, r.secret_sha256, JSON.stringify(rec))) {
-        await this.redis.hset(this.idsKey, r.id, r.secret_sha256);
-        restored++;
-      }
+      if (await this.store.restore(r.secret_sha256, r.id, JSON.stringify(rec))) restored++;
     }
     return { restored, removed };
   }
@@ -227,10 +212,9 @@ export class KeyStore {
   /** Writes the last-used times gathered since the previous flush (one HSET). */
   async flushLastUsed(): Promise<void> {
     if (this.lastUsed.size === 0) return;
-    const args: string[] = [];
-    for (const [id, ms] of this.lastUsed) args.push(id, String(ms));
+    const times = [...this.lastUsed];
     this.lastUsed.clear();
-    await this.redis.hset(this.lastUsedKey, ...args);
+    await this.store.recordLastUsed(times);
   }
 }
 

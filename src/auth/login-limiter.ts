@@ -1,6 +1,6 @@
 import { hashSecret } from '../core/api-key';
 import { SluiceError } from '../core/errors';
-import type { RedisClient } from '../redis/connection';
+import type { LoginAttempts, LoginCounter } from '../core/ports/login-limits';
 
 /** Failed logins allowed per username and per client address within {@link LOGIN_WINDOW_MS}. */
 export const LOGIN_MAX_FAILURES = 5;
@@ -23,10 +23,10 @@ export interface LoginAttempt {
 /**
  * The login limit (issue "Security"): at most {@link LOGIN_MAX_FAILURES}
  * failures per username and per client address per {@link LOGIN_WINDOW_MS},
- * counted in Redis so every api replica shares them:
- * `<prefix>:auth:login-fail:u:<sha256 of the lower-cased username>` and
- * `<prefix>:auth:login-fail:a:<address bucket>` (src/core/user-credentials.ts
- * `addressBucket`), each expiring one window after its first failure.
+ * counted in Redis ({@link LoginAttempts}) so every api replica shares them:
+ * one counter per SHA-256 of the lower-cased username and one per
+ * address bucket (src/core/user-credentials.ts `addressBucket`), each
+ * expiring one window after its first failure.
  *
  * An attempt is counted *before* its password is checked and uncounted when
  * it succeeds, so concurrent attempts cannot get more than the limit of
@@ -37,8 +37,7 @@ export interface LoginAttempt {
  */
 export class LoginLimiter {
   constructor(
-    private readonly redis: RedisClient,
-    private readonly prefix: string,
+    private readonly attempts: LoginAttempts,
     private readonly max = LOGIN_MAX_FAILURES,
     private readonly windowMs = LOGIN_WINDOW_MS,
   ) {}
@@ -48,27 +47,21 @@ export class LoginLimiter {
    * @throws LoginRateLimitedError when either is past the limit (Retry-After = when its window ends).
    */
   async begin(usernameKey: string, address: string): Promise<LoginAttempt> {
-    const userKey = `${this.prefix}:auth:login-fail:u:${hashSecret(usernameKey)}`;
-    const addrKey = `${this.prefix}:auth:login-fail:a:${address}`;
-    const [u, a] = await Promise.all([this.count(userKey), this.count(addrKey)]);
+    const user = hashSecret(usernameKey);
+    const [u, a] = await Promise.all([this.count('user', user), this.count('address', address)]);
     const over = [u, a].filter((c) => c.n > this.max);
     if (over.length) throw new LoginRateLimitedError(Math.max(1000, ...over.map((c) => c.ttlMs)));
     return {
       succeeded: async () => {
-        await this.redis.del(userKey);
-        const r = await this.redis.multi().decr(addrKey).pttl(addrKey).exec();
-        // The window ended in between: DECR made a key without expiry; drop it.
-        if (r && Number(r[1][1]) < 0) await this.redis.del(addrKey);
+        await this.attempts.reset('user', user);
+        await this.attempts.uncount('address', address);
       },
     };
   }
 
-  /** INCR with the window set on the first count (one key per MULTI: Cluster-safe). */
-  private async count(key: string): Promise<{ n: number; ttlMs: number }> {
-    const r = await this.redis.multi().set(key, '0', 'PX', this.windowMs, 'NX').incr(key).pttl(key).exec();
-    if (!r) throw new Error('login limit: transaction aborted');
-    for (const [err] of r) if (err) throw err;
-    const ttl = Number(r[2][1]);
-    return { n: Number(r[1][1]), ttlMs: ttl > 0 ? ttl : this.windowMs };
+  /** One count, the window set on the first (atomic, one counter: Cluster-safe). */
+  private async count(kind: LoginCounter, id: string): Promise<{ n: number; ttlMs: number }> {
+    const { n, ttlMs } = await this.attempts.count(kind, id, this.windowMs);
+    return { n, ttlMs: ttlMs > 0 ? ttlMs : this.windowMs };
   }
 }

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { SluiceError } from '../core/errors';
+import type { ProjectRegistry } from '../core/ports/projects';
 import { DEFAULT_PROJECT } from '../core/project-queue';
-import type { RedisClient } from '../redis/connection';
 
 /** A project as `GET /projects` lists it; `createdAt` ISO. */
 export interface ProjectRecord {
@@ -20,7 +20,7 @@ export class ProjectExistsError extends SluiceError {
  * The projects registry (API.md v1.1 "Projects, API keys, roles").
  *
  * Redis is the lookup path (the guard asks it for a root key's
- * `X-Sluice-Project`): the hash `<prefix>:projects` maps a name to its
+ * `X-Sluice-Project`): {@link ProjectRegistry} maps a name to its
  * creation time (ms). PostgreSQL's `projects` table is the durable copy,
  * written first on create; {@link reconcile} restores Redis from it (after
  * Redis lost its data). `default` always exists, in neither store necessarily.
@@ -32,15 +32,10 @@ export class ProjectStore {
   private readonly known = new Set<string>([DEFAULT_PROJECT]);
 
   constructor(
-    private readonly redis: RedisClient,
+    private readonly registry: ProjectRegistry,
     private readonly db: DataSource | null,
-    private readonly prefix: string,
     private readonly now: () => number = Date.now,
   ) {}
-
-  private get key(): string {
-    return `${this.prefix}:projects`;
-  }
 
   /**
    * True when the project exists; synchronous once it has been seen, else one HEXISTS.
@@ -48,9 +43,9 @@ export class ProjectStore {
    */
   exists(name: string): boolean | Promise<boolean> {
     if (this.known.has(name)) return true;
-    return this.redis.hexists(this.key, name).then((n) => {
-      if (n) this.known.add(name);
-      return n === 1;
+    return this.registry.exists(name).then((found) => {
+      if (found) this.known.add(name);
+      return found;
     });
   }
 
@@ -68,8 +63,8 @@ export class ProjectStore {
         await this.reconcile().catch(() => undefined);
         throw new ProjectExistsError(name);
       }
-      await this.redis.hset(this.key, name, String(at));
-    } else if (!(await this.redis.hsetnx(this.key, name, String(at)))) {
+      await this.registry.put(name, at);
+    } else if (!(await this.registry.putIfAbsent(name, at))) {
       throw new ProjectExistsError(name);
     }
     this.known.add(name);
@@ -78,7 +73,7 @@ export class ProjectStore {
 
   /** Every project, `default` first, then by name. */
   async list(): Promise<ProjectRecord[]> {
-    const all = await this.redis.hgetall(this.key);
+    const all = await this.registry.all();
     const out: ProjectRecord[] = Object.entries(all)
       .filter(([name]) => name !== DEFAULT_PROJECT)
       .map(([name, ms]) => ({ name, createdAt: new Date(Number(ms) || 0).toISOString() }))
@@ -95,14 +90,14 @@ export class ProjectStore {
     if (!this.db) return 0;
     const rows: { name: string; ms: number }[] = await this.db.query(`SELECT name, (extract(epoch FROM created_at) * 1000)::float8 AS ms FROM projects`);
     let restored = 0;
-    for (const r of rows) restored += await this.redis.hsetnx(this.key, r.name, String(Math.round(r.ms)));
+    for (const r of rows) if (await this.registry.putIfAbsent(r.name, Math.round(r.ms))) restored++;
     return restored;
   }
 
   /** When `default` was created: the migration's row; now when there is no database. */
   private async defaultCreatedAt(): Promise<number> {
     const at = this.now();
-    await this.redis.hsetnx(this.key, DEFAULT_PROJECT, String(at));
-    return Number((await this.redis.hget(this.key, DEFAULT_PROJECT)) ?? at);
+    await this.registry.putIfAbsent(DEFAULT_PROJECT, at);
+    return (await this.registry.createdAt(DEFAULT_PROJECT)) ?? at;
   }
 }

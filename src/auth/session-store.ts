@@ -1,7 +1,7 @@
 import { hashSecret } from '../core/api-key';
 import type { Role } from '../core/access';
+import type { SessionRecords } from '../core/ports/sessions';
 import { newSessionToken } from '../core/user-credentials';
-import type { RedisClient } from '../redis/connection';
 
 /** A dashboard session as stored in Redis. Times are ms since the epoch. */
 export interface SessionRecord {
@@ -24,11 +24,12 @@ export const MAX_SESSIONS_PER_USER = 20;
 export const SESSION_REFRESH_MAX_MS = 60_000;
 
 /**
- * Dashboard sessions in Redis, shared by every api replica:
- * - `<prefix>:auth:session:<sha256 of the token>` string: {@link SessionRecord}
+ * Dashboard sessions in Redis ({@link SessionRecords}, src/redis/stores/session-records.ts),
+ * shared by every api replica:
+ * - per session, by the SHA-256 of its token: {@link SessionRecord}
  *   JSON, expiring when the session does. Only the token's SHA-256 is
  *   stored: a copy of Redis logs nobody in;
- * - `<prefix>:auth:user-sessions:<userId>` set: the hashes of that user's
+ * - per user, the set of the hashes of that user's
  *   sessions, so a disable, delete, role or password change ends them all.
  * No MULTI spans two keys (Redis Cluster puts them in different slots): a
  * session is added to its user's set before it is written, so a revoke that
@@ -47,20 +48,12 @@ export class SessionStore {
   readonly refreshMs: number;
 
   constructor(
-    private readonly redis: RedisClient,
-    private readonly prefix: string,
+    private readonly records: SessionRecords,
     readonly idleMs: number,
     readonly maxMs: number,
     private readonly now: () => number = Date.now,
   ) {
     this.refreshMs = Math.min(SESSION_REFRESH_MAX_MS, Math.floor(idleMs / 4));
-  }
-
-  private key(hash: string): string {
-    return `${this.prefix}:auth:session:${hash}`;
-  }
-  private userKey(userId: string): string {
-    return `${this.prefix}:auth:user-sessions:${userId}`;
   }
 
   /** When the session ends if nothing refreshes it, ms since the epoch. */
@@ -79,10 +72,8 @@ export class SessionStore {
     const t = this.now();
     const record: SessionRecord = { ...input, createdAt: t, lastSeenAt: t };
     await this.prune(input.userId, MAX_SESSIONS_PER_USER - 1);
-    const userKey = this.userKey(input.userId);
-    await this.redis.sadd(userKey, hash);
-    await this.redis.pexpire(userKey, this.maxMs);
-    await this.redis.set(this.key(hash), JSON.stringify(record), 'PX', Math.min(this.idleMs, this.maxMs));
+    await this.records.addToUser(input.userId, hash, this.maxMs);
+    await this.records.put(hash, JSON.stringify(record), Math.min(this.idleMs, this.maxMs));
     this.cache.delete(hash);
     return { token, hash, record };
   }
@@ -99,7 +90,7 @@ export class SessionStore {
     const hit = this.cache.get(hash);
     // A cached session that looks idle may have been refreshed by another replica: ask Redis then.
     if (hit && t - hit.at < SESSION_CACHE_MS && (!hit.rec || t < hit.rec.lastSeenAt + this.idleMs)) return this.accept(hash, hit.rec, t);
-    return this.redis.get(this.key(hash)).then((raw) => {
+    return this.records.get(hash).then((raw) => {
       const rec = raw ? parseSession(raw) : null;
       if (this.cache.size >= SESSION_CACHE_MAX) this.cache.clear();
       this.cache.set(hash, { rec, at: t });
@@ -113,7 +104,7 @@ export class SessionStore {
       rec.lastSeenAt = t;
       const ttl = Math.min(this.idleMs, rec.createdAt + this.maxMs - t);
       // XX: a session revoked meanwhile is not brought back.
-      if (ttl > 0) void this.redis.set(this.key(hash), JSON.stringify(rec), 'PX', ttl, 'XX').catch(() => undefined);
+      if (ttl > 0) void this.records.refresh(hash, JSON.stringify(rec), ttl).catch(() => undefined);
     }
     return rec;
   }
@@ -125,11 +116,11 @@ export class SessionStore {
 
   /** Ends the session stored under this token hash. */
   async destroyHash(hash: string): Promise<void> {
-    const raw = await this.redis.get(this.key(hash));
-    await this.redis.del(this.key(hash));
+    const raw = await this.records.get(hash);
+    await this.records.delete(hash);
     this.cache.delete(hash);
     const rec = raw ? parseSession(raw) : null;
-    if (rec) await this.redis.srem(this.userKey(rec.userId), hash);
+    if (rec) await this.records.removeFromUser(rec.userId, [hash]);
   }
 
   /**
@@ -138,21 +129,19 @@ export class SessionStore {
    * @returns how many sessions were ended.
    */
   async revokeUser(userId: string): Promise<number> {
-    const userKey = this.userKey(userId);
-    const hashes = await this.redis.smembers(userKey);
-    const ended = await Promise.all(hashes.map((h) => this.redis.del(this.key(h))));
+    const hashes = await this.records.userHashes(userId);
+    const ended = await Promise.all(hashes.map((h) => this.records.delete(h)));
     for (const h of hashes) this.cache.delete(h);
     // Only the members read: a session a concurrent login added stays listed.
-    if (hashes.length) await this.redis.srem(userKey, ...hashes);
+    if (hashes.length) await this.records.removeFromUser(userId, hashes);
     return ended.reduce((a, b) => a + b, 0);
   }
 
   /** Drops the user's ended sessions from its set, then its oldest live ones beyond `keep`. */
   private async prune(userId: string, keep: number): Promise<void> {
-    const userKey = this.userKey(userId);
-    const hashes = await this.redis.smembers(userKey);
+    const hashes = await this.records.userHashes(userId);
     if (!hashes.length) return;
-    const raws = await Promise.all(hashes.map((h) => this.redis.get(this.key(h))));
+    const raws = await Promise.all(hashes.map((h) => this.records.get(h)));
     const live: { hash: string; createdAt: number }[] = [];
     const dead: string[] = [];
     hashes.forEach((h, i) => {
@@ -160,7 +149,7 @@ export class SessionStore {
       if (rec) live.push({ hash: h, createdAt: rec.createdAt });
       else dead.push(h);
     });
-    if (dead.length) await this.redis.srem(userKey, ...dead);
+    if (dead.length) await this.records.removeFromUser(userId, dead);
     live.sort((a, b) => a.createdAt - b.createdAt);
     for (const s of live.slice(0, Math.max(0, live.length - keep))) await this.destroyHash(s.hash);
   }

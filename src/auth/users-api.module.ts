@@ -1,10 +1,7 @@
 import { Module } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { AUDIT_DB, AuditDbModule } from '../postgres/postgres.module';
-import type { SluiceConfig } from '../config/config';
-import { SLUICE_CONFIG } from '../config/config.module';
-import type { RedisClient } from '../redis/connection';
-import { REDIS } from '../redis/redis.module';
+import { LoginAttempts } from '../core/ports';
 import { LoginController } from './login.controller';
 import { LoginLimiter } from './login-limiter';
 import { LoginService } from './login.service';
@@ -23,7 +20,7 @@ import { UsersService } from './users.service';
   controllers: [UsersController, LoginController],
   providers: [
     { provide: UserStore, inject: [AUDIT_DB], useFactory: (db: DataSource) => new UserStore(db) },
-    { provide: LoginLimiter, inject: [REDIS, SLUICE_CONFIG], useFactory: (redis: RedisClient, c: SluiceConfig) => new LoginLimiter(redis, c.redisPrefix) },
+    { provide: LoginLimiter, inject: [LoginAttempts], useFactory: (attempts: LoginAttempts) => new LoginLimiter(attempts) },
     UsersService,
     LoginService,
   ],

@@ -7,9 +7,7 @@ import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
 import { SchedulerMetrics } from '../metrics/scheduler-metrics';
-import type { RedisClient } from '../redis/connection';
-import { REDIS } from '../redis/redis.module';
-import { JobStore, QueueStore } from '../core/ports';
+import { JobStore, QueueStore, WorkerRegistryStore } from '../core/ports';
 import { WorkerRegistry } from '../workers/registry/worker-registry';
 
 /** Jobs moved per script call, so one call never blocks Redis for long. */
@@ -46,7 +44,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
-    @Inject(REDIS) private readonly redis: RedisClient,
+    private readonly workers: WorkerRegistryStore,
     private readonly store: JobStore,
     private readonly queues: QueueStore,
     private readonly scheduler: SchedulerRegistry,
@@ -57,7 +55,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
   onApplicationBootstrap(): void {
     this.every('reaper', this.config.reaperIntervalMs, () => this.reapAll());
     this.every('promoter', PROMOTE_INTERVAL_MS, () => this.promoteAll());
-    this.every('worker-sweep', 60_000, () => WorkerRegistry.sweep(this.redis, this.config.redisPrefix, DEAD_WORKER_KEEP_MS));
+    this.every('worker-sweep', 60_000, () => WorkerRegistry.sweep(this.workers, DEAD_WORKER_KEEP_MS));
     if (this.db) this.every('retention', PRUNE_INTERVAL_MS, () => this.pruneOnce());
   }
 

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { MirrorStream, QueueOwnership, QueueStore, StoreConnection } from '../core/ports';
+import type { LiveEvents, MirrorStream, QueueOwnership, QueueStore, StoreConnection } from '../core/ports';
 import { jobChangesMessage } from './job-changes';
 import { silentLogger as silent, type Logger } from '../core/logger';
 import { sleep } from '../core/sleep';
@@ -18,6 +18,7 @@ export interface MirrorStores {
   mirror: MirrorStream;
   ownership: QueueOwnership;
   connection: StoreConnection;
+  liveEvents: LiveEvents;
 }
 
 export interface AuditWriterOptions {
@@ -421,7 +422,7 @@ export class AuditWriter {
   private announce(batch: AuditBatch): void {
     if (!this.liveListeners) return;
     const msg = jobChangesMessage(batch);
-    if (msg !== null) this.stores.mirror.publishJobChanges(msg);
+    if (msg !== null) this.stores.liveEvents.publish(msg).catch(() => undefined);
   }
 
   /** Redis's clock minus this host's (ms), measured at each ownership round: entry ids carry Redis time. */
@@ -433,7 +434,7 @@ export class AuditWriter {
     if (this.opts.onBatch) {
       this.redisClockOffsetMs = (await this.stores.connection.serverTime()) - Date.now();
     }
-    this.liveListeners = await this.stores.mirror.liveListeners();
+    this.liveListeners = await this.stores.liveEvents.hasListeners();
     const ttl = this.opts.lockTtlMs ?? 5000;
     for (const q of await this.stores.queues.list()) {
       if (!this.groupsMade.has(q)) {

@@ -7,7 +7,7 @@ import type { DataSource } from 'typeorm';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
-import { MirrorStream, QueueOwnership, QueueStore, RestoreStore, StoreConnection } from '../core/ports';
+import { LiveEvents, MirrorStream, QueueOwnership, QueueStore, RestoreStore, StoreConnection, WorkerRegistryStore } from '../core/ports';
 import { readBacklog } from './backlog';
 import { AuditMetrics } from './mirror-metrics';
 import type { Registry } from 'prom-client';
@@ -50,12 +50,14 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     ownership: QueueOwnership,
     restore: RestoreStore,
     connection: StoreConnection,
+    liveEvents: LiveEvents,
+    private readonly workerRegistry: WorkerRegistryStore,
     private readonly moduleRef: ModuleRef,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     // The process's /metrics serves the writer's series too (every role has MetricsModule).
     if (registry) this.metrics.registerOn(registry);
-    this.stores = { queues, mirror, ownership, restore, connection };
+    this.stores = { queues, mirror, ownership, restore, connection, liveEvents };
   }
 
   /**
@@ -95,7 +97,7 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
       this.thread.start();
     } else this.startInProcess(restorer);
     this.workersTimer = setInterval(() => {
-      mirrorWorkers(this.db, this.redis, this.config.redisPrefix).catch((e) =>
+      mirrorWorkers(this.db, this.workerRegistry).catch((e) =>
         this.log.debug({ err: (e as Error).message }, 'worker history not mirrored this time'),
       );
     }, WORKERS_INTERVAL_MS);

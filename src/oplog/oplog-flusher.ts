@@ -2,8 +2,8 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Logger } from '../logging/logger';
-import type { RedisClient } from '../redis/connection';
-import { oplogKeys, parseRecord, type OplogRecord } from './oplog-record';
+import { OplogBufferGoneError, type OplogBuffer, type OplogEntry } from '../core/ports/oplog';
+import { parseRecord, type OplogRecord } from './oplog-record';
 
 /** Consumer group of the flushers (every api replica joins it). */
 export const OPLOG_GROUP = 'oplog-flushers';
@@ -18,7 +18,7 @@ const RETRY_MS = 1000;
 /** Consumers with nothing pending that were idle this long are removed from the group (dead replicas), ms. */
 const CONSUMER_FORGET_MS = 600_000;
 
-type Entry = [id: string, fields: string[] | null];
+type Entry = OplogEntry;
 
 /**
  * Moves operator-audit records from the Redis buffer stream (appended by
@@ -40,7 +40,6 @@ type Entry = [id: string, fields: string[] | null];
  * is back. Redis lost its data: the group is made again (NOGROUP).
  */
 export class OplogFlusher {
-  private readonly keys: { stream: string; dropped: string };
   readonly consumer = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<number> | null = null;
@@ -52,15 +51,12 @@ export class OplogFlusher {
   written = 0;
 
   constructor(
-    private readonly redis: RedisClient,
+    private readonly buffer: OplogBuffer,
     private readonly db: DataSource,
-    prefix: string,
     private readonly log: Logger,
     /** How long an entry another consumer holds stays its own before this one takes it over, ms (tests shorten it). */
     private readonly claimIdleMs = OPLOG_CLAIM_IDLE_MS,
-  ) {
-    this.keys = oplogKeys(prefix);
-  }
+  ) {}
 
   /** Starts the passes (the first at once). */
   start(): void {
@@ -115,7 +111,7 @@ export class OplogFlusher {
       if (!entries.length) entries = await this.claimAbandoned();
       if (!entries.length) entries = await this.read('>');
     } catch (e) {
-      if (!/NOGROUP/.test((e as Error).message)) throw e;
+      if (!(e instanceof OplogBufferGoneError)) throw e;
       // Redis lost the stream (and its group) or it was deleted: the group is made again at the next pass.
       this.groupReady = false;
       this.log.info({}, 'operator audit: buffer stream was gone in Redis; its consumer group is made again');
@@ -123,14 +119,14 @@ export class OplogFlusher {
     }
     if (entries.length) {
       const records: OplogRecord[] = [];
-      for (const [, fields] of entries) {
-        const rec = fields ? parseRecord(valueOf(fields, 'r')) : null;
+      for (const [, text] of entries) {
+        const rec = parseRecord(text);
         if (rec) records.push(rec);
       }
       if (records.length) await this.insert(records);
       if (records.length < entries.length) this.log.warn({ skipped: entries.length - records.length }, 'operator audit: unreadable buffered records skipped');
       const ids = entries.map(([id]) => id);
-      await this.redis.multi().xack(this.keys.stream, OPLOG_GROUP, ...ids).xdel(this.keys.stream, ...ids).exec();
+      await this.buffer.remove(OPLOG_GROUP, ids);
       this.written += records.length;
     }
     await this.forgetDeadConsumers().catch(() => undefined);
@@ -139,25 +135,18 @@ export class OplogFlusher {
 
   private async ensureGroup(): Promise<void> {
     if (this.groupReady) return;
-    try {
-      // From '0': records appended before any flusher ran are read too.
-      await this.redis.xgroup('CREATE', this.keys.stream, OPLOG_GROUP, '0', 'MKSTREAM');
-    } catch (e) {
-      if (!/BUSYGROUP/.test((e as Error).message)) throw e;
-    }
+    await this.buffer.ensureGroup(OPLOG_GROUP);
     this.groupReady = true;
   }
 
-  /** This consumer's pending entries (`0`) or new ones (`>`). Deleted entries come back with null fields. */
+  /** This consumer's pending entries (`0`) or new ones (`>`). Deleted entries come back with a null record. */
   private async read(from: '0' | '>'): Promise<Entry[]> {
-    const out = (await this.redis.xreadgroup('GROUP', OPLOG_GROUP, this.consumer, 'COUNT', BATCH, 'STREAMS', this.keys.stream, from)) as [string, Entry[]][] | null;
-    return out?.[0]?.[1] ?? [];
+    return this.buffer.read(OPLOG_GROUP, this.consumer, from === '0' ? 'pending' : 'new', BATCH);
   }
 
   /** Entries another consumer was handed and has not acknowledged for `claimIdleMs` ({@link OPLOG_CLAIM_IDLE_MS}). */
   private async claimAbandoned(): Promise<Entry[]> {
-    const out = (await this.redis.xautoclaim(this.keys.stream, OPLOG_GROUP, this.consumer, this.claimIdleMs, '0-0', 'COUNT', BATCH)) as [string, Entry[]];
-    return (out?.[1] ?? []).filter((e) => e && e[0]);
+    return this.buffer.claimIdle(OPLOG_GROUP, this.consumer, this.claimIdleMs, BATCH);
   }
 
   /** Removes consumers of dead replicas (nothing pending, long idle), at most once a minute. */
@@ -165,12 +154,9 @@ export class OplogFlusher {
     const now = Date.now();
     if (now - this.lastForget < 60_000) return;
     this.lastForget = now;
-    const consumers = (await this.redis.xinfo('CONSUMERS', this.keys.stream, OPLOG_GROUP)) as unknown[][];
-    for (const c of consumers) {
-      const f: Record<string, unknown> = {};
-      for (let i = 0; i + 1 < c.length; i += 2) f[String(c[i])] = c[i + 1];
-      if (f.name !== this.consumer && Number(f.pending) === 0 && Number(f.idle) > CONSUMER_FORGET_MS) {
-        await this.redis.xgroup('DELCONSUMER', this.keys.stream, OPLOG_GROUP, String(f.name));
+    for (const c of await this.buffer.consumers(OPLOG_GROUP)) {
+      if (c.name !== this.consumer && c.pending === 0 && c.idleMs > CONSUMER_FORGET_MS) {
+        await this.buffer.deleteConsumer(OPLOG_GROUP, c.name);
       }
     }
   }
@@ -191,12 +177,6 @@ export class OplogFlusher {
 
   /** Records waiting in Redis (not yet in PostgreSQL) and records dropped because the buffer was full (all replicas). */
   async bufferState(): Promise<{ buffered: number; dropped: number }> {
-    const [buffered, dropped] = await Promise.all([this.redis.xlen(this.keys.stream), this.redis.get(this.keys.dropped)]);
-    return { buffered, dropped: Number(dropped ?? 0) };
+    return this.buffer.state();
   }
-}
-
-function valueOf(fields: string[], name: string): string | null {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
-  return null;
 }

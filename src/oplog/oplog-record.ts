@@ -30,11 +30,6 @@ export interface OplogRecord {
   requestId: string | null;
 }
 
-/** Redis keys of the buffer (one hash tag: the append script touches both). */
-export function oplogKeys(prefix: string): { stream: string; dropped: string } {
-  return { stream: `${prefix}:{oplog}:stream`, dropped: `${prefix}:{oplog}:dropped` };
-}
-
 /** Most records the Redis buffer holds while PostgreSQL is away (~300 bytes each: ≤ ~30 MB); past it new records are dropped and counted. */
 export const OPLOG_BUFFER_MAX = 100_000;
 

@@ -5,9 +5,9 @@ import { attemptedBy, DEFAULT_PROJECT } from '../auth/principal';
 import { routeTable, type RouteAccess } from '../auth/route-table';
 import type { SluiceConfig } from '../config/config';
 import type { Logger } from '../logging/logger';
-import { RedisScripts } from '../redis/scripts';
+import { OplogBuffer } from '../core/ports/oplog';
 import { AUDIT_RESULT_TARGET, type AuditTarget } from './audited.decorator';
-import { OPLOG_BUFFER_MAX, oplogKeys, targetValue, type OplogRecord } from './oplog-record';
+import { OPLOG_BUFFER_MAX, targetValue, type OplogRecord } from './oplog-record';
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** At most one warning per this many ms about records that could not be buffered. */
@@ -35,15 +35,15 @@ export interface RecorderStats {
 /**
  * The write path of the operator audit log: a Fastify `onResponse` hook
  * (after the answer is sent, so it never delays one) that, for a route
- * declared `@Audited`, appends one record to the Redis buffer stream with
- * one script call (lua/recordAction-2.lua; one Map lookup for any other
+ * declared `@Audited`, appends one record to the Redis buffer ({@link OplogBuffer}:
+ * one script call, lua/recordAction-2.lua; one Map lookup for any other
  * route). The flusher (src/oplog/oplog-flusher.ts) moves the buffer into
  * PostgreSQL. When the buffer is full (OPLOG_BUFFER_MAX, PostgreSQL away)
  * the record is dropped and counted in Redis; when Redis cannot be reached it
  * is lost and counted here; both are logged (at most every 10 s) and exported.
  * Also runs the boot check {@link assertEveryChangeAudited}.
  */
-export function registerOperatorAudit(app: NestFastifyApplication, config: Pick<SluiceConfig, 'redisPrefix'>, log: Logger): RecorderStats {
+export function registerOperatorAudit(app: NestFastifyApplication, _config: Pick<SluiceConfig, 'redisPrefix'>, log: Logger): RecorderStats {
   const table = routeTable(app);
   assertEveryChangeAudited(table);
   const stats: RecorderStats = { failed: 0 };
@@ -55,9 +55,7 @@ export function registerOperatorAudit(app: NestFastifyApplication, config: Pick<
     byPath.set(r.path, r.audit.audit);
   }
   if (!specs.size) return stats;
-  const scripts = app.get(RedisScripts, { strict: false });
-  const keys = oplogKeys(config.redisPrefix);
-  const keyList = [keys.stream, keys.dropped];
+  const buffer = app.get(OplogBuffer, { strict: false });
   let lastWarn = 0;
   let unwarnedDrops = 0;
   const warn = (fields: Record<string, unknown>, msg: string) => {
@@ -74,9 +72,9 @@ export function registerOperatorAudit(app: NestFastifyApplication, config: Pick<
       const spec = specs.get(req.method)?.get(req.routeOptions.url ?? '');
       if (spec) {
         const rec = buildRecord(req, reply.statusCode, spec);
-        scripts.run<number>('recordAction', keyList, [OPLOG_BUFFER_MAX, JSON.stringify(rec)]).then(
+        buffer.append(JSON.stringify(rec), OPLOG_BUFFER_MAX).then(
           (ok) => {
-            if (ok === 1) return;
+            if (ok) return;
             unwarnedDrops++;
             if (warn({ dropped: unwarnedDrops, max: OPLOG_BUFFER_MAX }, 'operator audit buffer full (PostgreSQL away?): records dropped')) unwarnedDrops = 0;
           },

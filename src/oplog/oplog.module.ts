@@ -2,12 +2,10 @@ import { BeforeApplicationShutdown, Inject, Module, OnApplicationBootstrap, Opti
 import { Gauge } from 'prom-client';
 import type { DataSource } from 'typeorm';
 import { AUDIT_DB, AuditDbModule } from '../postgres/postgres.module';
-import type { SluiceConfig } from '../config/config';
-import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
+import { LOGGER } from '../config/config.module';
 import type { Logger } from '../logging/logger';
 import { SluiceMetrics } from '../metrics/sluice-metrics';
-import type { RedisClient } from '../redis/connection';
-import { REDIS } from '../redis/redis.module';
+import { OplogBuffer } from '../core/ports/oplog';
 import { OplogController } from './oplog.controller';
 import { OplogFlusher } from './oplog-flusher';
 
@@ -24,8 +22,8 @@ import { OplogFlusher } from './oplog-flusher';
   providers: [
     {
       provide: OplogFlusher,
-      inject: [REDIS, AUDIT_DB, SLUICE_CONFIG, LOGGER],
-      useFactory: (redis: RedisClient, db: DataSource, c: SluiceConfig, log: Logger) => new OplogFlusher(redis, db, c.redisPrefix, log),
+      inject: [OplogBuffer, AUDIT_DB, LOGGER],
+      useFactory: (buffer: OplogBuffer, db: DataSource, log: Logger) => new OplogFlusher(buffer, db, log),
     },
   ],
   exports: [OplogFlusher],

@@ -87,3 +87,38 @@ export const MIRROR_GROUP = 'sluice-audit';
 
 /** Key namespace of the HTTP API's per-address rate limit (@fastify/rate-limit's Redis store). */
 export const httpRateLimitNamespace = (prefix: string): string => `${prefix}:ratelimit:`;
+/**
+ * API keys (src/redis/stores/api-key-store.ts): SHA-256 of the secret → record,
+ * key id → SHA-256, key id → last use (ms).
+ */
+export const apiKeyKeys = (prefix: string): { byHash: string; ids: string; lastUsed: string } => ({
+  byHash: `${prefix}:auth:keys`,
+  ids: `${prefix}:auth:keyids`,
+  lastUsed: `${prefix}:auth:lastused`,
+});
+
+/** A dashboard session's record, by the SHA-256 of its token (a string with the session's expiry). */
+export const sessionKey = (prefix: string, hash: string): string => `${prefix}:auth:session:${hash}`;
+/** The set of a user's session hashes. */
+export const userSessionsKey = (prefix: string, userId: string): string => `${prefix}:auth:user-sessions:${userId}`;
+
+/**
+ * A failed-login counter: `u:<sha256 of the lower-cased username>` or
+ * `a:<address bucket>` (src/auth/login-limiter.ts).
+ */
+export const loginFailKey = (prefix: string, kind: 'user' | 'address', id: string): string => `${prefix}:auth:login-fail:${kind === 'user' ? 'u' : 'a'}:${id}`;
+
+/** The token bucket of one API key (lua/takeToken-1.lua). */
+export const keyBucketKey = (prefix: string, keyId: string): string => `${prefix}:ratelimit:key:${keyId}`;
+
+/** The projects registry: a hash of project name → creation time (ms). */
+export const projectsKey = (prefix: string): string => `${prefix}:projects`;
+
+/** The operator-log buffer (one hash tag: lua/recordAction-2.lua touches both): a stream and its drop counter. */
+export const oplogKeys = (prefix: string): { stream: string; dropped: string } => ({
+  stream: `${prefix}:{oplog}:stream`,
+  dropped: `${prefix}:{oplog}:dropped`,
+});
+
+/** Pub/sub channel on which the API announces schedule changes to the schedulers. */
+export const schedulesChannel = (prefix: string): string => `${prefix}:schedules`;

@@ -1,7 +1,26 @@
 import { Global, Inject, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
-import { DeadLetterStore, JobStore, MirrorStream, QueueOwnership, QueueStore, RestoreStore, StoreConnection, WakeSignals } from '../core/ports';
+import {
+  ApiKeyStore,
+  DeadLetterStore,
+  ExternalWorkerSeen,
+  JobStore,
+  LiveEvents,
+  LoginAttempts,
+  MirrorStream,
+  OplogBuffer,
+  ProjectRegistry,
+  QueueOwnership,
+  QueueStore,
+  RestoreStore,
+  ScheduleSignals,
+  SessionRecords,
+  StoreConnection,
+  TokenBuckets,
+  WakeSignals,
+  WorkerRegistryStore,
+} from '../core/ports';
 import type { Logger } from '../logging/logger';
 import { createRedis, RedisClient } from './connection';
 import { createRedisStores, RedisStores, storeDefaultsOf } from './stores';
@@ -28,7 +47,9 @@ const STORES = Symbol('REDIS_STORES');
     {
       provide: STORES,
       inject: [REDIS, SLUICE_CONFIG],
-      useFactory: (r: RedisClient, c: SluiceConfig) => createRedisStores(r, c.redisPrefix, storeDefaultsOf(c)),
+      useFactory: (r: RedisClient, c: SluiceConfig) =>
+        // A subscriber (schedule notices) gets a connection of its own, without auto-pipelining.
+        createRedisStores(r, c.redisPrefix, storeDefaultsOf(c), undefined, (name) => createRedis(c, { blocking: true, name })),
     },
     { provide: JobStore, inject: [STORES], useFactory: (s: RedisStores) => s.jobs },
     { provide: QueueStore, inject: [STORES], useFactory: (s: RedisStores) => s.queues },
@@ -42,8 +63,39 @@ const STORES = Symbol('REDIS_STORES');
       inject: [STORES, SLUICE_CONFIG],
       useFactory: (s: RedisStores, c: SluiceConfig) => new RedisWakeSignals(s.ctx, (name) => createRedis(c, { blocking: true, name }), isCluster(s.ctx.redis)),
     },
+    { provide: ApiKeyStore, inject: [STORES], useFactory: (s: RedisStores) => s.apiKeys },
+    { provide: SessionRecords, inject: [STORES], useFactory: (s: RedisStores) => s.sessions },
+    { provide: LoginAttempts, inject: [STORES], useFactory: (s: RedisStores) => s.loginAttempts },
+    { provide: TokenBuckets, inject: [STORES], useFactory: (s: RedisStores) => s.tokenBuckets },
+    { provide: ProjectRegistry, inject: [STORES], useFactory: (s: RedisStores) => s.projects },
+    { provide: OplogBuffer, inject: [STORES], useFactory: (s: RedisStores) => s.oplog },
+    { provide: ScheduleSignals, inject: [STORES], useFactory: (s: RedisStores) => s.scheduleSignals },
+    { provide: LiveEvents, inject: [STORES], useFactory: (s: RedisStores) => s.liveEvents },
+    { provide: WorkerRegistryStore, inject: [STORES], useFactory: (s: RedisStores) => s.workerRegistry },
+    { provide: ExternalWorkerSeen, inject: [STORES], useFactory: (s: RedisStores) => s.externalWorkers },
   ],
-  exports: [REDIS, STORES, JobStore, QueueStore, DeadLetterStore, StoreConnection, MirrorStream, QueueOwnership, RestoreStore, WakeSignals],
+  exports: [
+    REDIS,
+    STORES,
+    JobStore,
+    QueueStore,
+    DeadLetterStore,
+    StoreConnection,
+    ApiKeyStore,
+    SessionRecords,
+    LoginAttempts,
+    TokenBuckets,
+    ProjectRegistry,
+    OplogBuffer,
+    ScheduleSignals,
+    LiveEvents,
+    WorkerRegistryStore,
+    ExternalWorkerSeen,
+    MirrorStream,
+    QueueOwnership,
+    RestoreStore,
+    WakeSignals,
+  ],
 })
 export class RedisModule implements OnModuleInit, OnApplicationShutdown {
   constructor(

@@ -107,6 +107,3 @@ export function scheduleJob(row: ScheduleRow): NormalizedEnqueue {
     timeoutMs: row.timeoutMs ?? undefined,
   };
 }
-
-/** The Redis pub/sub channel on which the API announces schedule changes to the schedulers. */
-export const schedulesChannel = (prefix: string): string => `${prefix}:schedules`;

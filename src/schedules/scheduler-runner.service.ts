@@ -3,12 +3,9 @@ import type { DataSource } from 'typeorm';
 import { AUDIT_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
-import type { Clock } from '../core/ports';
+import { JobStore, ScheduleSignals, type Clock, type Subscription } from '../core/ports';
 import type { Logger } from '../logging/logger';
 import { SchedulerMetrics } from '../metrics/scheduler-metrics';
-import { createRedis, RedisClient } from '../redis/connection';
-import { JobStore } from '../core/ports';
-import { schedulesChannel } from './schedule-definition';
 import { SCHEDULE_CLOCK } from './schedule-clock';
 import { ScheduleMaterializer } from './schedule-materializer';
 import { ScheduleRepository } from './schedule-repository';
@@ -27,21 +24,22 @@ export function claimLeaseMs(idempotencyTtlMs: number): number {
 
 /**
  * Runs the {@link ScheduleMaterializer} in the `scheduler` role and feeds it
- * the API's change notices (Redis pub/sub, on its own connection).
+ * the API's change notices ({@link ScheduleSignals}: Redis pub/sub, on its own connection).
  * Not an @nestjs/schedule interval: its next wake-up is aimed at the next
  * slot after every pass, which a fixed period cannot express.
  */
 @Injectable()
 export class SchedulerRunnerService implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly materializer: ScheduleMaterializer;
-  private subscriber?: RedisClient;
+  private subscription?: Subscription;
 
   constructor(
-    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    @Inject(SLUICE_CONFIG) config: SluiceConfig,
     @Inject(LOGGER) log: Logger,
     @Inject(AUDIT_DB) db: DataSource,
     @Inject(SCHEDULE_CLOCK) clock: Clock,
     store: JobStore,
+    private readonly signals: ScheduleSignals,
     @Optional() metrics?: SchedulerMetrics,
   ) {
     this.materializer = new ScheduleMaterializer({
@@ -55,15 +53,13 @@ export class SchedulerRunnerService implements OnApplicationBootstrap, OnApplica
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    this.subscriber = createRedis(this.config, { blocking: true, name: 'sluice-schedules' });
-    this.subscriber.on('message', () => this.materializer.changed());
     // A notice lost while (re)subscribing is covered by the periodic reload.
-    await this.subscriber.subscribe(schedulesChannel(this.config.redisPrefix)).catch(() => undefined);
+    this.subscription = await this.signals.listen(() => this.materializer.changed());
     this.materializer.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
     await this.materializer.stop();
-    this.subscriber?.disconnect();
+    this.subscription?.close();
   }
 }

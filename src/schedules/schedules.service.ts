@@ -5,17 +5,14 @@ import { AUDIT_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import { SluiceError, ValidationError } from '../core/errors';
-import type { Clock } from '../core/ports';
+import { JobStore, QueueStore, ScheduleSignals, type Clock } from '../core/ports';
 import { CronSlots } from '../core/schedule-slots';
 import { HandlerRegistry } from '../handlers/handler-registry';
 import type { Logger } from '../logging/logger';
-import type { RedisClient } from '../redis/connection';
-import { REDIS } from '../redis/redis.module';
-import { JobStore, QueueStore } from '../core/ports';
 import type { Job } from '../core/job';
 import type { JobStatus } from '../core/job-status';
 import { createdJob } from '../jobs/jobs.service';
-import { ScheduleInput, scheduleJob, schedulesChannel, validateSchedule } from './schedule-definition';
+import { ScheduleInput, scheduleJob, validateSchedule } from './schedule-definition';
 import { SCHEDULE_CLOCK } from './schedule-clock';
 import { bareQueue, qualify } from '../core/project-queue';
 import { ScheduleRepository, ScheduleRow } from './schedule-repository';
@@ -40,7 +37,7 @@ export class SchedulesService {
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
     @Inject(AUDIT_DB) db: DataSource,
-    @Inject(REDIS) private readonly redis: RedisClient,
+    private readonly signals: ScheduleSignals,
     @Inject(SCHEDULE_CLOCK) private readonly clock: Clock,
     private readonly store: JobStore,
     private readonly queues: QueueStore,
@@ -163,7 +160,7 @@ export class SchedulesService {
 
   /** Tells the schedulers to reload now; if Redis misses it, their periodic reload does. */
   private async notify(id: string): Promise<void> {
-    await this.redis.publish(schedulesChannel(this.config.redisPrefix), id).catch((e: Error) => this.log.debug({ err: e.message }, 'schedule change not announced'));
+    await this.signals.announce(id).catch((e: Error) => this.log.debug({ err: e.message }, 'schedule change not announced'));
   }
 }
 

@@ -7,8 +7,10 @@ import { loadConfig } from '../../src/config/config';
 import { createHttpApp } from '../../src/http/http-app';
 import { createLogger } from '../../src/logging/logger';
 import { OplogFlusher } from '../../src/oplog/oplog-flusher';
-import { oplogKeys, parseRecord } from '../../src/oplog/oplog-record';
+import { parseRecord } from '../../src/oplog/oplog-record';
 import { createRedis, type RedisClient } from '../../src/redis/connection';
+import { oplogKeys } from '../../src/redis/keys';
+import { createRedisStores } from '../../src/redis/stores';
 import { validatorFor } from '../support/http';
 import { validatingAgent } from '../support/openapi-validator';
 import { privatePostgres, type PrivatePostgres } from '../support/private-postgres';
@@ -112,7 +114,7 @@ test('a replica that died holding records: another takes them over, and a record
       [r.id, r.project, r.actor, r.actorKind, r.action, r.target, r.method, r.path, r.status, r.address, r.requestId],
     );
   }
-  const survivor = new OplogFlusher(redis, db, prefix, createLogger('silent'), 300);
+  const survivor = new OplogFlusher(createRedisStores(redis, prefix).oplog, db, createLogger('silent'), 300);
   await sleep(400);
   expect(await survivor.flushOnce()).toBe(6);
   const rows = await rowsOf();

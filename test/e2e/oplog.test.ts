@@ -177,7 +177,7 @@ test('retention: records older than RETENTION_DAYS are pruned, newer ones kept',
 
 test('Redis loses the buffer stream and its consumer group: the flusher makes the group again and later records are written', async () => {
   const { createRedis } = await import('../../src/redis/connection');
-  const { oplogKeys } = await import('../../src/oplog/oplog-record');
+  const { oplogKeys } = await import('../../src/redis/keys');
   const { REDIS_URL } = await import('../support/redis');
   const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
   try {

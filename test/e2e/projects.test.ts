@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { WorkerRegistry } from '../../src/workers/registry/worker-registry';
-import type { RedisClient } from '../../src/redis/connection';
-import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { WorkerRegistryStore } from '../../src/core/ports';
 import { payloadIndexName } from '../../src/queues/payload-search';
 import { sleep } from '../support/redis';
 import { openSse, type SseStream } from '../support/sse';
@@ -263,12 +262,12 @@ describe('two projects side by side', () => {
   });
 
   test('workers: each project sees the workers that serve it, with its own queue names', async () => {
-    const redis = api.app.get(RedisJobStore).redis as RedisClient;
+    const registry = api.app.get(WorkerRegistryStore);
     const regs = [
-      new WorkerRegistry(redis, api.prefix, { id: 'wk-acme', queues: ['acme/shared'], concurrency: 1 }, 30_000),
-      new WorkerRegistry(redis, api.prefix, { id: 'wk-default', queues: ['shared'], concurrency: 1 }, 30_000),
-      new WorkerRegistry(redis, api.prefix, { id: 'wk-all', queues: ['*'], concurrency: 1 }, 30_000),
-      new WorkerRegistry(redis, api.prefix, { id: 'wk-both', queues: ['shared', 'acme/only-acme'], concurrency: 1 }, 30_000),
+      new WorkerRegistry(registry, { id: 'wk-acme', queues: ['acme/shared'], concurrency: 1 }, 30_000),
+      new WorkerRegistry(registry, { id: 'wk-default', queues: ['shared'], concurrency: 1 }, 30_000),
+      new WorkerRegistry(registry, { id: 'wk-all', queues: ['*'], concurrency: 1 }, 30_000),
+      new WorkerRegistry(registry, { id: 'wk-both', queues: ['shared', 'acme/only-acme'], concurrency: 1 }, 30_000),
     ];
     for (const w of regs) await w.beat(0);
     type W = { id: string; queues: string[]; kind: string };

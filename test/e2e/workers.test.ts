@@ -1,6 +1,5 @@
 import { hostname } from 'node:os';
-import { REDIS } from '../../src/redis/redis.module';
-import type { RedisClient } from '../../src/redis/connection';
+import { ExternalWorkerSeen, WorkerRegistryStore } from '../../src/core/ports';
 import { WorkerRegistry } from '../../src/workers/registry/worker-registry';
 import { WorkerService } from '../../src/workers/runtime/worker.service';
 import { ExternalWorkerTracker } from '../../src/workers/external/external-workers';
@@ -49,10 +48,10 @@ describe('GET /workers (e2e)', () => {
   });
 
   it('reports a worker that stopped heartbeating as dead, and a draining one as draining', async () => {
-    const redis = api.app.get<RedisClient>(REDIS);
-    const gone = new WorkerRegistry(redis, api.prefix, { id: 'gone-worker', queues: ['x'], concurrency: 1 }, 150);
+    const registry = api.app.get(WorkerRegistryStore);
+    const gone = new WorkerRegistry(registry, { id: 'gone-worker', queues: ['x'], concurrency: 1 }, 150);
     await gone.beat(0);
-    const draining = new WorkerRegistry(redis, api.prefix, { id: 'draining-worker', queues: ['y'], concurrency: 2 }, 60_000);
+    const draining = new WorkerRegistry(registry, { id: 'draining-worker', queues: ['y'], concurrency: 2 }, 60_000);
     await draining.draining(1);
     const dead = await waitUntil('gone-worker reported dead', async () => (await workers()).find((w) => w.id === 'gone-worker' && w.status === 'dead'), 10_000);
     // A dead worker is still shown with what it last reported.
@@ -78,7 +77,7 @@ describe('GET /workers (e2e)', () => {
     await api.http.post(`/jobs/${claim.body.jobs[0].id}/complete`).send({ lockToken: claim.body.jobs[0].lockToken });
     await waitUntil('ext-1 holds 1', async () => (await workers()).find((w) => w.id === 'ext-1' && w.active === 1 && w.jobs?.length === 1), 5000, 100);
     // A worker last seen two minutes ago is dead, and still listed.
-    const t = new ExternalWorkerTracker(api.app.get<RedisClient>(REDIS), api.prefix);
+    const t = new ExternalWorkerTracker(api.app.get(ExternalWorkerSeen));
     t.claimed('ext-old', 'wx', Date.now() - 120_000);
     await t.flush();
     expect((await workers()).find((w) => w.id === 'ext-old')).toMatchObject({ status: 'dead', kind: 'external', queues: ['wx'], jobs: [] });

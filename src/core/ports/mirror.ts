@@ -59,10 +59,6 @@ export abstract class MirrorStream {
   abstract forgetFinished(queue: string, jobIds: string[], keepCount: number, keepMs: number): Promise<void>;
   /** The stream's name as recorded in the quarantine table (`audit_quarantine.stream_key`). */
   abstract streamName(queue: string): string;
-  /** Announces the jobs a committed batch changed, for the console's live updates. Never throws. */
-  abstract publishJobChanges(message: string): void;
-  /** True while some API process has live-update listeners. */
-  abstract liveListeners(): Promise<boolean>;
   /** Calls `fn` when a new queue is registered; returns the unsubscribe function. */
   abstract onNewQueue(fn: (queue: string) => void): () => void;
   /** The backlog of `queues` (one length and one oldest-entry read each). */

@@ -1,16 +1,12 @@
-import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import { HistoryQueries } from '../../history';
 import type { JobChange } from '../../mirror/job-changes';
-import type { SluiceConfig } from '../../config/config';
-import { SLUICE_CONFIG } from '../../config/config.module';
 import { UnavailableError } from '../../core/errors';
 import { bareQueue, inProject } from '../../core/project-queue';
 import { iso, toApiJob } from '../../http/api-job';
 import { toApiEvent, toApiLog } from '../../jobs/history-view';
-import type { RedisClient } from '../../redis/connection';
-import { jobChangesChannel, liveListenersKey } from '../../redis/keys';
-import { REDIS } from '../../redis/redis.module';
+import { LiveEvents, type Subscription } from '../../core/ports';
 import { DashboardService } from '../dashboard.service';
 import { SseClient } from './sse-client';
 
@@ -32,8 +28,8 @@ const PRESENCE_TTL_MS = 10_000;
  * Events; DESIGN.md "The operator console"). One per API process.
  *
  * Source: the audit writers publish, after each committed batch, the jobs
- * it changed (src/mirror/job-changes.ts) on one pub/sub channel, while the
- * key {@link liveListenersKey} says some API process has listeners. This
+ * it changed (src/mirror/job-changes.ts) on one pub/sub channel ({@link LiveEvents}), while a
+ * presence key says some API process has listeners. This
  * hub subscribes once (one Redis connection, whatever the number of
  * clients) and fans out. Tailing every queue's events stream per process
  * instead would miss entries: the writer deletes them once mirrored, often
@@ -63,7 +59,7 @@ export class LiveHub implements OnModuleDestroy {
   private readonly pending = new Map<SseClient, { jobs: Map<string, JobChange>; dropped: number }>();
   /** `?job=` clients: how far their history has been sent, and whether a re-read is running / wanted. */
   private readonly watchers = new Map<SseClient, { seq: number; logs: number; running: boolean; again: boolean }>();
-  private sub: RedisClient | null = null;
+  private sub: Subscription | null = null;
   private timers: NodeJS.Timeout[] = [];
   /** The last `counts` sent, per project (JSON). */
   private readonly lastCounts = new Map<string, string>();
@@ -72,8 +68,7 @@ export class LiveHub implements OnModuleDestroy {
   heartbeatMs = HEARTBEAT_MS;
 
   constructor(
-    @Inject(REDIS) private readonly redis: RedisClient,
-    @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
+    private readonly events: LiveEvents,
     private readonly dashboard: DashboardService,
     private readonly history: HistoryQueries,
   ) {}
@@ -131,12 +126,9 @@ export class LiveHub implements OnModuleDestroy {
   }
 
   private start(): void {
-    const sub = this.redis.duplicate() as RedisClient;
-    this.sub = sub;
-    sub.on('error', () => undefined); // reconnects by itself; clients poll meanwhile
-    sub.on('message', (_channel: string, msg: string) => this.onChanges(msg));
-    void sub.subscribe(jobChangesChannel(this.config.redisPrefix)).catch(() => undefined);
-    const presence = () => void this.redis.set(liveListenersKey(this.config.redisPrefix), '1', 'PX', PRESENCE_TTL_MS).catch(() => undefined);
+    // Reconnects by itself; clients poll meanwhile.
+    this.sub = this.events.subscribe((msg) => this.onChanges(msg));
+    const presence = () => void this.events.markListening(PRESENCE_TTL_MS).catch(() => undefined);
     presence();
     this.timers = [
       setInterval(presence, PRESENCE_TTL_MS / 3),
@@ -152,7 +144,7 @@ export class LiveHub implements OnModuleDestroy {
   private stop(): void {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
-    this.sub?.disconnect();
+    this.sub?.close();
     this.sub = null;
     // The listener key is left to expire: another process may still have listeners.
   }

@@ -1,15 +1,38 @@
 import type { RedisClient } from '../connection';
 import { RedisContext } from '../context';
 import { RedisScripts } from '../scripts';
+import { RedisApiKeyStore } from './api-key-store';
 import { RedisConnectionState } from './connection-state';
 import { RedisDeadLetterStore } from './dead-letter-store';
 import type { StoreDefaults } from './enqueue';
+import { RedisExternalWorkerSeen } from './external-workers-seen';
 import { RedisJobStore } from './job-store';
 import { RedisMirrorStream, RedisQueueOwnership } from './mirror-stream';
 import { RedisQueueStore } from './queue-store';
 import { RedisRestoreStore } from './restore-store';
+import { RedisLiveEvents } from './live-events';
+import { RedisLoginAttempts } from './login-attempts';
+import { RedisOplogBuffer } from './oplog-buffer';
+import { RedisProjectRegistry } from './project-registry';
+import { RedisScheduleSignals, type SubscriberFactory } from './schedule-signals';
+import { RedisSessionRecords } from './session-records';
+import { RedisTokenBuckets } from './token-buckets';
+import { RedisWorkerRegistryStore } from './worker-registry-store';
 
 export { storeDefaultsOf, type StoreDefaults } from './enqueue';
+export type { SubscriberFactory } from './schedule-signals';
+export {
+  RedisApiKeyStore,
+  RedisExternalWorkerSeen,
+  RedisLiveEvents,
+  RedisLoginAttempts,
+  RedisOplogBuffer,
+  RedisProjectRegistry,
+  RedisScheduleSignals,
+  RedisSessionRecords,
+  RedisTokenBuckets,
+  RedisWorkerRegistryStore,
+};
 
 /** Every Redis store, built on one connection (see {@link createRedisStores}). */
 export interface RedisStores {
@@ -22,14 +45,31 @@ export interface RedisStores {
   mirror: RedisMirrorStream;
   ownership: RedisQueueOwnership;
   restore: RedisRestoreStore;
+  apiKeys: RedisApiKeyStore;
+  sessions: RedisSessionRecords;
+  loginAttempts: RedisLoginAttempts;
+  tokenBuckets: RedisTokenBuckets;
+  projects: RedisProjectRegistry;
+  oplog: RedisOplogBuffer;
+  scheduleSignals: RedisScheduleSignals;
+  liveEvents: RedisLiveEvents;
+  workerRegistry: RedisWorkerRegistryStore;
+  externalWorkers: RedisExternalWorkerSeen;
 }
 
 /**
  * Builds every store on one connection (its scripts registered once). For
  * code outside Nest: scripts, the mirror's writer thread, benchmarks, tests.
  * @param scripts already registered on `redis` (default: registered now).
+ * @param connect opens the own connection of a pub/sub subscriber (default: a duplicate of `redis`).
  */
-export function createRedisStores(redis: RedisClient, prefix: string, defaults?: StoreDefaults, scripts = new RedisScripts(redis)): RedisStores {
+export function createRedisStores(
+  redis: RedisClient,
+  prefix: string,
+  defaults?: StoreDefaults,
+  scripts = new RedisScripts(redis),
+  connect: SubscriberFactory = () => redis.duplicate() as RedisClient,
+): RedisStores {
   const ctx = new RedisContext(redis, scripts, prefix);
   const queues = new RedisQueueStore(ctx);
   return {
@@ -41,5 +81,15 @@ export function createRedisStores(redis: RedisClient, prefix: string, defaults?:
     mirror: new RedisMirrorStream(ctx),
     ownership: new RedisQueueOwnership(ctx),
     restore: new RedisRestoreStore(ctx),
+    apiKeys: new RedisApiKeyStore(redis, prefix),
+    sessions: new RedisSessionRecords(redis, prefix),
+    loginAttempts: new RedisLoginAttempts(redis, prefix),
+    tokenBuckets: new RedisTokenBuckets(ctx),
+    projects: new RedisProjectRegistry(redis, prefix),
+    oplog: new RedisOplogBuffer(ctx),
+    scheduleSignals: new RedisScheduleSignals(redis, prefix, connect),
+    liveEvents: new RedisLiveEvents(redis, prefix),
+    workerRegistry: new RedisWorkerRegistryStore(redis, prefix),
+    externalWorkers: new RedisExternalWorkerSeen(redis, prefix),
   };
 }

@@ -2,7 +2,7 @@ import { MirrorStream, QueueOwnership, type BacklogState, type RawStreamEntry } 
 import { compareIds, nextStreamId } from '../../core/stream-ids';
 import type { RedisClient } from '../connection';
 import type { RedisContext } from '../context';
-import { jobChangesChannel, liveListenersKey, MIRROR_GROUP, newQueueChannel } from '../keys';
+import { MIRROR_GROUP, newQueueChannel } from '../keys';
 
 type XEntries = [string, string[]][];
 
@@ -83,14 +83,6 @@ export class RedisMirrorStream implements MirrorStream {
 
   streamName(queue: string): string {
     return this.ctx.keys(queue).events;
-  }
-
-  publishJobChanges(message: string): void {
-    this.redis.publish(jobChangesChannel(this.ctx.prefix), message).catch(() => undefined);
-  }
-
-  async liveListeners(): Promise<boolean> {
-    return (await this.redis.exists(liveListenersKey(this.ctx.prefix))) === 1;
   }
 
   onNewQueue(fn: (queue: string) => void): () => void {

@@ -6,7 +6,7 @@ import type { ClaimedJob, Job, Json } from '../../core/job';
 import { PayloadTooLargeError } from '../../core/job-options';
 import type { SluiceConfig } from '../../config/config';
 import { SLUICE_CONFIG } from '../../config/config.module';
-import { JobStore, QueueStore, WakeSignals, type WakeHub } from '../../core/ports';
+import { ExternalWorkerSeen, JobStore, QueueStore, WakeSignals, type WakeHub } from '../../core/ports';
 import { checkQueueName } from '../../queues/queue-name';
 import { inProject, qualify } from '../../core/project-queue';
 import type { ClaimDto } from './dto/claim.dto';
@@ -50,11 +50,12 @@ export class ExternalService implements OnModuleDestroy {
     private readonly store: JobStore,
     queues: QueueStore,
     signals: WakeSignals,
+    seen: ExternalWorkerSeen,
     private readonly history: HistoryQueries,
   ) {
     this.hub = signals.hub();
     this.locator = new JobLocator(store, queues, history.db);
-    this.tracker = new ExternalWorkerTracker(store.redis, config.redisPrefix);
+    this.tracker = new ExternalWorkerTracker(seen);
     this.tracker.start();
   }
 

@@ -9,7 +9,7 @@ export const HELD_LIST_MAX = 100;
  * The active jobs each worker holds, from Redis: per queue, up to
  * {@link HELD_SCAN_PER_QUEUE} ids of its active set (soonest lease expiry
  * first) and each one's holder (`w` of the job hash, set by the claim),
- * pipelined. Bounded work whatever the load: a worker holding jobs beyond
+ * pipelined ({@link QueueStore.activeHolders}). Bounded work whatever the load: a worker holding jobs beyond
  * the scan shows fewer than it has (`count` then says at least).
  * @param queues the queues to look at (the caller's project's).
  * @returns per worker id: the number of held jobs seen and up to {@link HELD_LIST_MAX} of their ids (sorted).

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { RedisClient } from '../../redis/connection';
+import type { WorkerRegistryStore } from '../../core/ports/workers';
 import { WorkerRegistry } from './worker-registry';
 
 /**
@@ -8,8 +8,8 @@ import { WorkerRegistry } from './worker-registry';
  * call for every registered worker (dead ones keep their last heartbeat).
  * @returns the number of workers written.
  */
-export async function mirrorWorkers(db: DataSource, redis: RedisClient, prefix: string): Promise<number> {
-  const workers = (await WorkerRegistry.list(redis, prefix)).filter((w) => w.hostname !== '' || w.status === 'dead');
+export async function mirrorWorkers(db: DataSource, registry: WorkerRegistryStore): Promise<number> {
+  const workers = (await WorkerRegistry.list(registry)).filter((w) => w.hostname !== '' || w.status === 'dead');
   if (!workers.length) return 0;
   await db.query(
     `INSERT INTO workers (id, hostname, pid, queues, concurrency, started_at, last_heartbeat_at, status)

@@ -4,11 +4,9 @@ import type { SluiceConfig } from '../../config/config';
 import { SLUICE_CONFIG } from '../../config/config.module';
 import { ExternalWorkerTracker } from '../external/external-workers';
 import { iso, WithIsoTimes } from '../../http/api-job';
-import type { RedisClient } from '../../redis/connection';
-import { QueueStore } from '../../core/ports';
-import { REDIS } from '../../redis/redis.module';
 import { WorkerInfo, WorkerRegistry } from './worker-registry';
 import { bareQueue, inProject } from '../../core/project-queue';
+import { ExternalWorkerSeen, QueueStore, WorkerRegistryStore } from '../../core/ports';
 import { heldJobs } from './held-jobs';
 
 /**
@@ -33,7 +31,8 @@ export type ApiWorker = WithIsoTimes<WorkerInfo, 'startedAt' | 'lastHeartbeatAt'
 @Injectable()
 export class WorkersApiService {
   constructor(
-    @Inject(REDIS) private readonly redis: RedisClient,
+    private readonly registry: WorkerRegistryStore,
+    private readonly externalSeen: ExternalWorkerSeen,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     private readonly queues: QueueStore,
   ) {}
@@ -55,8 +54,8 @@ export class WorkersApiService {
   async list(project = DEFAULT_PROJECT, opts: { held?: boolean } = {}): Promise<ApiWorker[]> {
     const now = Date.now();
     const [workers, external] = await Promise.all([
-      WorkerRegistry.list(this.redis, this.config.redisPrefix),
-      ExternalWorkerTracker.list(this.redis, this.config.redisPrefix, project, now),
+      WorkerRegistry.list(this.registry),
+      ExternalWorkerTracker.list(this.externalSeen, project, now),
     ]);
     const held = opts.held ? await heldJobs(this.queues, (await this.queues.list()).filter((q) => inProject(q, project))) : null;
     const aliveMs = Math.max(2 * this.config.lockTtlMs, 60_000);

@@ -6,8 +6,7 @@ import { LOGGER, SLUICE_CONFIG } from '../../config/config.module';
 import { HandlerRegistry } from '../../handlers/handler-registry';
 import { JobMetrics } from '../../metrics/job-metrics';
 import type { Logger } from '../../logging/logger';
-import { REDIS } from '../../redis/redis.module';
-import { JobStore, QueueStore, StoreConnection, WakeSignals } from '../../core/ports';
+import { JobStore, QueueStore, StoreConnection, WakeSignals, WorkerRegistryStore } from '../../core/ports';
 import { WorkerRegistry } from '../registry/worker-registry';
 import { WorkerRuntime } from './worker-runtime';
 
@@ -26,7 +25,7 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
-    @Inject(REDIS) private readonly redis: RedisClient,
+    private readonly workerRegistry: WorkerRegistryStore,
     private readonly jobs: JobStore,
     private readonly queues: QueueStore,
     private readonly connection: StoreConnection,
@@ -38,7 +37,7 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
 
   async onApplicationBootstrap(): Promise<void> {
     const c = this.config;
-    this.registry = new WorkerRegistry(this.redis, c.redisPrefix, { id: this.workerId, queues: c.queues, concurrency: c.workerConcurrency }, c.heartbeatIntervalMs * 3);
+    this.registry = new WorkerRegistry(this.workerRegistry, { id: this.workerId, queues: c.queues, concurrency: c.workerConcurrency }, c.heartbeatIntervalMs * 3);
     const waiter = this.signals.waiter(`sluice-wake-${this.workerId}`);
     this.runtime = new WorkerRuntime(
       { jobs: this.jobs, queues: this.queues, connection: this.connection },

@@ -7,6 +7,8 @@ import { SessionStore } from '../../../src/auth/session-store';
 import { UserStore, type LoginUser } from '../../../src/auth/user-store';
 import { UsersService } from '../../../src/auth/users.service';
 import { createRedis, type RedisClient } from '../../../src/redis/connection';
+import { RedisLoginAttempts } from '../../../src/redis/stores/login-attempts';
+import { RedisSessionRecords } from '../../../src/redis/stores/session-records';
 import { openTestDb, type TestDb } from '../../support/postgres';
 import { deleteByPrefix, REDIS_URL, testPrefix } from '../../support/redis';
 
@@ -52,9 +54,9 @@ test.each([
   ['given another role', { role: 'operator' as const }],
 ])('a user %s while its login is in flight gets no live session', async (_what, change) => {
   const users = new HeldUserStore(db.dataSource);
-  const sessions = new SessionStore(redis, prefix, 60_000, 600_000);
+  const sessions = new SessionStore(new RedisSessionRecords(redis, prefix), 60_000, 600_000);
   const admin = new UsersService(users, sessions);
-  const login = new LoginService(users, sessions, new LoginLimiter(redis, prefix));
+  const login = new LoginService(users, sessions, new LoginLimiter(new RedisLoginAttempts(redis, prefix)));
   const username = `racer-${Object.keys(change)[0]}`;
   const u = await admin.create(ADMIN, { username, password: 'a long enough password', role: 'viewer' });
 
@@ -71,7 +73,7 @@ test.each([
   const out = await pending;
   if ('ok' in out) {
     // Had it succeeded, its session would have to be dead.
-    expect(await new SessionStore(redis, prefix, 60_000, 600_000).authenticate(out.ok.token)).toBeNull();
+    expect(await new SessionStore(new RedisSessionRecords(redis, prefix), 60_000, 600_000).authenticate(out.ok.token)).toBeNull();
   } else {
     expect(out.err.message).toBe('invalid username or password');
   }

@@ -4,6 +4,7 @@ import type Redis from 'ioredis';
 import { verifyPassword } from '../../../src/auth/password-hasher';
 import { SessionStore } from '../../../src/auth/session-store';
 import { createRedis } from '../../../src/redis/connection';
+import { RedisSessionRecords } from '../../../src/redis/stores/session-records';
 import { openTestDb, type TestDb } from '../../support/postgres';
 import { deleteByPrefix, REDIS_URL, testPrefix } from '../../support/redis';
 
@@ -67,12 +68,12 @@ test('passwd: a new password, and the user\'s sessions end', async () => {
   const u = await row('forgetful');
   const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
   try {
-    const sessions = new SessionStore(redis, prefix, 60_000, 600_000);
+    const sessions = new SessionStore(new RedisSessionRecords(redis, prefix), 60_000, 600_000);
     const s = await sessions.create({ userId: u!.id, username: 'forgetful', project: 'default', role: 'viewer' });
     const r = await run(['passwd', '--username', 'forgetful'], 'the new password\n');
     expect(r.code).toBe(0);
     expect(r.out).toContain('1 session(s) ended');
-    expect(await new SessionStore(redis, prefix, 60_000, 600_000).authenticate(s.token)).toBeNull();
+    expect(await new SessionStore(new RedisSessionRecords(redis, prefix), 60_000, 600_000).authenticate(s.token)).toBeNull();
     const after = await row('forgetful');
     expect(await verifyPassword(after!.password_hash, 'the new password')).toBe(true);
     expect(await verifyPassword(after!.password_hash, 'the old password')).toBe(false);
