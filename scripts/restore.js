@@ -19,7 +19,7 @@ const { loadConfig } = require(path.join(dist, 'config/config'));
 const { openAuditStore } = require(path.join(dist, 'postgres/data-source'));
 const { createRedis } = require(path.join(dist, 'redis/connection'));
 const { RedisScripts } = require(path.join(dist, 'redis/scripts'));
-const { RedisJobStore } = require(path.join(dist, 'redis/redis-job-store'));
+const { createRedisStores } = require(path.join(dist, 'redis/stores'));
 const { QueueRestorer, formatRestoreReport } = require(path.join(dist, 'restore/restore'));
 
 function parseArgs(argv) {
@@ -43,8 +43,8 @@ async function main() {
   try {
     const scripts = new RedisScripts(redis);
     await scripts.verify();
-    const store = new RedisJobStore(redis, scripts, config.redisPrefix);
-    const restorer = new QueueRestorer(dataSource, store);
+    const stores = createRedisStores(redis, config.redisPrefix, undefined, scripts);
+    const restorer = new QueueRestorer(dataSource, stores);
     const reports = await restorer.checkAll({ dryRun: args.dryRun, only: args.only });
     for (const r of reports) console.log(formatRestoreReport(r));
     const restored = reports.filter((r) => r.action === 'restored');

@@ -18,12 +18,11 @@ const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const dist = process.env.DIST || path.resolve(__dirname, '../../dist');
 const { createRedis } = require(`${dist}/redis/connection`);
-const { RedisScripts } = require(`${dist}/redis/scripts`);
-const { RedisJobStore } = require(`${dist}/redis/redis-job-store`);
+const { createRedisStores } = require(`${dist}/redis/stores`);
 const { normalizeEnqueue } = require(`${dist}/core/job-options`);
 const { HandlerMap } = require(`${dist}/core/handler`);
 const { WorkerRuntime } = require(`${dist}/workers/runtime/worker-runtime`);
-const { WakeWaiter } = require(`${dist}/workers/runtime/wake-waiter`);
+const { RedisWakeWaiter } = require(`${dist}/redis/wake/wake-waiter`);
 const { AuditWriter } = require(`${dist}/mirror/mirror-writer`);
 const { openAuditStore } = require(`${dist}/postgres/data-source`);
 const { readBacklog } = require(`${dist}/mirror/backlog`);
@@ -60,12 +59,13 @@ async function redisCpu(redis) {
 
 async function main() {
   const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
-  const store = new RedisJobStore(redis, new RedisScripts(redis), `bench-drain-${process.pid}`);
+  const stores = createRedisStores(redis, `bench-drain-${process.pid}`);
+  const store = stores.jobs;
   const url = new URL(PG_URL);
   url.pathname = `/sluice_bench_drain_${process.pid}`;
   const { dataSource: db } = await openAuditStore(url.toString(), 10);
   if (process.env.PAYLOAD_INDEX) await db.query(require(`${dist}/queues/payload-search`).payloadIndexSql(process.env.PAYLOAD_INDEX));
-  if (process.env.LIVE === '1') await redis.set(require(`${dist}/redis/keys`).liveListenersKey(store.prefix), '1', 'PX', 3_600_000);
+  if (process.env.LIVE === '1') await stores.liveEvents.markListening(3_600_000);
   const payloadOf = (i) =>
     process.env.PAYLOAD === 'rich'
       ? { i, orderId: 100000 + i, customer: { id: `c-${i % 5000}`, email: `user${i % 5000}@example.com`, tier: ['gold', 'silver', 'bronze'][i % 3] },
@@ -77,20 +77,20 @@ async function main() {
   let done = 0;
   const handlers = new HandlerMap();
   handlers.register('noop', () => (done++, null));
-  const rt = new WorkerRuntime(store, handlers, new WakeWaiter(() => createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null }, { blocking: true }), false), {
+  const rt = new WorkerRuntime(stores, handlers, new RedisWakeWaiter(() => createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null }, { blocking: true }), false, (q) => stores.ctx.keys(q).wake), {
     workerId: 'bench', queues: ['bench'], concurrency: 50, leaseMs: 30000, heartbeatIntervalMs: 10000, shutdownGraceMs: 1000,
   });
   rt.start();
   while (done < N) await sleep(10);
   await rt.stop();
-  const events = (await readBacklog(redis, store)).pending;
+  const events = (await readBacklog(stores)).pending;
   const c0 = process.cpuUsage();
   const r0 = await redisCpu(redis);
   const p0 = postgresCpu();
   const t0 = performance.now();
-  const w = new AuditWriter(redis, store, db, { writerId: 'bench-drain', idleMs: 2 });
+  const w = new AuditWriter(stores, db, { writerId: 'bench-drain', idleMs: 2 });
   w.start();
-  while ((await readBacklog(redis, store)).pending > 0) await sleep(5);
+  while ((await readBacklog(stores)).pending > 0) await sleep(5);
   const secs = (performance.now() - t0) / 1000;
   const c1 = process.cpuUsage(c0);
   const perEvent = (s) => Number(((s / events) * 1e6).toFixed(1));

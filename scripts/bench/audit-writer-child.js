@@ -11,8 +11,7 @@
 const path = require('node:path');
 const dist = path.resolve(__dirname, '../../dist');
 const { createRedis } = require(`${dist}/redis/connection`);
-const { RedisScripts } = require(`${dist}/redis/scripts`);
-const { RedisJobStore } = require(`${dist}/redis/redis-job-store`);
+const { createRedisStores } = require(`${dist}/redis/stores`);
 const { AuditWriter } = require(`${dist}/mirror/mirror-writer`);
 const { openAuditStore } = require(`${dist}/postgres/data-source`);
 
@@ -22,9 +21,9 @@ const [prefix, databaseUrl] = process.argv.slice(2);
     redisUrl: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisClusterNodes: null,
   });
-  const store = new RedisJobStore(redis, new RedisScripts(redis), prefix);
+  const stores = createRedisStores(redis, prefix);
   const { dataSource } = await openAuditStore(databaseUrl, 10);
-  const writer = new AuditWriter(redis, store, dataSource, {
+  const writer = new AuditWriter(stores, dataSource, {
     writerId: `child-${process.pid}`,
     idleMs: 2,
   });

@@ -19,12 +19,11 @@ const fs = require('node:fs');
 const path = require('node:path');
 const dist = path.resolve(__dirname, '../../dist');
 const { createRedis } = require(`${dist}/redis/connection`);
-const { RedisScripts } = require(`${dist}/redis/scripts`);
-const { RedisJobStore } = require(`${dist}/redis/redis-job-store`);
+const { createRedisStores } = require(`${dist}/redis/stores`);
 const { normalizeEnqueue } = require(`${dist}/core/job-options`);
 const { HandlerMap } = require(`${dist}/core/handler`);
 const { WorkerRuntime } = require(`${dist}/workers/runtime/worker-runtime`);
-const { WakeWaiter } = require(`${dist}/workers/runtime/wake-waiter`);
+const { RedisWakeWaiter } = require(`${dist}/redis/wake/wake-waiter`);
 const { AuditWriter } = require(`${dist}/mirror/mirror-writer`);
 const { AuditWriterThread } = require(`${dist}/mirror/writer-thread`);
 const { openAuditStore } = require(`${dist}/postgres/data-source`);
@@ -62,31 +61,34 @@ async function freshDb() {
 
 function sluice() {
   const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
-  const store = new RedisJobStore(redis, new RedisScripts(redis), `bench-audit-${process.pid}-${seq++}`);
+  const stores = createRedisStores(redis, `bench-audit-${process.pid}-${seq++}`);
+  const store = stores.jobs;
   const job = (i) => normalizeEnqueue({ type: 'noop', queue: 'bench', payload: { i } }, 1e6);
   return {
     redis,
+    stores,
     store,
+    prefix: stores.ctx.prefix,
     async fill(n) {
       for (let i = 0; i < n; i += 1000) await store.enqueue(Array.from({ length: Math.min(1000, n - i) }, (_, j) => job(i + j)));
     },
     worker(onJob) {
       const handlers = new HandlerMap();
       handlers.register('noop', () => (onJob && onJob(), null));
-      const rt = new WorkerRuntime(store, handlers, new WakeWaiter(() => createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null }, { blocking: true }), false), {
+      const rt = new WorkerRuntime(stores, handlers, new RedisWakeWaiter(() => createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null }, { blocking: true }), false, (q) => stores.ctx.keys(q).wake), {
         workerId: 'bench', queues: ['bench'], concurrency: 50, leaseMs: 30000, heartbeatIntervalMs: 10000, shutdownGraceMs: 1000,
       });
       rt.start();
       return rt;
     },
     writer(db) {
-      const w = new AuditWriter(redis, store, db, { writerId: `w${seq++}`, idleMs: 2 });
+      const w = new AuditWriter(stores, db, { writerId: `w${seq++}`, idleMs: 2 });
       w.start();
       return w;
     },
     job,
     async clean() {
-      await deletePrefix(redis, store.prefix);
+      await deletePrefix(redis, stores.ctx.prefix);
       redis.disconnect();
     },
   };
@@ -94,7 +96,7 @@ function sluice() {
 
 async function waitDrained(s) {
   for (;;) {
-    const b = await readBacklog(s.redis, s.store);
+    const b = await readBacklog(s.stores);
     if (b.pending === 0) return;
     await sleep(5);
   }
@@ -108,7 +110,7 @@ async function throughput() {
   const rt = s.worker(() => done++);
   while (done < N) await sleep(10);
   await rt.stop();
-  const events = (await readBacklog(s.redis, s.store)).pending;
+  const events = (await readBacklog(s.stores)).pending;
   const t0 = performance.now();
   const w = s.writer(db);
   await waitDrained(s);
@@ -122,7 +124,7 @@ async function throughput() {
 /** Starts the audit writer in a worker thread (ROLE=all's default); same stop() as an AuditWriter. */
 function threadWriter(s, url) {
   const quiet = { debug() {}, info() {}, warn() {}, error: (o, m) => console.error(m, o) };
-  const config = { redisUrl: REDIS_URL, redisClusterNodes: null, redisPrefix: s.store.prefix, databaseUrl: url, logLevel: 'warn', maxRetries: 3, idempotencyTtlMs: 86400000, keepCompletedCount: -1, keepCompletedMs: -1, auditThreadNice: Number(process.env.AUDIT_THREAD_NICE ?? 10) };
+  const config = { redisUrl: REDIS_URL, redisClusterNodes: null, redisPrefix: s.prefix, databaseUrl: url, logLevel: 'warn', maxRetries: 3, idempotencyTtlMs: 86400000, keepCompletedCount: -1, keepCompletedMs: -1, auditThreadNice: Number(process.env.AUDIT_THREAD_NICE ?? 10) };
   const th = new AuditWriterThread(path.join(dist, 'mirror/writer-thread.js'), config, `thread-${seq++}`, quiet);
   th.start();
   return th;
@@ -140,7 +142,7 @@ async function lag(inThread, rate = 5000, seconds = 20) {
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
-      samples.push((await readBacklog(s.redis, s.store)).lagMs);
+      samples.push((await readBacklog(s.stores)).lagMs);
       await sleep(50);
     }
   })();
@@ -222,7 +224,7 @@ const processingWithAuditThread = () =>
 const processingWithAuditChild = () =>
   processingWith(async (s, db, url) => {
     const { fork } = require('node:child_process');
-    const child = fork(path.join(__dirname, 'audit-writer-child.js'), [s.store.prefix, url]);
+    const child = fork(path.join(__dirname, 'audit-writer-child.js'), [s.prefix, url]);
     await new Promise((res, rej) => {
       child.once('message', res);
       child.once('exit', (code) => rej(new Error(`audit writer child exited with ${code}`)));

@@ -15,12 +15,11 @@ const fs = require('node:fs');
 const path = require('node:path');
 const dist = path.resolve(__dirname, '../../dist');
 const { createRedis } = require(`${dist}/redis/connection`);
-const { RedisScripts } = require(`${dist}/redis/scripts`);
-const { RedisJobStore } = require(`${dist}/redis/redis-job-store`);
+const { createRedisStores } = require(`${dist}/redis/stores`);
 const { normalizeEnqueue } = require(`${dist}/core/job-options`);
 const { HandlerMap } = require(`${dist}/core/handler`);
 const { WorkerRuntime } = require(`${dist}/workers/runtime/worker-runtime`);
-const { WakeWaiter } = require(`${dist}/workers/runtime/wake-waiter`);
+const { RedisWakeWaiter } = require(`${dist}/redis/wake/wake-waiter`);
 const { Queue, Worker } = require('bullmq');
 const { deletePrefix } = require('../lib/cleanup');
 const IORedis = require('ioredis');
@@ -53,7 +52,8 @@ let seq = 0;
 // ---------------------------------------------------------------- Sluice ---
 function sluice() {
   const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
-  const store = new RedisJobStore(redis, new RedisScripts(redis), `bench-sluice-${process.pid}-${seq++}`);
+  const stores = createRedisStores(redis, `bench-sluice-${process.pid}-${seq++}`);
+  const store = stores.jobs;
   const job = (i, payload) => normalizeEnqueue({ type: 'noop', queue: 'bench', payload: payload ?? { i } }, 1e6);
   return {
     name: 'Sluice',
@@ -88,8 +88,8 @@ function sluice() {
         if (++done === n) resolveAll();
         return null;
       });
-      const waiter = new WakeWaiter(() => createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null }, { blocking: true }), false);
-      const rt = new WorkerRuntime(store, handlers, waiter, {
+      const waiter = new RedisWakeWaiter(() => createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null }, { blocking: true }), false, (q) => stores.ctx.keys(q).wake);
+      const rt = new WorkerRuntime(stores, handlers, waiter, {
         workerId: 'bench', queues: ['bench'], concurrency: CONC, leaseMs: 30000, heartbeatIntervalMs: 10000, shutdownGraceMs: 1000,
       });
       const t0 = performance.now();
@@ -102,7 +102,7 @@ function sluice() {
         }),
       };
     },
-    clean: () => deletePrefix(redis, store.prefix),
+    clean: () => deletePrefix(redis, stores.ctx.prefix),
     close: () => redis.disconnect(),
   };
 }
@@ -248,7 +248,7 @@ async function memoryPerWaitingJob() {
   const before = await info();
   await q.addBatch(n, 1000, payload);
   const withStream = (await info()) - before;
-  await q.redis.xtrim(q.store.keys('bench').events, 'MAXLEN', 0);
+  await q.redis.xtrim(q.keys('bench').events, 'MAXLEN', 0);
   const withoutStream = (await info()) - before;
   await q.clean();
   q.close();
@@ -259,7 +259,7 @@ async function memoryPerWaitingJob() {
 async function flatness(backlog, count) {
   const q = sluice();
   await q.addBatch(backlog, 5000);
-  await q.redis.xtrim(q.store.keys('bench').events, 'MAXLEN', 0); // the audit writer would have drained it
+  await q.redis.xtrim(q.keys('bench').events, 'MAXLEN', 0); // the audit writer would have drained it
   // Let Redis finish growing its keyspace (incremental rehash) and freeing the
   // previous round's keys (lazyfree), so the steady state is what is measured.
   await sleep(3000);

@@ -29,7 +29,8 @@ import { isCluster } from './wake/wake-waiter';
 
 /** Token of the shared connection: only src/redis injects it. */
 export const REDIS = Symbol('REDIS');
-const STORES = Symbol('REDIS_STORES');
+/** Token of every store (RedisStores): for the composition root and tests; features inject the ports. */
+export const REDIS_STORES = Symbol('REDIS_STORES');
 
 /**
  * One shared Redis connection (auto-pipelined), the scripts registered on it
@@ -45,38 +46,38 @@ const STORES = Symbol('REDIS_STORES');
       useFactory: (c: SluiceConfig) => createRedis(c, { name: 'sluice' }),
     },
     {
-      provide: STORES,
+      provide: REDIS_STORES,
       inject: [REDIS, SLUICE_CONFIG],
       useFactory: (r: RedisClient, c: SluiceConfig) =>
         // A subscriber (schedule notices) gets a connection of its own, without auto-pipelining.
         createRedisStores(r, c.redisPrefix, storeDefaultsOf(c), undefined, (name) => createRedis(c, { blocking: true, name })),
     },
-    { provide: JobStore, inject: [STORES], useFactory: (s: RedisStores) => s.jobs },
-    { provide: QueueStore, inject: [STORES], useFactory: (s: RedisStores) => s.queues },
-    { provide: DeadLetterStore, inject: [STORES], useFactory: (s: RedisStores) => s.deadLetters },
-    { provide: StoreConnection, inject: [STORES], useFactory: (s: RedisStores) => s.connection },
-    { provide: MirrorStream, inject: [STORES], useFactory: (s: RedisStores) => s.mirror },
-    { provide: QueueOwnership, inject: [STORES], useFactory: (s: RedisStores) => s.ownership },
-    { provide: RestoreStore, inject: [STORES], useFactory: (s: RedisStores) => s.restore },
+    { provide: JobStore, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.jobs },
+    { provide: QueueStore, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.queues },
+    { provide: DeadLetterStore, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.deadLetters },
+    { provide: StoreConnection, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.connection },
+    { provide: MirrorStream, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.mirror },
+    { provide: QueueOwnership, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.ownership },
+    { provide: RestoreStore, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.restore },
     {
       provide: WakeSignals,
-      inject: [STORES, SLUICE_CONFIG],
+      inject: [REDIS_STORES, SLUICE_CONFIG],
       useFactory: (s: RedisStores, c: SluiceConfig) => new RedisWakeSignals(s.ctx, (name) => createRedis(c, { blocking: true, name }), isCluster(s.ctx.redis)),
     },
-    { provide: ApiKeyStore, inject: [STORES], useFactory: (s: RedisStores) => s.apiKeys },
-    { provide: SessionRecords, inject: [STORES], useFactory: (s: RedisStores) => s.sessions },
-    { provide: LoginAttempts, inject: [STORES], useFactory: (s: RedisStores) => s.loginAttempts },
-    { provide: TokenBuckets, inject: [STORES], useFactory: (s: RedisStores) => s.tokenBuckets },
-    { provide: ProjectRegistry, inject: [STORES], useFactory: (s: RedisStores) => s.projects },
-    { provide: OplogBuffer, inject: [STORES], useFactory: (s: RedisStores) => s.oplog },
-    { provide: ScheduleSignals, inject: [STORES], useFactory: (s: RedisStores) => s.scheduleSignals },
-    { provide: LiveEvents, inject: [STORES], useFactory: (s: RedisStores) => s.liveEvents },
-    { provide: WorkerRegistryStore, inject: [STORES], useFactory: (s: RedisStores) => s.workerRegistry },
-    { provide: ExternalWorkerSeen, inject: [STORES], useFactory: (s: RedisStores) => s.externalWorkers },
+    { provide: ApiKeyStore, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.apiKeys },
+    { provide: SessionRecords, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.sessions },
+    { provide: LoginAttempts, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.loginAttempts },
+    { provide: TokenBuckets, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.tokenBuckets },
+    { provide: ProjectRegistry, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.projects },
+    { provide: OplogBuffer, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.oplog },
+    { provide: ScheduleSignals, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.scheduleSignals },
+    { provide: LiveEvents, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.liveEvents },
+    { provide: WorkerRegistryStore, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.workerRegistry },
+    { provide: ExternalWorkerSeen, inject: [REDIS_STORES], useFactory: (s: RedisStores) => s.externalWorkers },
   ],
   exports: [
     REDIS,
-    STORES,
+    REDIS_STORES,
     JobStore,
     QueueStore,
     DeadLetterStore,
@@ -100,7 +101,7 @@ const STORES = Symbol('REDIS_STORES');
 export class RedisModule implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(REDIS) private readonly redis: RedisClient,
-    @Inject(STORES) private readonly stores: RedisStores,
+    @Inject(REDIS_STORES) private readonly stores: RedisStores,
     @Inject(LOGGER) private readonly log: Logger,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
   ) {}

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { waitForMirror } from '../../src/history/mirror-barrier';
-import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { type RedisStores } from '../../src/redis/stores';
+import { REDIS_STORES } from '../../src/redis/redis.module';
 import { startTestApi, TestApi } from '../support/http';
 
 /**
@@ -138,10 +139,10 @@ const call: fc.Arbitrary<Call> = fc.oneof(
 
 describe('bounds: property test over the enqueue and queue-config bodies (e2e)', () => {
   let api: TestApi;
-  let store: RedisJobStore;
+  let store: RedisStores;
   beforeAll(async () => {
     api = await startTestApi('e2e-bounds-prop', { ROLE: 'api,worker,audit', WORKER_CONCURRENCY: '4' });
-    store = api.app.get(RedisJobStore);
+    store = api.app.get<RedisStores>(REDIS_STORES);
   });
   afterAll(async () => {
     await api?.close();
@@ -153,7 +154,7 @@ describe('bounds: property test over the enqueue and queue-config bodies (e2e)',
     /** Every queue written to so far: a poisoned event of an earlier body would hold its queue's mirror back. */
     const mirrorCaughtUp = async () => {
       const started = Date.now();
-      const caughtUp = await waitForMirror(store, [...QUEUES, 'default'], MIRROR_MS);
+      const caughtUp = await waitForMirror(store.mirror, [...QUEUES, 'default'], MIRROR_MS);
       const lag = Date.now() - started;
       lags.push(lag);
       expect({ caughtUp, lagUnder1s: lag < MIRROR_MS }).toEqual({ caughtUp: true, lagUnder1s: true });

@@ -1,5 +1,6 @@
 import { waitForMirror } from '../../src/history/mirror-barrier';
-import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { type RedisStores } from '../../src/redis/stores';
+import { REDIS_STORES } from '../../src/redis/redis.module';
 import { startTestApi, TestApi } from '../support/http';
 import { sleep } from '../support/redis';
 import { waitUntil } from '../support/timing';
@@ -13,10 +14,10 @@ import { waitUntil } from '../support/timing';
  */
 describe('bounds: absurd numbers never get in, and old ones do no harm (e2e)', () => {
   let api: TestApi;
-  let store: RedisJobStore;
+  let store: RedisStores;
   beforeAll(async () => {
     api = await startTestApi('e2e-bounds', { ROLE: 'api,worker,audit', WORKER_CONCURRENCY: '2' });
-    store = api.app.get(RedisJobStore);
+    store = api.app.get<RedisStores>(REDIS_STORES);
   });
   afterAll(async () => {
     await api?.close();
@@ -97,7 +98,7 @@ describe('bounds: absurd numbers never get in, and old ones do no harm (e2e)', (
     const q = 'bounds-old-backoff';
     expect((await api.http.put(`/queues/${q}`).send({ maxConcurrency: 5 })).status).toBe(200);
     // What an older version stored for `PUT {defaults: {backoff: 1e19}}`.
-    await store.redis.hset(store.keys(q).meta, 'dBo', 'fixed|10000000000000000000|10000000000000000000|none', 'dMa', '2');
+    await store.ctx.redis.hset(store.ctx.keys(q).meta, 'dBo', 'fixed|10000000000000000000|10000000000000000000|none', 'dMa', '2');
     const created = await api.http.post('/jobs').send({ type: 'diag.fail', queue: q, payload: { times: 1 } });
     expect(created.status).toBe(201);
     const id = created.body.id;
@@ -110,7 +111,7 @@ describe('bounds: absurd numbers never get in, and old ones do no harm (e2e)', (
     expect(runAt - Date.now()).toBeGreaterThan(364 * 86_400_000);
     expect(runAt - Date.now()).toBeLessThanOrEqual(365 * 86_400_000 + 60_000);
     expect(job.backoff).toEqual({ type: 'fixed', delayMs: 31_536_000_000, maxDelayMs: 31_536_000_000, jitter: 'none' });
-    expect(await waitForMirror(store, [q], 5000)).toBe(true);
+    expect(await waitForMirror(store.mirror, [q], 5000)).toBe(true);
     // PostgreSQL has the retry too.
     const events = await waitUntil('events mirrored', async () => {
       const res = await api.http.get(`/jobs/${id}/events`);
@@ -123,11 +124,11 @@ describe('bounds: absurd numbers never get in, and old ones do no harm (e2e)', (
     const created = await api.http.post('/jobs').send({ type: 'diag.echo', queue: 'bounds-old-runat', delayMs: 60_000 });
     expect(created.status).toBe(201);
     const id = created.body.id;
-    const k = store.keys('bounds-old-runat');
+    const k = store.ctx.keys('bounds-old-runat');
     // What an older failJob wrote for `now + 9e15` / `now + 1e19` (a Lua number: %.14g).
     for (const ra of ['9001764000000000', '1e+19']) {
-      await store.redis.hset(`${k.base}job:${id}`, 'ra', ra);
-      await store.redis.zadd(k.delayed, ra, id);
+      await store.ctx.redis.hset(`${k.base}job:${id}`, 'ra', ra);
+      await store.ctx.redis.zadd(k.delayed, ra, id);
       const res = await api.http.get(`/jobs/${id}`);
       expect({ status: res.status, jobStatus: res.body.status }).toEqual({ status: 200, jobStatus: 'delayed' });
       // The last instant RFC 3339 can write (not `+275760-…`, which date-time parsers refuse).
@@ -135,16 +136,16 @@ describe('bounds: absurd numbers never get in, and old ones do no harm (e2e)', (
     }
     const cancelled = await api.http.delete(`/jobs/${id}`);
     expect({ status: cancelled.status, jobStatus: cancelled.body.status }).toEqual({ status: 200, jobStatus: 'cancelled' });
-    expect(await waitForMirror(store, ['bounds-old-runat'], 5000)).toBe(true);
+    expect(await waitForMirror(store.mirror, ['bounds-old-runat'], 5000)).toBe(true);
   });
 
   it('a queue wedged by an old version\'s rate limit (window 1e20, counter left without expiry) runs again once a sane limit is PUT', async () => {
     const q = 'bounds-wedged';
-    const k = store.keys(q);
+    const k = store.ctx.keys(q);
     expect((await api.http.post(`/queues/${q}/pause`)).status).toBe(200);
     // The state the failed claim script left: the bad meta, and a window counter without expiry.
-    await store.redis.hset(k.meta, 'rlMax', '1', 'rlDur', '100000000000000000000');
-    await store.redis.set(k.rateLimit, '1');
+    await store.ctx.redis.hset(k.meta, 'rlMax', '1', 'rlDur', '100000000000000000000');
+    await store.ctx.redis.set(k.rateLimit, '1');
     expect((await api.http.put(`/queues/${q}`).send({ rateLimit: { max: 2, durationMs: 300 } })).status).toBe(200);
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) ids.push((await api.http.post('/jobs').send({ type: 'diag.echo', queue: q, payload: { i } })).body.id);
@@ -153,19 +154,19 @@ describe('bounds: absurd numbers never get in, and old ones do no harm (e2e)', (
       const st = await Promise.all(ids.map(async (id) => (await api.http.get(`/jobs/${id}`)).body.status));
       return st.every((s) => s === 'completed');
     }, 10_000, 50);
-    const ttl = await store.redis.pttl(k.rateLimit);
+    const ttl = await store.ctx.redis.pttl(k.rateLimit);
     expect(ttl === -2 || (ttl > 0 && ttl <= 300)).toBe(true);
   });
 
   it('an old version\'s absurd window alone does not wedge the queue: one job starts, the counter expires within a day', async () => {
     const q = 'bounds-old-window';
-    const k = store.keys(q);
+    const k = store.ctx.keys(q);
     expect((await api.http.post(`/queues/${q}/pause`)).status).toBe(200);
-    await store.redis.hset(k.meta, 'rlMax', '1', 'rlDur', '100000000000000000000');
+    await store.ctx.redis.hset(k.meta, 'rlMax', '1', 'rlDur', '100000000000000000000');
     const id = (await api.http.post('/jobs').send({ type: 'diag.echo', queue: q })).body.id;
     expect((await api.http.post(`/queues/${q}/resume`)).status).toBe(200);
     await waitUntil('the job completes', async () => (await api.http.get(`/jobs/${id}`)).body.status === 'completed', 10_000, 50);
-    const ttl = await store.redis.pttl(k.rateLimit);
+    const ttl = await store.ctx.redis.pttl(k.rateLimit);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(86_400_000);
     await sleep(10);

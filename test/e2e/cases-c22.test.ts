@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { createRedis } from '../../src/redis/connection';
-import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { type RedisStores } from '../../src/redis/stores';
+import { REDIS_STORES } from '../../src/redis/redis.module';
 import { startTestApi, TestApi } from '../support/http';
 import { REDIS_URL } from '../support/redis';
 import { waitUntil } from '../support/timing';
@@ -73,9 +74,9 @@ describe('C22: bad payloads never poison the queue (e2e)', () => {
 
   it('job hashes corrupted by hand go to the DLQ with a decode error while the worker goes on', async () => {
     const q = 'c22http';
-    const store = api.app.get(RedisJobStore);
+    const store = api.app.get<RedisStores>(REDIS_STORES);
     // Paused while we corrupt, so the worker cannot take the victims first.
-    await store.configureQueue(q, { paused: true });
+    await store.queues.configure(q, { paused: true });
     const corruptions: [string, (key: string) => Promise<unknown>][] = [
       ["garbage in 's'", (k) => redis.hset(k, 's', 'z\u0000garbage')],
       ["'ty' missing", (k) => redis.hdel(k, 'ty')],
@@ -90,7 +91,7 @@ describe('C22: bad payloads never poison the queue (e2e)', () => {
     }
     const good: string[] = [];
     for (let i = 0; i < 5; i++) good.push((await api.http.post('/jobs').send({ type: 'diag.echo', queue: q, payload: { good: i } })).body.id);
-    await store.configureQueue(q, { paused: false });
+    await store.queues.configure(q, { paused: false });
 
     await completed(good);
     const dead = await waitUntil('victims in the DLQ listing', async () => {

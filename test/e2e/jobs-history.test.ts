@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { createRedis } from '../../src/redis/connection';
-import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { type RedisStores } from '../../src/redis/stores';
+import { REDIS_STORES } from '../../src/redis/redis.module';
 import { startTestApi, TestApi } from '../support/http';
 import { REDIS_URL } from '../support/redis';
 import { waitUntil } from '../support/timing';
@@ -91,7 +92,7 @@ describe('job history and cancel (e2e)', () => {
   });
 
   it('cancel a waiting job (paused queue) → 200 cancelled and it never runs', async () => {
-    await api.app.get(RedisJobStore).configureQueue('cpaused', { paused: true });
+    await api.app.get<RedisStores>(REDIS_STORES).queues.configure('cpaused', { paused: true });
     const { body } = await api.http.post('/jobs').send({ type: 'diag.echo', queue: 'cpaused' });
     expect(body.status).toBe('waiting');
     const res = await api.http.delete(`/jobs/${body.id}`);

@@ -5,7 +5,8 @@ import {
   ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-node';
-import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { type RedisStores } from '../../src/redis/stores';
+import { REDIS_STORES } from '../../src/redis/redis.module';
 import { normalizeEnqueue } from '../../src/core/job-options';
 import { startTestApi, TestApi } from '../support/http';
 import { traceHeaders } from '../../clients/typescript/src/tracing';
@@ -35,8 +36,8 @@ async function storedTrace(
   queue: string,
   id: string,
 ): Promise<{ tp: string | null; ts: string | null }> {
-  const store = api.app.get(RedisJobStore);
-  const [tp, ts] = await store.redis.hmget(`${store.keys(queue).base}job:${id}`, 'tp', 'ts');
+  const store = api.app.get<RedisStores>(REDIS_STORES);
+  const [tp, ts] = await store.ctx.redis.hmget(`${store.ctx.keys(queue).base}job:${id}`, 'tp', 'ts');
   return { tp, ts };
 }
 
@@ -315,8 +316,8 @@ describe('tracing with an SDK: one trace from enqueue through retries to complet
     });
 
     // A job enqueued without a context (as a schedule's are): the claim starts its trace.
-    const store = api.app.get(RedisJobStore);
-    const [bare] = await store.enqueue([
+    const store = api.app.get<RedisStores>(REDIS_STORES);
+    const [bare] = await store.jobs.enqueue([
       normalizeEnqueue({ type: 'ext.work', queue: 'trace-ext' }, 1 << 20),
     ]);
     const got2 = await api.http.post('/queues/trace-ext/claim').send({ workerId: 'ext-trace' });

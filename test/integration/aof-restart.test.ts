@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import { normalizeEnqueue } from '../../src/core/job-options';
 import { createRedis } from '../../src/redis/connection';
-import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { createRedisStores, type RedisStores } from '../../src/redis/stores';
 import { RedisScripts } from '../../src/redis/scripts';
 import { killAll, SluiceProcess, startSluice } from '../support/process';
 import {
@@ -32,7 +32,7 @@ const prefix = `t-aof-${randomBytes(3).toString('hex')}`;
 let dir: string;
 let server: RedisServer;
 let redis: Redis;
-let store: RedisJobStore;
+let store: RedisStores;
 let worker: SluiceProcess | undefined;
 
 beforeAll(async () => {
@@ -41,7 +41,7 @@ beforeAll(async () => {
   redis = createRedis({ redisUrl: server.url, redisClusterNodes: null }) as Redis;
   const scripts = new RedisScripts(redis);
   await scripts.verify();
-  store = new RedisJobStore(redis, scripts, prefix);
+  store = createRedisStores(redis, prefix, undefined, scripts);
 });
 
 afterAll(async () => {
@@ -69,12 +69,12 @@ test(`${JOBS} diag.sleep jobs survive a Redis restart mid-run, each completed on
     const batch = Array.from({ length: 500 }, (_, i) =>
       normalizeEnqueue({ queue: QUEUE, type: 'diag.sleep', payload: { ms: 5, n: b + i } }, 1e6),
     );
-    ids.push(...(await store.enqueue(batch)).map((r) => r.id));
+    ids.push(...(await store.jobs.enqueue(batch)).map((r) => r.id));
   }
   expect(new Set(ids).size).toBe(JOBS);
 
   // Restart once a good part, but far from all, of the jobs has been claimed.
-  const k = store.keys(QUEUE);
+  const k = store.ctx.keys(QUEUE);
   await waitUntil(
     'a third of the jobs claimed',
     async () => (await redis.zcard(k.waiting)) <= JOBS - 600,
@@ -118,11 +118,11 @@ test(`${JOBS} diag.sleep jobs survive a Redis restart mid-run, each completed on
 
   // The job hashes agree with the audit trail.
   for (const id of ids) {
-    const job = await store.getJob(QUEUE, id);
+    const job = await store.jobs.getJob(QUEUE, id);
     expect(job?.status).toBe('completed');
     expect(job?.executionSeq).toBe(trails.get(id)!.count.claimed);
   }
-  expect(await store.liveCounts(QUEUE)).toEqual({ waiting: 0, delayed: 0, active: 0, failed: 0 });
+  expect(await store.queues.liveCounts(QUEUE)).toEqual({ waiting: 0, delayed: 0, active: 0, failed: 0 });
   expect(worker.proc.exitCode).toBeNull();
   expect(worker.proc.signalCode).toBeNull();
 });

@@ -2,10 +2,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import Redis, { Cluster } from 'ioredis';
 import { normalizeEnqueue } from '../../src/core/job-options';
 import { createRedis } from '../../src/redis/connection';
-import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { createRedisStores, type RedisStores } from '../../src/redis/stores';
 import { loadScripts, ScriptLoadError } from '../../src/redis/script-loader';
 import { RedisScripts } from '../../src/redis/scripts';
-import { WakeWaiter } from '../../src/redis/wake/wake-waiter';
+import { RedisWakeWaiter } from '../../src/redis/wake/wake-waiter';
 import { killAll, SluiceProcess, startSluice } from '../support/process';
 import { sleep } from '../support/redis';
 import {
@@ -47,10 +47,10 @@ function nodeClient(port: number): Redis {
   return c;
 }
 
-function clusterStore(prefix: string): RedisJobStore {
+function clusterStore(prefix: string): RedisStores {
   const redis = createRedis({ redisUrl: 'redis://unused', redisClusterNodes: cluster.nodes });
   clients.push(redis);
-  return new RedisJobStore(redis, new RedisScripts(redis), prefix);
+  return createRedisStores(redis, prefix);
 }
 
 /** slot → master node id, from CLUSTER SHARDS (Redis 7). */
@@ -88,7 +88,7 @@ const ownerOf = (ranges: [number, number, string][], slot: number) =>
  */
 async function queuesOnEveryShard(
   admin: Redis,
-  store: RedisJobStore,
+  store: RedisStores,
   base: string,
 ): Promise<{ queues: string[]; owners: string[] }> {
   const { ranges, masters } = await slotOwners(admin);
@@ -96,14 +96,14 @@ async function queuesOnEveryShard(
   const byOwner = new Map<string, string>();
   for (let i = 0; byOwner.size < masters.size && i < 1000; i++) {
     const q = `${base}-${i}`;
-    const slot = Number(await admin.cluster('KEYSLOT', store.keys(q).waiting));
+    const slot = Number(await admin.cluster('KEYSLOT', store.ctx.keys(q).waiting));
     const owner = ownerOf(ranges, slot)!;
     if (!byOwner.has(owner)) byOwner.set(owner, q);
   }
   const queues = [...byOwner.values()];
   const owners: string[] = [];
   for (const q of queues) {
-    const k = store.keys(q);
+    const k = store.ctx.keys(q);
     const slots = new Set<number>();
     for (const key of [
       k.waiting,
@@ -126,15 +126,15 @@ async function queuesOnEveryShard(
 }
 
 /** Every job's audit trail over the given queues' events streams. */
-async function trails(store: RedisJobStore, queues: string[]): Promise<Map<string, JobTrail>> {
+async function trails(store: RedisStores, queues: string[]): Promise<Map<string, JobTrail>> {
   const out = new Map<string, JobTrail>();
   for (const q of queues)
-    for (const [id, t] of await auditTrails(store.redis as any, store.keys(q).events))
+    for (const [id, t] of await auditTrails(store.ctx.redis as any, store.ctx.keys(q).events))
       out.set(id, t);
   return out;
 }
 
-async function countCompleted(store: RedisJobStore, queues: string[]): Promise<number> {
+async function countCompleted(store: RedisStores, queues: string[]): Promise<number> {
   let n = 0;
   for (const t of (await trails(store, queues)).values()) n += t.count.completed ?? 0;
   return n;
@@ -147,7 +147,7 @@ interface Enqueued {
 
 /** `perQueue` diag.echo per queue, every fourth one delayed by 500 ms, in one enqueue call (one script per slot). */
 async function enqueueAll(
-  store: RedisJobStore,
+  store: RedisStores,
   queues: string[],
   perQueue: number,
 ): Promise<Map<string, Enqueued>> {
@@ -164,7 +164,7 @@ async function enqueueAll(
       ),
     ),
   );
-  const res = await store.enqueue(inputs);
+  const res = await store.jobs.enqueue(inputs);
   const ids = new Map<string, Enqueued>();
   res.forEach((r, i) => ids.set(r.id, { queue: inputs[i].queue, delayed: r.status === 'delayed' }));
   expect(res.filter((r) => r.status === 'delayed')).toHaveLength(
@@ -175,7 +175,7 @@ async function enqueueAll(
 
 /** Each job: enqueued, (promoted,) claimed once, completed once, nothing else; hashes and sets agree. */
 async function expectExactlyOnce(
-  store: RedisJobStore,
+  store: RedisStores,
   queues: string[],
   ids: Map<string, Enqueued>,
 ): Promise<void> {
@@ -193,12 +193,12 @@ async function expectExactlyOnce(
   // The job hashes agree with the audit trail: completed, one execution, result = payload.
   const sample = [...ids].filter((_, i) => i % 10 === 0);
   for (const [id, { queue }] of sample) {
-    const job = await store.getJob(queue, id);
+    const job = await store.jobs.getJob(queue, id);
     expect(job).toMatchObject({ status: 'completed', attempts: 1, executionSeq: 1 });
     expect(job!.result).toEqual(job!.payload);
   }
   for (const q of queues)
-    expect(await store.liveCounts(q)).toEqual({ waiting: 0, delayed: 0, active: 0, failed: 0 });
+    expect(await store.queues.liveCounts(q)).toEqual({ waiting: 0, delayed: 0, active: 0, failed: 0 });
 }
 
 test('the cluster is up: 3 masters, all slots covered', async () => {
@@ -247,9 +247,9 @@ test('FIFO holds across a slot migration: a call that got TRYAGAIN is not overta
   const store = clusterStore('reshard');
   const q = 'reshard-fifo';
   const norm = (n: number) => normalizeEnqueue({ type: 't', queue: q, payload: { n } }, 1e6);
-  const k = store.keys(q);
-  await store.enqueue([norm(0)]);
-  await store.enqueue([normalizeEnqueue({ type: 't', queue: q, payload: { n: -1 }, delayMs: 3_600_000 }, 1e6)]); // the delayed set exists too
+  const k = store.ctx.keys(q);
+  await store.jobs.enqueue([norm(0)]);
+  await store.jobs.enqueue([normalizeEnqueue({ type: 't', queue: q, payload: { n: -1 }, delayMs: 3_600_000 }, 1e6)]); // the delayed set exists too
   const nodes = cluster.nodes.map((n) => nodeClient(n.port));
   const slot = Number(await nodes[0].call('CLUSTER', 'KEYSLOT', k.waiting));
   const ids = await Promise.all(nodes.map(async (n) => String(await n.call('CLUSTER', 'MYID'))));
@@ -260,13 +260,13 @@ test('FIFO holds across a slot migration: a call that got TRYAGAIN is not overta
   await nodes[to].call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', ids[from]);
   await nodes[from].call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', ids[to]);
   await migrate([k.events]); // keys split between the two masters: the script gets TRYAGAIN
-  const first = store.enqueue([norm(1)]);
+  const first = store.jobs.enqueue([norm(1)]);
   await sleep(30);
   await migrate((await nodes[from].call('CLUSTER', 'GETKEYSINSLOT', slot, 1000)) as string[]);
   for (const n of [nodes[to], nodes[from], ...nodes]) await n.call('CLUSTER', 'SETSLOT', slot, 'NODE', ids[to]);
-  const second = store.enqueue([norm(2)]);
+  const second = store.jobs.enqueue([norm(2)]);
   await Promise.all([first, second]);
-  const got = await store.claim(q, 10, 10_000, 'w');
+  const got = await store.jobs.claim(q, 10, 10_000, 'w');
   expect(got.jobs.map((j) => (j.payload as { n: number }).n)).toEqual([0, 1, 2]);
 });
 
@@ -274,23 +274,23 @@ test('WakeWaiter on a cluster: a wake-up that arrives between two waits is not l
   const store = clusterStore(`t-cl-wake-${randomBytes(3).toString('hex')}`);
   const { queues } = await queuesOnEveryShard(nodeClient(cluster.nodes[0].port), store, 'qwake');
   const [a, b] = queues;
-  const keys = new Map([a, b].map((q) => [q, store.keys(q).wake]));
-  const waiter = new WakeWaiter(() => {
+  const keys = [a, b];
+  const waiter = new RedisWakeWaiter(() => {
     const c = createRedis(
       { redisUrl: 'redis://unused', redisClusterNodes: cluster.nodes },
       { blocking: true },
     );
     clients.push(c);
     return c;
-  }, true);
+  }, true, (q) => store.ctx.keys(q).wake);
   try {
     // Idle: both queues' wake lists are watched; a token on `a` wakes the worker.
     const first = waiter.wait(keys, 3000);
     await sleep(200);
-    await store.redis.rpush(store.keys(a).wake, 1);
+    await store.ctx.redis.rpush(store.ctx.keys(a).wake, 1);
     expect(await first).toBe(true);
     // Now the worker is busy claiming (not waiting) when `b` gets a job and its token.
-    await store.redis.rpush(store.keys(b).wake, 1);
+    await store.ctx.redis.rpush(store.ctx.keys(b).wake, 1);
     await sleep(200);
     // The next wait must return at once, like a BLPOP on a single node finds the token in the list.
     const t0 = Date.now();
@@ -306,7 +306,7 @@ describe.each([
   ['QUEUES=*', 'star'],
 ])('worker process on the cluster, %s', (_title, mode) => {
   const prefix = `t-cl-${mode}-${randomBytes(3).toString('hex')}`;
-  let store: RedisJobStore;
+  let store: RedisStores;
   let queues: string[];
   let worker: SluiceProcess;
 
@@ -320,7 +320,7 @@ describe.each([
     expect(new Set(picked.owners).size).toBe(3);
     if (mode === 'star') {
       // `*` discovers queues from the registry: make them known before the worker starts.
-      for (const q of queues) await store.registerQueue(q);
+      for (const q of queues) await store.queues.register(q);
     }
     const direct = cluster.nodes.map((n) => nodeClient(n.port));
     await Promise.all(direct.map((c) => c.script('FLUSH')));
@@ -355,12 +355,12 @@ describe.each([
     await sleep(300);
     const latencies: number[] = [];
     for (const queue of queues) {
-      const [r] = await store.enqueue([
+      const [r] = await store.jobs.enqueue([
         normalizeEnqueue({ queue, type: 'diag.echo', payload: { wake: queue } }, 1e6),
       ]);
       await waitUntil(
         `job on ${queue} completed`,
-        async () => (await store.getJob(queue, r.id))?.status === 'completed',
+        async () => (await store.jobs.getJob(queue, r.id))?.status === 'completed',
         10_000,
       );
       const t = (await trails(store, [queue])).get(r.id)!;

@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { normalizeEnqueue } from '../../src/core/job-options';
 import { createRedis, RedisClient } from '../../src/redis/connection';
-import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { createRedisStores, type RedisStores } from '../../src/redis/stores';
 import { RedisScripts } from '../../src/redis/scripts';
 import { privatePostgres, PrivatePostgres } from '../support/private-postgres';
 import { killAll, SluiceProcess, startSluice } from '../support/process';
@@ -24,7 +24,7 @@ let redisDir: string;
 let redisServer: RedisServer;
 let pg: PrivatePostgres;
 let redis: RedisClient;
-let store: RedisJobStore;
+let store: RedisStores;
 const prefix = testPrefix('ops-roles');
 let worker: SluiceProcess;
 let scheduler: SluiceProcess;
@@ -60,7 +60,7 @@ beforeAll(async () => {
   redis.on('error', () => undefined); // the outage is expected
   const scripts = new RedisScripts(redis);
   await scripts.verify();
-  store = new RedisJobStore(redis, scripts, prefix);
+  store = createRedisStores(redis, prefix, undefined, scripts);
   const env = { REDIS_URL: redisServer.url, REDIS_PREFIX: prefix, DATABASE_URL: pg.url(DB), LOG_LEVEL: 'info' };
   // The audit role creates and migrates the database first; the scheduler then finds it ready.
   audit = await startSluice({ ...env, ROLE: 'audit' });
@@ -103,10 +103,10 @@ describe('every role serves the ops endpoints', () => {
   });
 
   it('worker /metrics: jobs by queue and type, queue depths, oldest waiting age', async () => {
-    const [done] = await store.enqueue([normalizeEnqueue({ queue: 'opsq', type: 'diag.echo', payload: { n: 1 } }, 1_000_000)]);
+    const [done] = await store.jobs.enqueue([normalizeEnqueue({ queue: 'opsq', type: 'diag.echo', payload: { n: 1 } }, 1_000_000)]);
     // A queue this worker does not serve: its job waits.
-    await store.enqueue([normalizeEnqueue({ queue: 'opsidle', type: 'diag.echo', priority: -5 }, 1_000_000)]);
-    await store.enqueue([normalizeEnqueue({ queue: 'opsidle', type: 'diag.echo', priority: 50 }, 1_000_000)]);
+    await store.jobs.enqueue([normalizeEnqueue({ queue: 'opsidle', type: 'diag.echo', priority: -5 }, 1_000_000)]);
+    await store.jobs.enqueue([normalizeEnqueue({ queue: 'opsidle', type: 'diag.echo', priority: 50 }, 1_000_000)]);
     const text = await waitUntil('completion counted', async () => {
       const t = (await get(worker, '/metrics')).text;
       return t.includes('sluice_jobs_completed_total{project="default",queue="opsq",type="diag.echo"} 1') ? t : undefined;
@@ -130,8 +130,8 @@ describe('every role serves the ops endpoints', () => {
 
   it('scheduler /metrics: cron slots fired and leases reaped', async () => {
     // A lease that expires at once: the scheduler's reaper takes the job back.
-    await store.enqueue([normalizeEnqueue({ queue: 'opsreap', type: 'diag.echo' }, 1_000_000)]);
-    expect((await store.claim('opsreap', 1, 100, 'gone-worker')).jobs).toHaveLength(1);
+    await store.jobs.enqueue([normalizeEnqueue({ queue: 'opsreap', type: 'diag.echo' }, 1_000_000)]);
+    expect((await store.jobs.claim('opsreap', 1, 100, 'gone-worker')).jobs).toHaveLength(1);
     // An every-second schedule, written as the API would.
     const c = new Client({ connectionString: pg.url(DB) });
     await c.connect();

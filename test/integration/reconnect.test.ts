@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import { normalizeEnqueue } from '../../src/core/job-options';
 import { createRedis } from '../../src/redis/connection';
-import { RedisJobStore } from '../../src/redis/redis-job-store';
+import { createRedisStores, type RedisStores } from '../../src/redis/stores';
 import { RedisScripts } from '../../src/redis/scripts';
 import { killAll, SluiceProcess, startSluice } from '../support/process';
 import {
@@ -33,7 +33,7 @@ const prefix = `t-rc-${randomBytes(3).toString('hex')}`;
 let dir: string;
 let server: RedisServer;
 let redis: Redis;
-let store: RedisJobStore;
+let store: RedisStores;
 let worker: SluiceProcess | undefined;
 
 beforeAll(async () => {
@@ -43,7 +43,7 @@ beforeAll(async () => {
   redis.on('error', () => undefined); // the outage is expected; this client reconnects by itself
   const scripts = new RedisScripts(redis);
   await scripts.verify();
-  store = new RedisJobStore(redis, scripts, prefix);
+  store = createRedisStores(redis, prefix, undefined, scripts);
 });
 
 afterAll(async () => {
@@ -85,14 +85,14 @@ test(`worker survives Redis being killed for ~2 s under load; ${JOBS} jobs compl
   });
 
   const ids = (
-    await store.enqueue(
+    await store.jobs.enqueue(
       Array.from({ length: JOBS }, (_, i) =>
         normalizeEnqueue({ queue: QUEUE, type: 'diag.sleep', payload: { ms: 20, n: i } }, 1e6),
       ),
     )
   ).map((r) => r.id);
 
-  const k = store.keys(QUEUE);
+  const k = store.ctx.keys(QUEUE);
   await waitUntil(
     '100 jobs claimed',
     async () => (await redis.zcard(k.waiting)) <= JOBS - 100,
@@ -130,11 +130,11 @@ test(`worker survives Redis being killed for ~2 s under load; ${JOBS} jobs compl
   const { problems, reruns, stalled, rerun } = checkRunsOnce(ids, trails);
   expect(problems.slice(0, 20)).toEqual([]);
   for (const id of ids) {
-    const job = await store.getJob(QUEUE, id);
+    const job = await store.jobs.getJob(QUEUE, id);
     expect(job?.status).toBe('completed');
     expect(job?.executionSeq).toBe(trails.get(id)!.count.claimed);
   }
-  expect(await store.liveCounts(QUEUE)).toEqual({ waiting: 0, delayed: 0, active: 0, failed: 0 });
+  expect(await store.queues.liveCounts(QUEUE)).toEqual({ waiting: 0, delayed: 0, active: 0, failed: 0 });
 
   // Paused after the kill, resumed after it, in that order.
   const after = worker.output().slice(outAtKill);
@@ -150,12 +150,12 @@ test(`worker survives Redis being killed for ~2 s under load; ${JOBS} jobs compl
   // Still alive, and still working: a new job runs at once.
   expect(worker.proc.exitCode).toBeNull();
   expect(worker.proc.signalCode).toBeNull();
-  const [late] = await store.enqueue([
+  const [late] = await store.jobs.enqueue([
     normalizeEnqueue({ queue: QUEUE, type: 'diag.sleep', payload: { ms: 1 } }, 1e6),
   ]);
   await waitUntil(
     'a job enqueued after the outage completed',
-    async () => (await store.getJob(QUEUE, late.id))?.status === 'completed',
+    async () => (await store.jobs.getJob(QUEUE, late.id))?.status === 'completed',
     10_000,
     50,
   );

@@ -16,6 +16,6 @@ test('enqueue, claim, complete round trip', async () => {
   const j = await t.store.getJob('default', r.id);
   expect(j?.status).toBe('completed');
   expect(j?.payload).toEqual({ a: 'é'.repeat(100) });
-  const ev = await readEvents(t.redis, t.store.keys('default').events);
+  const ev = await readEvents(t.redis, t.keys('default').events);
   expect(ev.map((e) => e.e)).toEqual(['enqueued', 'claimed', 'completed']);
 });

@@ -56,7 +56,7 @@ it('exports the worker spans to OTEL_EXPORTER_OTLP_ENDPOINT and flushes them on 
     traceparent: `00-${TRACE}-b7ad6b7169203331-01`,
     tracestate: null,
   });
-  await waitUntil('job completed', async () => (await t.redis.hget(`${t.store.keys(QUEUE).base}job:${job.id}`, 's')) !== 'waiting' && (await t.redis.zcard(t.store.keys(QUEUE).active)) === 0);
+  await waitUntil('job completed', async () => (await t.redis.hget(`${t.keys(QUEUE).base}job:${job.id}`, 's')) !== 'waiting' && (await t.redis.zcard(t.keys(QUEUE).active)) === 0);
   expect(received).toEqual([]);
   proc.kill('SIGTERM');
   expect((await proc.exited).code).toBe(0);

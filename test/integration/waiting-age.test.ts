@@ -16,8 +16,8 @@ describe('oldest waiting job (real Redis)', () => {
     await t?.close();
   });
 
-  const since = () => oldestWaitingSince(t.store.redis, t.store.keys('wa'));
-  const hget = (id: string, f: string) => t.redis.hget(t.store.keys('wa').base + 'job:' + id, f);
+  const since = () => oldestWaitingSince(t.redis, t.keys('wa'));
+  const hget = (id: string, f: string) => t.redis.hget(t.keys('wa').base + 'job:' + id, f);
 
   it('low priority behind high priority, a promoted delayed job, then a claim', async () => {
     expect(await since()).toBeNull();
@@ -27,13 +27,13 @@ describe('oldest waiting job (real Redis)', () => {
     await sleep(50);
     const [high] = await enqueue(t, [{ queue: 'wa', type: 'x', priority: 50 }]);
     // The set's first member is the high-priority job; the oldest is the low one.
-    expect((await t.redis.zrange(t.store.keys('wa').waiting, 0, 0))[0]).toBe(high);
+    expect((await t.redis.zrange(t.keys('wa').waiting, 0, 0))[0]).toBe(high);
     expect(await since()).toBe(Number(await hget(low, 'ca')));
 
     await sleep(400);
     expect((await t.store.promoteDelayed('wa', 10)).promoted).toBe(1);
     // The promoted job is first in line, waiting since its promotion (not its creation).
-    expect((await t.redis.zrange(t.store.keys('wa').waiting, 0, 0))[0]).toBe(delayed);
+    expect((await t.redis.zrange(t.keys('wa').waiting, 0, 0))[0]).toBe(delayed);
     expect(Number(await hget(delayed, 'ua'))).toBeGreaterThan(Number(await hget(delayed, 'ca')) + 300);
     expect(await since()).toBe(Number(await hget(low, 'ca')));
 

@@ -42,7 +42,7 @@ export async function auditEvents(
   queue: string,
   jobId?: string,
 ): Promise<AuditEvent[]> {
-  const raw = await readEvents(t.redis, t.store.keys(queue).events);
+  const raw = await readEvents(t.redis, t.keys(queue).events);
   return raw
     .filter((e) => e.e !== 'log' && (jobId === undefined || e.j === jobId))
     .map((e) => ({ ...e, a: Number(e.a), at: Number(e.at) }) as AuditEvent);

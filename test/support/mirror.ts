@@ -1,8 +1,8 @@
 import type { DataSource } from 'typeorm';
-import { AUDIT_GROUP } from '../../src/mirror/mirror-writer';
+import { MIRROR_GROUP } from '../../src/redis/keys';
 import { entryFields, StreamEntry } from '../../src/mirror/projection';
 import type { RedisClient } from '../../src/redis/connection';
-import type { RedisJobStore } from '../../src/redis/redis-job-store';
+import type { QueueKeys } from '../../src/redis/keys';
 
 /**
  * Helpers for the audit-mirror tests (test/integration/audit): reading the
@@ -15,7 +15,7 @@ type XEntries = [string, string[]][];
 /** Every entry of the queues' events streams (XRANGE, paged; nothing consumed), each queue in stream order. */
 export async function captureStreams(
   redis: RedisClient,
-  store: RedisJobStore,
+  store: { keys(queue: string): QueueKeys },
   queues: string[],
 ): Promise<StreamEntry[]> {
   const out: StreamEntry[] = [];
@@ -48,7 +48,7 @@ export async function entriesAdded(redis: RedisClient, eventsKey: string): Promi
 /** Entries still in the streams (XLEN) and entries delivered to the audit group but not acked (XPENDING). */
 export async function outbox(
   redis: RedisClient,
-  store: RedisJobStore,
+  store: { keys(queue: string): QueueKeys },
   queues: string[],
 ): Promise<{ len: number; pending: number }> {
   let len = 0;
@@ -56,7 +56,7 @@ export async function outbox(
   for (const q of queues) {
     const k = store.keys(q).events;
     len += await redis.xlen(k);
-    const p = (await (redis as any).xpending(k, AUDIT_GROUP).catch(() => [0])) as [number];
+    const p = (await (redis as any).xpending(k, MIRROR_GROUP).catch(() => [0])) as [number];
     pending += Number(p[0]);
   }
   return { len, pending };

@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import { entryFields } from '../../src/mirror/projection';
 import { createRedis, RedisClient } from '../../src/redis/connection';
-import { RedisJobStore } from '../../src/redis/redis-job-store';
+import type { QueueKeys } from '../../src/redis/keys';
 import { RedisScripts } from '../../src/redis/scripts';
+import { createRedisStores, type RedisStores } from '../../src/redis/stores';
+import type { RedisJobStore } from '../../src/redis/stores/job-store';
 import { TEST_RUN } from './run';
 
 export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
@@ -20,7 +22,13 @@ export function testPrefix(name: string): string {
 
 export interface TestStore {
   redis: RedisClient;
+  /** Every store on `redis` under `prefix` (src/redis/stores). */
+  stores: RedisStores;
+  /** The job store (`stores.jobs`). */
   store: RedisJobStore;
+  scripts: RedisScripts;
+  /** A queue's key names, for tests that look at Redis directly. */
+  keys(queue: string): QueueKeys;
   prefix: string;
   close(): Promise<void>;
 }
@@ -31,10 +39,13 @@ export async function openStore(name: string, url = REDIS_URL): Promise<TestStor
   const redis = createRedis({ redisUrl: url, redisClusterNodes: null });
   const scripts = new RedisScripts(redis);
   await scripts.verify();
-  const store = new RedisJobStore(redis, scripts, prefix);
+  const stores = createRedisStores(redis, prefix, undefined, scripts);
   return {
     redis,
-    store,
+    stores,
+    store: stores.jobs,
+    scripts,
+    keys: (queue) => stores.ctx.keys(queue),
     prefix,
     close: async () => {
       await deleteByPrefix(redis as Redis, prefix);

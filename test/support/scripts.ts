@@ -68,15 +68,15 @@ export function scriptHelpers(store: () => TestStore, queuePrefix: string, opts:
   /** The queue's events stream, oldest first, optionally of one job. */
   async function events(q: string, id?: string) {
     const t = store();
-    const all = await readEvents(t.redis, t.store.keys(q).events);
+    const all = await readEvents(t.redis, t.keys(q).events);
     return id ? all.filter((e) => e.j === id) : all;
   }
-  const jk = (q: string, id: string) => `${store().store.keys(q).base}job:${id}`;
+  const jk = (q: string, id: string) => `${store().keys(q).base}job:${id}`;
   const raw = (q: string, id: string) => store().redis.hgetall(jk(q, id));
   /** The job's hash, its place in every set and the stream length: a refused call must leave all of it unchanged. */
   async function snapshot(q: string, id: string) {
     const t = store();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const [hash, w, d, a, f, ev] = await Promise.all([
       raw(q, id),
       t.redis.zscore(k.waiting, id),

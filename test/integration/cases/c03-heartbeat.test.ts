@@ -47,7 +47,7 @@ test('C3 long job with heartbeats is never run twice', async () => {
     { queue: Q, type: 'diag.sleep', payload: { ms: SLEEP_MS }, maxAttempts: 3 },
   ]);
   const claimed = await waitForEvent(t, Q, id, (e) => e.e === 'claimed', 10_000, 'claim');
-  const keys = t.store.keys(Q);
+  const keys = t.keys(Q);
   const jobKey = keys.base + 'job:' + id;
 
   // Sample the job until it leaves `active`. The lease expiry is the job's

@@ -57,7 +57,7 @@ function watchJob(
   queue: string,
   id: string,
 ): { samples: Sample[]; stop(): Promise<void> } {
-  const keys = t.store.keys(queue);
+  const keys = t.keys(queue);
   const jobKey = keys.base + 'job:' + id;
   const samples: Sample[] = [];
   const sampleOnce = async (): Promise<Sample> => {
@@ -122,7 +122,7 @@ test('C5 worker killed mid-job: lease expires, job is stalled back to waiting, t
   expect(claim1.w).toBe(id1);
 
   // Watch the job from now until it completes, each read one MULTI (atomic).
-  const keys = t.store.keys(Q);
+  const keys = t.keys(Q);
   const watch = watchJob(t, Q, id);
   let done: Job | null;
   let id2: string;

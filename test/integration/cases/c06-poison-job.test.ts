@@ -99,7 +99,7 @@ async function poisonScenario(queue: string, concurrency: number): Promise<void>
     trails,
   });
   expect(crash!.lastError).toMatch(/lease expired/);
-  expect(await t.redis.zscore(t.store.keys(queue).failed, crashId)).not.toBeNull();
+  expect(await t.redis.zscore(t.keys(queue).failed, crashId)).not.toBeNull();
   const crashRuns = ev.filter((e) => e.j === crashId && e.e === 'claimed').length;
   expect(crashRuns).toBeLessThanOrEqual(3);
 

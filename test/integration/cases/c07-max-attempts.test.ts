@@ -116,6 +116,6 @@ test('C7 diag.fail with maxAttempts 1 runs exactly once and ends failed with att
   expect(ev[1]).toMatchObject({ w: wid, a: 1 });
   expect(ev[2]).toMatchObject({ w: wid, a: 1, r: 'error', er: 'c7 boom' });
   expect(await t.store.getJob(Q, id)).toMatchObject({ status: 'failed', attempts: 1 });
-  expect(await t.redis.zscore(t.store.keys(Q).failed, id)).not.toBeNull();
+  expect(await t.redis.zscore(t.keys(Q).failed, id)).not.toBeNull();
   expectOneTerminalEventPerJob(await auditEvents(t, Q), [id]);
 }, 60_000);

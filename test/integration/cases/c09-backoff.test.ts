@@ -34,7 +34,7 @@ async function enqueue(input: Parameters<typeof normalizeEnqueue>[0]): Promise<s
 /** Waits until the job is in the DLQ and returns its events. */
 async function untilFailed(id: string, timeoutMs: number): Promise<StreamEvent[]> {
   await waitUntil(`job ${id} failed`, async () => (await t.store.getJob(QUEUE, id))?.status === 'failed', timeoutMs);
-  return events(t.redis, t.store.keys(QUEUE).events, id);
+  return events(t.redis, t.keys(QUEUE).events, id);
 }
 
 /** For each failure that scheduled a retry: [ms the job was set to wait, ms until the next claim]. */

@@ -40,7 +40,7 @@ test('C10: delays of 30 days and 2^31 ms stay delayed with runAt = now + delay a
       expect(job!.runAt - job!.createdAt).toBe(DELAYS[i]);
       expect(job!.createdAt).toBeGreaterThanOrEqual(before);
       expect(job!.createdAt).toBeLessThanOrEqual(after);
-      expect(Number(await t.redis.zscore(t.store.keys(QUEUE).delayed, id))).toBe(job!.runAt);
+      expect(Number(await t.redis.zscore(t.keys(QUEUE).delayed, id))).toBe(job!.runAt);
     }
   };
   await check();
@@ -53,9 +53,9 @@ test('C10: delays of 30 days and 2^31 ms stay delayed with runAt = now + delay a
   await sleep(3500);
   await check();
   for (const id of ids) {
-    expect((await events(t.redis, t.store.keys(QUEUE).events, id)).map((e) => e.e)).toEqual(['enqueued']);
+    expect((await events(t.redis, t.keys(QUEUE).events, id)).map((e) => e.e)).toEqual(['enqueued']);
   }
-  const ev = await events(t.redis, t.store.keys(QUEUE).events);
+  const ev = await events(t.redis, t.keys(QUEUE).events);
   expect(ev.filter((e) => e.e === 'claimed').map((e) => e.j)).toEqual([control.id]);
   expect(proc.proc.exitCode).toBeNull();
 });

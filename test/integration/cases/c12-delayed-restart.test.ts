@@ -44,7 +44,7 @@ async function enqueueDelayed(queue: string): Promise<string> {
 /** Waits for the job to complete; returns its events and ms from enqueue to start. */
 async function startedAfter(queue: string, id: string): Promise<{ ev: StreamEvent[]; ms: number }> {
   await waitUntil(`job ${id} completed`, async () => (await t!.store.getJob(queue, id))?.status === 'completed', DELAY_MS + 8000, 50);
-  const ev = await events(t!.redis, t!.store.keys(queue).events, id);
+  const ev = await events(t!.redis, t!.keys(queue).events, id);
   const enq = ev.find((e) => e.e === 'enqueued') as StreamEvent;
   const claimed = ev.filter((e) => e.e === 'claimed');
   expect(claimed).toHaveLength(1);

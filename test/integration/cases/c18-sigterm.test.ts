@@ -92,14 +92,14 @@ test('C18 SIGTERM during work: short job completes, long job released with its a
   expect(released.at - t0).toBeGreaterThanOrEqual(6000 - 100);
   const long = await t.store.getJob(Q, longId);
   expect(long).toMatchObject({ status: 'waiting', attempts: 0, executionSeq: 1 });
-  expect(await t.redis.zscore(t.store.keys(Q).waiting, longId)).not.toBeNull();
+  expect(await t.redis.zscore(t.keys(Q).waiting, longId)).not.toBeNull();
 
   // The stopping worker took no new job.
   expect((await auditEvents(t, Q, thirdId)).map((e) => e.e)).toEqual(['enqueued']);
   expect(await t.store.getJob(Q, thirdId)).toMatchObject({ status: 'waiting', attempts: 0 });
 
   // Nothing left active.
-  expect(await t.redis.zcard(t.store.keys(Q).active)).toBe(0);
+  expect(await t.redis.zcard(t.keys(Q).active)).toBe(0);
   const statuses = await Promise.all(
     [shortId, longId, thirdId].map(async (id) => (await t.store.getJob(Q, id))?.status),
   );

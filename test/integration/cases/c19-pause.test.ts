@@ -28,14 +28,14 @@ test('C19: a paused queue starts nothing for 3 s, jobs stay waiting/delayed; aft
   await waitBlocked(t.redis, workerId);
 
   const t0 = Date.now();
-  await t.store.configureQueue(QUEUE, { paused: true });
+  await t.stores.queues.configure(QUEUE, { paused: true });
   const [now] = await t.store.enqueue([normalizeEnqueue({ queue: QUEUE, type: 'diag.echo', payload: { n: 'now' } }, 524288)]);
   const [later] = await t.store.enqueue([normalizeEnqueue({ queue: QUEUE, type: 'diag.echo', payload: { n: 'later' }, delayMs: 1000 }, 524288)]);
   expect(Date.now() - t0).toBeLessThan(50);
   expect([now.status, later.status]).toEqual(['waiting', 'delayed']);
 
   await sleep(3000);
-  const k = t.store.keys(QUEUE);
+  const k = t.keys(QUEUE);
   const ev = await events(t.redis, k.events);
   expect(ev.filter((e) => e.e === 'claimed')).toEqual([]);
   expect(await t.redis.zcard(k.active)).toBe(0);
@@ -46,9 +46,9 @@ test('C19: a paused queue starts nothing for 3 s, jobs stay waiting/delayed; aft
   // jobs 'waiting' (API.md); it must never be 'active'.
   expect(['waiting', 'delayed']).toContain(b!.status);
   expect(b).toMatchObject({ attempts: 0, startedAt: null });
-  expect(await t.store.liveCounts(QUEUE)).toMatchObject({ active: 0, waiting: b!.status === 'waiting' ? 2 : 1 });
+  expect(await t.stores.queues.liveCounts(QUEUE)).toMatchObject({ active: 0, waiting: b!.status === 'waiting' ? 2 : 1 });
 
-  await t.store.configureQueue(QUEUE, { paused: false });
+  await t.stores.queues.configure(QUEUE, { paused: false });
   for (const id of [now.id, later.id]) {
     await waitUntil(`job ${id} completed`, async () => (await t.store.getJob(QUEUE, id))?.status === 'completed', 5000);
   }
@@ -60,5 +60,5 @@ test('C19: a paused queue starts nothing for 3 s, jobs stay waiting/delayed; aft
     expect(names[names.length - 1]).toBe('completed');
     expect((await t.store.getJob(QUEUE, id))?.attempts).toBe(1);
   }
-  expect(await t.store.liveCounts(QUEUE)).toMatchObject({ waiting: 0, delayed: 0, active: 0 });
+  expect(await t.stores.queues.liveCounts(QUEUE)).toMatchObject({ waiting: 0, delayed: 0, active: 0 });
 }, 30000);

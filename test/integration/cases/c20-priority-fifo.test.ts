@@ -34,7 +34,7 @@ test('C20: with the worker busy, priorities 5, 3, (none), 2 and 1 s later 10 sta
   procs.push(p);
   await workerIdOf(p);
   const long = await enqueue(q, { type: 'diag.sleep', payload: { ms: 3000 } });
-  await waitForEvent(t.redis, t.store.keys(q).events, (e) => e.e === 'claimed' && e.j === long, 'long job claimed');
+  await waitForEvent(t.redis, t.keys(q).events, (e) => e.e === 'claimed' && e.j === long, 'long job claimed');
 
   const byId = new Map<string, string>();
   for (const priority of [5, 3, undefined, 2]) {
@@ -44,7 +44,7 @@ test('C20: with the worker busy, priorities 5, 3, (none), 2 and 1 s later 10 sta
   byId.set(await enqueue(q, { type: 'diag.sleep', payload: { ms: 20 }, priority: 10 }), '10');
 
   await completed(q, [long, ...byId.keys()], 15000);
-  const ev = await events(t.redis, t.store.keys(q).events);
+  const ev = await events(t.redis, t.keys(q).events);
   // Everything was enqueued while the long job still ran.
   const longDone = ev.find((e) => e.e === 'completed' && e.j === long) as StreamEvent;
   for (const id of byId.keys()) expect(ev.find((e) => e.e === 'enqueued' && e.j === id)!.at).toBeLessThan(longDone.at);
@@ -59,7 +59,7 @@ test('C20: of four equal-priority jobs, the first, requeued once after its lease
   procs.push(p);
   const workerId = await workerIdOf(p);
   const long = await enqueue(q, { type: 'diag.sleep', payload: { ms: 3000 } });
-  const k = t.store.keys(q);
+  const k = t.keys(q);
   await waitForEvent(t.redis, k.events, (e) => e.e === 'claimed' && e.j === long, 'long job claimed');
 
   const ids: string[] = [];

@@ -30,7 +30,7 @@ async function enqueue(queue: string, payload: Record<string, Json>, extra: { de
 
 /** The stored payload bytes of a job (its chunks p0..pN concatenated). */
 async function storedPayload(queue: string, id: string): Promise<Buffer> {
-  const h = await (t.redis as Redis).hgetallBuffer(`${t.store.keys(queue).base}job:${id}`);
+  const h = await (t.redis as Redis).hgetallBuffer(`${t.keys(queue).base}job:${id}`);
   const chunks = Object.keys(h).filter((f) => /^p\d+$/.test(f)).sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
   return Buffer.concat(chunks.map((f) => h[f]));
 }
@@ -47,7 +47,7 @@ test('C22: a payload with lone UTF-16 surrogates is stored and returned byte for
   const stored = await t.store.getJob(q, id);
   expect(stored!.payload).toEqual(payload);
   expect(JSON.stringify(stored!.payload)).toBe(json);
-  expect((await events(t.redis, t.store.keys(q).events, id))[0].p).toBe(json);
+  expect((await events(t.redis, t.keys(q).events, id))[0].p).toBe(json);
 
   const p = await startSluice({ REDIS_PREFIX: t.prefix, QUEUES: q });
   procs.push(p);
@@ -94,7 +94,7 @@ const CORRUPTIONS: Corruption[] = [
 
 test('C22: job hashes corrupted by hand go to the DLQ with a decode error while the same worker keeps processing', async () => {
   const q = 'c22c';
-  const k = t.store.keys(q);
+  const k = t.keys(q);
   const r = t.redis as Redis;
   // Concurrency 1: a corrupt job must not stall the worker until its idle poll either.
   const p = await startSluice({ REDIS_PREFIX: t.prefix, QUEUES: q, WORKER_CONCURRENCY: '1' });
@@ -102,7 +102,7 @@ test('C22: job hashes corrupted by hand go to the DLQ with a decode error while 
   const workerId = await workerIdOf(p);
 
   // Paused while we corrupt, so the worker cannot take the victims first.
-  await t.store.configureQueue(q, { paused: true });
+  await t.stores.queues.configure(q, { paused: true });
   const victims: { id: string; name: string }[] = [];
   for (const c of CORRUPTIONS) {
     for (const delayMs of [undefined, 700]) {
@@ -114,7 +114,7 @@ test('C22: job hashes corrupted by hand go to the DLQ with a decode error while 
   const good: string[] = [];
   for (let i = 0; i < 5; i++) good.push(await enqueue(q, { good: i }));
   const resumedAt = Date.now();
-  await t.store.configureQueue(q, { paused: false });
+  await t.stores.queues.configure(q, { paused: false });
 
   await waitUntil('good jobs completed', async () => {
     const jobs = await Promise.all(good.map((id) => t.store.getJob(q, id)));

@@ -62,12 +62,12 @@ afterAll(async () => {
  * job_executions rows and its count of `completed` job_events.
  */
 async function mirror(queue: string, round: number) {
-  writer = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: `c25-audit-r${round}`, idleMs: 20 });
+  writer = new AuditWriter(t.stores, db.dataSource, { writerId: `c25-audit-r${round}`, idleMs: 20 });
   writer.start();
   await waitUntil(
     `round ${round}: the stream mirrored to PostgreSQL`,
     async () => {
-      const o = await outbox(t.redis, t.store, [queue]);
+      const o = await outbox(t.redis, t, [queue]);
       return o.len === 0 && o.pending === 0 ? true : undefined;
     },
     30_000,

@@ -48,8 +48,8 @@ beforeAll(async () => {
   t = await openStore('queries');
   db = await openTestDb('queries');
   bulk = await openTestDb('queries_bulk');
-  h = new HistoryQueries(db.dataSource, t.store);
-  hb = new HistoryQueries(bulk.dataSource, t.store);
+  h = new HistoryQueries(db.dataSource, t.stores);
+  hb = new HistoryQueries(bulk.dataSource, t.stores);
 });
 afterAll(async () => {
   await t?.close();
@@ -70,7 +70,7 @@ async function claim(queue: string, id: string) {
 
 /** Steps a real writer until every stream is mirrored. */
 async function mirror(): Promise<number> {
-  const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: `aw-q-${randomBytes(3).toString('hex')}` });
+  const w = new AuditWriter(t.stores, db.dataSource, { writerId: `aw-q-${randomBytes(3).toString('hex')}` });
   await (w as any).refreshOwnership();
   let total = 0;
   for (let n = await w.runOnce(); n > 0; n = await w.runOnce()) total += n;

@@ -8,7 +8,8 @@
  *   row exists all the same it is written again in the idempotent form:
  *   nothing lost, nothing doubled.
  */
-import { acknowledgeEntries, AuditWriter, AUDIT_GROUP } from '../../../src/mirror/mirror-writer';
+import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MIRROR_GROUP } from '../../../src/redis/keys';
 import { planBatch, UNIQUE_VIOLATION, writeBatch } from '../../../src/mirror/batch-writer';
 import { project } from '../../../src/mirror/projection';
 import { compareIds, nextStreamId } from '../../../src/core/stream-ids';
@@ -29,20 +30,22 @@ afterAll(async () => {
 });
 
 /** A stream of `n` entries with the audit group on it. */
+const queueOfKey = new Map<string, string>();
 async function stream(name: string, n: number): Promise<{ key: string; ids: string[] }> {
-  const key = `${t.store.prefix}:test:${name}`;
+  const key = t.keys(`ack-${name}`).events;
+  queueOfKey.set(key, `ack-${name}`);
   const ids: string[] = [];
   for (let i = 0; i < n; i++) ids.push((await t.redis.xadd(key, '*', 'e', 'x', 'i', String(i)))!);
-  await t.redis.xgroup('CREATE', key, AUDIT_GROUP, '0');
+  await t.redis.xgroup('CREATE', key, MIRROR_GROUP, '0');
   return { key, ids };
 }
 
 const read = async (key: string, consumer: string, count: number): Promise<string[]> => {
-  const r = (await (t.redis as any).xreadgroup('GROUP', AUDIT_GROUP, consumer, 'COUNT', count, 'STREAMS', key, '>')) as [string, [string, string[]][]][] | null;
+  const r = (await (t.redis as any).xreadgroup('GROUP', MIRROR_GROUP, consumer, 'COUNT', count, 'STREAMS', key, '>')) as [string, [string, string[]][]][] | null;
   return r ? r[0][1].map(([id]) => id) : [];
 };
 
-const ack = (key: string, ids: string[]) => acknowledgeEntries(t.store.scripts, key, ids);
+const ack = (key: string, ids: string[]) => t.stores.mirror.ack(queueOfKey.get(key)!, ids);
 
 const left = async (key: string) => (await t.redis.xrange(key, '-', '+')).map(([id]) => id);
 
@@ -55,7 +58,7 @@ describe('ackEvents', () => {
     expect(await ack(key, batch)).toBe(1);
     expect(await left(key)).toEqual(ids.slice(10));
     expect(await read(key, 'w', 100)).toEqual(ids.slice(20)); // never delivered: still there, still delivered
-    const [pending] = (await t.redis.xpending(key, AUDIT_GROUP)) as [number];
+    const [pending] = (await t.redis.xpending(key, MIRROR_GROUP)) as [number];
     expect(pending).toBe(20);
     expect(await ack(key, ahead)).toBe(1);
     expect(await left(key)).toEqual(ids.slice(20));
@@ -77,8 +80,8 @@ describe('ackEvents', () => {
     await read(key, 'w', 8);
     // The group is lost and made again at '0': nothing of the stream is
     // delivered in it. A writer still holding a batch of the old group acks it.
-    await t.redis.xgroup('DESTROY', key, AUDIT_GROUP);
-    await t.redis.xgroup('CREATE', key, AUDIT_GROUP, '0');
+    await t.redis.xgroup('DESTROY', key, MIRROR_GROUP);
+    await t.redis.xgroup('CREATE', key, MIRROR_GROUP, '0');
     expect(await ack(key, ids.slice(4))).toBe(0);
     expect(await left(key)).toEqual(ids.slice(0, 4)); // never delivered in this group: kept
     expect(await read(key, 'w2', 100)).toEqual(ids.slice(0, 4));
@@ -104,7 +107,7 @@ describe('fresh batches', () => {
   test('the fresh form refuses a row that exists (23505) and writes nothing; the idempotent form takes it', async () => {
     const q = 'fresh-unit';
     await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6), normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
-    const entries = await captureStreams(t.redis, t.store, [q]);
+    const entries = await captureStreams(t.redis, t, [q]);
     await writeBatch(db.dataSource, project(entries.slice(0, 1)), true);
     await expect(writeBatch(db.dataSource, project(entries), true)).rejects.toMatchObject({ code: UNIQUE_VIOLATION });
     const count = async () => (await db.dataSource.query(`SELECT count(*)::int AS n FROM job_events WHERE queue = $1`, [q]))[0].n;
@@ -122,9 +125,9 @@ describe('fresh batches', () => {
     // Half of them mirrored already (as when Redis comes back from an older
     // snapshot and delivers mirrored entries again): the writer reads them
     // all with `>` and must not fail on them for good, nor write them twice.
-    const entries = await captureStreams(t.redis, t.store, [q]);
+    const entries = await captureStreams(t.redis, t, [q]);
     await writeBatch(db.dataSource, project(entries.slice(0, 10)), false);
-    const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: 'fresh-w' });
+    const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'fresh-w' });
     let n = 0;
     try {
       await (w as any).refreshOwnership();
@@ -139,7 +142,7 @@ describe('fresh batches', () => {
     expect(events).toBe(20);
     const rows = await db.dataSource.query(`SELECT id::text AS id FROM jobs WHERE queue = $1 ORDER BY id`, [q]);
     expect(rows.map((r: { id: string }) => r.id)).toEqual([...ids].sort());
-    expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+    expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
     await t.close();
   });
 
@@ -147,14 +150,14 @@ describe('fresh batches', () => {
     const q = 'fresh-plain';
     const t = await openStore('audit-fresh-plain');
     await t.store.enqueue(Array.from({ length: 50 }, () => normalizeEnqueue({ type: 'x', queue: q }, 1e6)));
-    const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: 'plain-w', batchSize: 20 });
+    const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'plain-w', batchSize: 20 });
     await (w as any).refreshOwnership();
     let n = 0;
     for (let k; (k = await w.runOnce()) > 0; ) n += k;
     await w.stop();
     expect(n).toBe(50);
     expect(w.stats.freshRetries).toBe(0);
-    expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+    expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
     await t.close();
   });
 });

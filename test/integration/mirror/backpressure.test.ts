@@ -24,7 +24,7 @@ import { ALL_ROLES, loadConfig } from '../../../src/config/config';
 import { UnavailableError } from '../../../src/core/errors';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import type { RedisClient } from '../../../src/redis/connection';
-import { RedisJobStore } from '../../../src/redis/redis-job-store';
+import { RedisJobStore } from '../../../src/redis/stores/job-store';
 import { outbox } from '../../support/mirror';
 import { waitUntil } from '../../support/cases';
 import { openTestDb, TestDb } from '../../support/postgres';
@@ -71,7 +71,7 @@ async function prefixState(redis: RedisClient, prefix: string): Promise<Record<s
 
 /** A writer mirroring every queue of `t`'s prefix into the test database. */
 function startWriter(t: TestStore, id: string): AuditWriter {
-  const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: id, idleMs: 20 });
+  const w = new AuditWriter(t.stores, db.dataSource, { writerId: id, idleMs: 20 });
   writers.push(w);
   w.start();
   return w;
@@ -88,7 +88,7 @@ const refusal = (p: Promise<unknown>) =>
 test('over AUDIT_MAX_BACKLOG pending events enqueue is refused with UnavailableError and writes nothing; accepted again once drained', async () => {
   const t = await store('backpressure-guard');
   const changes: [boolean, number][] = [];
-  const guard = new BacklogGuard(t.redis, t.store, 5, (over, s) => changes.push([over, s.pending]));
+  const guard = new BacklogGuard(t.stores, 5, (over, s) => changes.push([over, s.pending]));
   t.store.setAdmission(() => guard.admit());
 
   // Up to the bound: accepted (the bound is "more than 5 waiting").
@@ -110,13 +110,13 @@ test('over AUDIT_MAX_BACKLOG pending events enqueue is refused with UnavailableE
     expect((e as Error).message).toMatch(/^audit backlog over its bound: 6 events wait in Redis .*\(AUDIT_MAX_BACKLOG=5\)/);
   }
   expect(await prefixState(t.redis, t.prefix)).toEqual(before);
-  expect(await t.store.listQueues()).toEqual(['bp-a']);
+  expect(await t.stores.queues.list()).toEqual(['bp-a']);
   expect(guard.metrics).toMatchObject({ pending: 6, max: 5, overLimit: true, refusedEnqueues: 3 });
   expect(guard.metrics.lagMs).toBeGreaterThanOrEqual(0);
 
   // A writer drains the streams into PostgreSQL; the next refresh lets enqueue through again.
   startWriter(t, 'bp-writer-1');
-  await waitUntil('the streams drained', async () => (await outbox(t.redis, t.store, ['bp-a'])).len === 0, 20_000);
+  await waitUntil('the streams drained', async () => (await outbox(t.redis, t, ['bp-a'])).len === 0, 20_000);
   expect(await guard.refresh()).toMatchObject({ pending: 0, lagMs: 0 });
   expect(guard.overLimit).toBe(false);
   expect(changes).toEqual([

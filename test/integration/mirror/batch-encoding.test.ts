@@ -135,7 +135,7 @@ describe('COPY rows (fresh batches)', () => {
   test('a batch failing before, inside or after its COPY statements writes nothing and leaves the connection usable', async () => {
     const q = 'enc-copy';
     const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
-    const plan = planBatch(project(await captureStreams(t.redis, t.store, [q])), true);
+    const plan = planBatch(project(await captureStreams(t.redis, t, [q])), true);
     expect(plan.filter((s) => s.copy !== undefined).map((s) => s.sql.split(' (')[0])).toEqual(['COPY job_events', 'COPY jobs']);
     const bad = { sql: 'SELECT 1 / 0', params: [] };
     // One connection, so a later statement runs behind the stray COPY data of a failed one.
@@ -169,7 +169,7 @@ describe('through the writer', () => {
     const { jobs } = await t.store.claim(q, 1, 5000, 'w1');
     await t.store.progress(q, r.id, jobs[0].lockToken, 'w1', { text }, [{ level: 'info', message: text }]);
     expect(await t.store.fail(q, r.id, jobs[0].lockToken, { error: text, retryable: false, delayMs: 0, reason: 'error', workerId: 'w1' })).toBe('failed');
-    const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: 'enc-a' });
+    const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'enc-a' });
     await (w as any).refreshOwnership();
     while ((await w.runOnce()) > 0);
     await w.stop();
@@ -188,7 +188,7 @@ describe('through the writer', () => {
     const q = 'enc-far';
     const runAt = 3e14; // year 11,476
     const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q, runAt }, 1e6)]);
-    const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: 'enc-far' });
+    const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'enc-far' });
     await (w as any).refreshOwnership();
     while ((await w.runOnce()) > 0);
     await w.stop();
@@ -204,7 +204,7 @@ describe('through the writer', () => {
     const token = (id: string) => jobs.find((j) => j.id === id)!.lockToken;
     await t.store.fail(q, a.id, token(a.id), { error: 'bad\u0000byte', retryable: false, delayMs: 0, reason: 'error', workerId: 'w1' });
     await t.store.complete(q, 'w1', [{ id: b.id, lockToken: token(b.id), result: { ok: true } }]);
-    const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: 'enc-b' });
+    const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'enc-b' });
     await (w as any).refreshOwnership();
     expect(await w.runOnce()).toBe(6);
     await w.stop();
@@ -213,7 +213,7 @@ describe('through the writer', () => {
       { id: a.id, status: 'failed', last_error: 'bad\uFFFDbyte' },
       { id: b.id, status: 'completed', last_error: null },
     ]);
-    expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+    expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
   });
 });
 
@@ -221,7 +221,7 @@ describe('batchScript', () => {
   test('is one transaction: a failing statement leaves nothing of the ones before it', async () => {
     const q = 'enc-c';
     const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
-    const plan = planBatch(project(await captureStreams(t.redis, t.store, [q])));
+    const plan = planBatch(project(await captureStreams(t.redis, t, [q])));
     expect(plan[0].sql).toMatch(/^INSERT INTO job_events/);
     const broken = [...plan, { sql: 'INSERT INTO job_executions (job_id) SELECT unnest($1::uuid[])', params: [textArray(['not-a-uuid'])] }];
     await expect(db.dataSource.query(batchScript(broken))).rejects.toThrow(/uuid/);

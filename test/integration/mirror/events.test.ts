@@ -67,8 +67,8 @@ async function claimOne(s: TestStore, queue: string, id: string, leaseMs = LEASE
 
 /** Runs a real writer loop (batches of `batchSize`) until every stream is mirrored, then stops it. */
 async function mirror(batchSize: number): Promise<number> {
-  const queues = await t.store.listQueues();
-  const w = new AuditWriter(t.redis, t.store, db.dataSource, {
+  const queues = await t.stores.queues.list();
+  const w = new AuditWriter(t.stores, db.dataSource, {
     writerId: `aw-${batchSize}-${Date.now()}`,
     batchSize,
     idleMs: 5,
@@ -77,7 +77,7 @@ async function mirror(batchSize: number): Promise<number> {
   const deadline = Date.now() + 20_000;
   try {
     for (;;) {
-      const o = await outbox(t.redis, t.store, queues);
+      const o = await outbox(t.redis, t, queues);
       if (o.len === 0 && o.pending === 0) break;
       if (Date.now() > deadline)
         throw new Error(`writer did not drain the streams: ${JSON.stringify(o)}`);
@@ -320,7 +320,7 @@ describe('every transition is mirrored (real writer loop)', () => {
     expected.set(f, ['enqueued', 'claimed', 'cancel_requested', 'cancelled']);
     expected.set(f2, ['enqueued', 'claimed', 'cancel_requested', 'cancelled']);
 
-    const entries = await captureStreams(t.redis, t.store, QUEUES);
+    const entries = await captureStreams(t.redis, t, QUEUES);
     captured.push(...entries);
     expect(await mirror(4)).toBe(entries.length);
 
@@ -427,16 +427,16 @@ describe('every transition is mirrored (real writer loop)', () => {
 
   test('phase 2: retried_from_dlq removes the dead-letter row; the job runs again', async () => {
     const { b, c } = ids;
-    expect(await t.store.retryFromDlq('ev-b', b, { n: 22 })).toBe('waiting');
+    expect(await t.stores.deadLetters.retry('ev-b', b, { n: 22 })).toBe('waiting');
     const cb = await claimOne(t, 'ev-b', b);
     expect(
       await t.store.complete('ev-b', W, [{ id: b, lockToken: cb.lockToken, result: 'done' }]),
     ).toEqual(['completed']);
     expected.get(b)!.push('retried_from_dlq', 'claimed', 'completed');
-    expect(await t.store.retryFromDlq('ev-c', c)).toBe('waiting');
+    expect(await t.stores.deadLetters.retry('ev-c', c)).toBe('waiting');
     expected.get(c)!.push('retried_from_dlq');
 
-    const entries = await captureStreams(t.redis, t.store, QUEUES);
+    const entries = await captureStreams(t.redis, t, QUEUES);
     expect(entries.map((x) => x.fields.e)).toEqual([
       'retried_from_dlq',
       'claimed',
@@ -531,7 +531,7 @@ describe('projection + writeBatch (unit-style, real schema)', () => {
       reason: 'error',
       workerId: W,
     });
-    await u.store.retryFromDlq(Q, x, { v: 11 });
+    await u.stores.deadLetters.retry(Q, x, { v: 11 });
     c = await u.store.claim(Q, 1, LEASE_MS, W);
     await u.store.progress(Q, x, c.jobs[0].lockToken, W, 20, []);
     await u.store.fail(Q, x, c.jobs[0].lockToken, {
@@ -541,7 +541,7 @@ describe('projection + writeBatch (unit-style, real schema)', () => {
       reason: 'error',
       workerId: W,
     });
-    entries = await captureStreams(u.redis, u.store, [Q]);
+    entries = await captureStreams(u.redis, u, [Q]);
     expect(
       entries.filter((e) => e.fields.j === x && e.fields.e !== 'log').map((e) => e.fields.e),
     ).toEqual([

@@ -104,7 +104,7 @@ test('20 s without Postgres in the middle of a 5,000-job run: every event arrive
   await proc.waitFor(/"msg":"audit batch failed: events stay in Redis, retrying"/, 10_000);
   await sleep(OUTAGE_MS - (Date.now() - stoppedAt));
   // Events piled up in Redis meanwhile; the worker went on running jobs.
-  const backlog = await outbox(t.redis, t.store, QUEUES);
+  const backlog = await outbox(t.redis, t, QUEUES);
   expect(backlog.len).toBeGreaterThan(1000);
   expect(proc.proc.exitCode).toBeNull();
   const enqueuedAtRestart = ids.length;
@@ -122,10 +122,10 @@ test('20 s without Postgres in the middle of a 5,000-job run: every event arrive
   await waitUntil(
     'every job completed and every stream drained',
     async () => {
-      const o = await outbox(t.redis, t.store, QUEUES);
+      const o = await outbox(t.redis, t, QUEUES);
       if (o.len !== 0 || o.pending !== 0) return false;
       added = 0;
-      for (const q of QUEUES) added += await entriesAdded(t.redis, t.store.keys(q).events);
+      for (const q of QUEUES) added += await entriesAdded(t.redis, t.keys(q).events);
       return (
         (await count('job_events')) + (await count('job_logs')) === added &&
         (await count(`jobs WHERE status = 'completed'`)) === JOBS

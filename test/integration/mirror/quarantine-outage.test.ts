@@ -41,27 +41,27 @@ test('PostgreSQL down: nothing quarantined nor acknowledged; back: the good entr
   const at = () => (_o: object, msg: string) => void lines.push({ msg });
   const metrics = new AuditMetrics(new Registry());
   await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
-  const w = new AuditWriter(t.redis, t.store, ds, { writerId: 'qo-w', metrics }, { debug: at(), info: at(), warn: at(), error: at() });
+  const w = new AuditWriter(t.stores, ds, { writerId: 'qo-w', metrics }, { debug: at(), info: at(), warn: at(), error: at() });
   w.start();
   try {
-    await waitUntil('the first entry mirrored', async () => (await t.redis.xlen(t.store.keys(q).events)) === 0, 10_000, 20);
+    await waitUntil('the first entry mirrored', async () => (await t.redis.xlen(t.keys(q).events)) === 0, 10_000, 20);
     await pg.stop('immediate');
     const ids = (await t.store.enqueue(Array.from({ length: 200 }, () => normalizeEnqueue({ type: 'x', queue: q }, 1e6)))).map((r) => r.id);
     // Refused by PostgreSQL for its data (a time out of range) once it is back.
     const h = ['cancelled', 'waiting', 'cancelled', '0', '1e19', v7At(Date.now()), '', '', '', '', ''].join('|');
-    const bad = (await (t.redis as any).xadd(t.store.keys(q).events, '*', 'h', h)) as string;
+    const bad = (await (t.redis as any).xadd(t.keys(q).events, '*', 'h', h)) as string;
     ids.push(...(await t.store.enqueue(Array.from({ length: 200 }, () => normalizeEnqueue({ type: 'x', queue: q }, 1e6)))).map((r) => r.id));
     await sleep(4_000);
     // Down: the writer retried with back-off and gave up on nothing.
     expect(w.stats.quarantined).toBe(0);
     expect(w.stats.bisections).toBe(0);
     expect(await metrics.registry.getSingleMetricAsString('sluice_audit_batch_failures_total')).toMatch(/ [1-9]\d*$/m);
-    expect((await outbox(t.redis, t.store, [q])).len).toBe(401);
+    expect((await outbox(t.redis, t, [q])).len).toBe(401);
     expect(lines.filter((l) => l.msg === 'audit batch failed: events stay in Redis, retrying')).toHaveLength(1);
 
     await pg.start();
     await waitUntil('the stream drained', async () => {
-      const o = await outbox(t.redis, t.store, [q]);
+      const o = await outbox(t.redis, t, [q]);
       return o.len === 0 && o.pending === 0;
     }, 30_000, 50);
     expect(lines.some((l) => l.msg === 'audit writer: postgres is back, mirroring resumed')).toBe(true);

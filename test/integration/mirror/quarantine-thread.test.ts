@@ -33,7 +33,7 @@ test("a quarantined entry reaches the parent's registry from the writer thread",
   const q = 'qt';
   await t.store.enqueue(Array.from({ length: 3 }, () => normalizeEnqueue({ type: 'x', queue: q }, 1e6)));
   const h = ['promoted', 'delayed', 'waiting', '0', '1e19', v7At(Date.now()), '', '', '', '', ''].join('|');
-  const bad = (await (t.redis as any).xadd(t.store.keys(q).events, '*', 'h', h)) as string;
+  const bad = (await (t.redis as any).xadd(t.keys(q).events, '*', 'h', h)) as string;
   const config = {
     redisUrl: REDIS_URL, redisClusterNodes: null, redisPrefix: t.prefix, databaseUrl: db.url, logLevel: 'silent',
     maxRetries: 3, idempotencyTtlMs: 86_400_000, keepCompletedCount: -1, keepCompletedMs: -1, auditThreadNice: 0,

@@ -40,7 +40,7 @@ function recorder() {
 
 /** Appends one entry straight to a queue's events stream; returns its id. */
 async function xadd(queue: string, fields: (string | Buffer)[]): Promise<string> {
-  return (await (t.redis as any).xadd(t.store.keys(queue).events, '*', ...fields)) as string;
+  return (await (t.redis as any).xadd(t.keys(queue).events, '*', ...fields)) as string;
 }
 
 /** The header of an entry (lua/includes/emit.lua): event|from|to|attempt|at|jobId|x|ms|pr|ra|o. */
@@ -52,7 +52,7 @@ async function writerFor(queue: string, name: string, batchSize = 1000, maxEntry
   const { lines, log } = recorder();
   // The queue must be registered (enqueue does it) for the writer to take it; delayed, so no claim takes it.
   await t.store.enqueue([normalizeEnqueue({ type: 'x', queue, runAt: Date.now() + 86_400_000 }, 1e6)]);
-  const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: name, batchSize, metrics, maxEntryChars }, log as any);
+  const w = new AuditWriter(t.stores, db.dataSource, { writerId: name, batchSize, metrics, maxEntryChars }, log as any);
   await (w as any).refreshOwnership();
   return { w, metrics, lines };
 }
@@ -60,7 +60,7 @@ async function writerFor(queue: string, name: string, batchSize = 1000, maxEntry
 const quarantined = async (queue: string) =>
   (await db.dataSource.query(
     `SELECT entry_id, error_code, error_message, fields FROM audit_quarantine WHERE stream_key = $1 ORDER BY quarantined_at, entry_id`,
-    [t.store.keys(queue).events],
+    [t.keys(queue).events],
   )) as { entry_id: string; error_code: string; error_message: string; fields: Record<string, unknown> }[];
 
 const eventCount = async (queue: string) => (await db.dataSource.query(`SELECT count(*)::int AS n FROM job_events WHERE queue = $1`, [queue]))[0].n as number;
@@ -79,7 +79,7 @@ async function failWithHugeBackoff(q: string): Promise<{ id: string; entryId: st
   const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'diag.fail', queue: q, payload: { times: 1 } }, 1e6)]);
   const { jobs } = await t.store.claim(q, 1, 5000, 'w1');
   expect(await t.store.fail(q, r.id, jobs[0].lockToken, { error: 'boom', retryable: true, delayMs: 1e19, reason: 'error', workerId: 'w1' })).toBe('delayed');
-  const [[entryId, fields]] = (await t.redis.xrevrange(t.store.keys(q).events, '+', '-', 'COUNT', 1)) as [string, string[]][];
+  const [[entryId, fields]] = (await t.redis.xrevrange(t.keys(q).events, '+', '-', 'COUNT', 1)) as [string, string[]][];
   const h = fields[fields.indexOf('h') + 1].split('|');
   expect(h.slice(0, 3)).toEqual(['retry_scheduled', 'active', 'delayed']);
   return { id: r.id, entryId, fields, at: Number(h[4]) };
@@ -97,12 +97,12 @@ test('a retry whose runAt overflows, as the scripts wrote it before the Lua clam
   h[h.length - 1] = overflowed;
   const hostile = [...fields];
   hostile[fields.indexOf('h') + 1] = h.join('|');
-  expect(await t.redis.xdel(t.store.keys(q).events, entryId)).toBe(1);
+  expect(await t.redis.xdel(t.keys(q).events, entryId)).toBe(1);
   await xadd(q, hostile);
   const [other] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
   await drain(w);
   await w.stop();
-  expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+  expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
   const qs = await quarantined(q);
   expect(qs.map((x) => x.error_code)).toEqual(['22008']);
   expect(String(qs[0].fields.h)).toBe(h.join('|'));
@@ -111,7 +111,7 @@ test('a retry whose runAt overflows, as the scripts wrote it before the Lua clam
   expect((await db.dataSource.query(`SELECT status FROM jobs WHERE id = $1`, [other.id]))[0].status).toBe('waiting');
   expect(await metrics.registry.getSingleMetricAsString('sluice_audit_quarantined_entries_total')).toMatch(/^sluice_audit_quarantined_entries_total 1$/m);
   const warn = lines.find((l) => l.msg === 'audit writer: entries quarantined');
-  expect(warn?.o).toMatchObject({ count: 1, streamKey: t.store.keys(q).events, codes: { '22008': 1 } });
+  expect(warn?.o).toMatchObject({ count: 1, streamKey: t.keys(q).events, codes: { '22008': 1 } });
 });
 
 test('the same retry through today\'s engine neither overflows nor is quarantined: its runAt is clamped to one year ahead and mirrored', async () => {
@@ -123,7 +123,7 @@ test('the same retry through today\'s engine neither overflows nor is quarantine
   await drain(w);
   await w.stop();
   expect(await quarantined(q)).toEqual([]);
-  expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+  expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
   const evs = await db.dataSource.query(`SELECT event FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [id]);
   expect(evs.map((e: { event: string }) => e.event)).toEqual(['enqueued', 'claimed', 'retry_scheduled']);
   const [job] = await db.dataSource.query(`SELECT status, run_at FROM jobs WHERE id = $1`, [id]);
@@ -145,7 +145,7 @@ test('one bad entry in a batch of 1,000: 999 written, 1 quarantined, in one read
   const ids = [...first, ...rest].map((r) => r.id);
   const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::uuid[])`, [ids]);
   expect(n).toBe(998);
-  expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+  expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
 });
 
 test('a batch whose every entry is bad: all quarantined, the stream drained', async () => {
@@ -171,7 +171,7 @@ test('a batch whose every entry is bad: all quarantined, the stream drained', as
   const qs = await quarantined(q);
   expect(qs.map((x) => x.entry_id).sort()).toEqual([...bad].sort());
   expect(new Set(qs.map((x) => x.error_code))).toEqual(new Set(['22P02', '22003', '22008']));
-  expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+  expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
 });
 
 test("a bad entry in the middle of a job's events: its later events of the same batch are written, in order", async () => {
@@ -194,7 +194,7 @@ test("a bad entry in the middle of a job's events: its later events of the same 
   expect(ex.outcome).toBe('completed');
   expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM job_logs WHERE job_id = $1`, [r.id]))[0].n).toBe(1);
   expect((await quarantined(q)).map((x) => x.entry_id)).toEqual([bad]);
-  expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+  expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
 });
 
 test('entries the projection cannot read are quarantined, not dropped nor written as garbage', async () => {
@@ -300,7 +300,7 @@ describe('an unclassified SQLSTATE (a trigger raising P0001)', () => {
     for (let i = 0; i < 5; i++) await expect(w.runOnce()).rejects.toMatchObject({ code: 'P0001' });
     expect(w.stats.bisections).toBeGreaterThan(0);
     expect(await quarantined(q)).toEqual([]);
-    expect(await t.redis.xlen(t.store.keys(q).events)).toBe(5);
+    expect(await t.redis.xlen(t.keys(q).events)).toBe(5);
     await db.dataSource.query(`DROP TRIGGER qa_poison ON job_events`);
     expect(await drain(w)).toBe(5);
     await w.stop();

@@ -50,7 +50,7 @@ test.each([
       row: { status: 'waiting', attempts: 0 },
       events: ['enqueued', 'claimed', 'released'],
     });
-    expect(await t.redis.xlen(t.store.keys(`sm${auditThread[0]}${round}`).events)).toBe(0);
+    expect(await t.redis.xlen(t.keys(`sm${auditThread[0]}${round}`).events)).toBe(0);
     await t.store.cancel(`sm${auditThread[0]}${round}`, r.id);
     expect(proc.output()).not.toMatch(/audit writer thread (failed|exited)/);
   }

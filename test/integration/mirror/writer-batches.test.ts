@@ -5,7 +5,8 @@
  * payloads is cut into several transactions instead of one script too long
  * to build.
  */
-import { AuditWriter, AUDIT_GROUP } from '../../../src/mirror/mirror-writer';
+import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MIRROR_GROUP } from '../../../src/redis/keys';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { openTestDb, TestDb } from '../../support/postgres';
 import { openStore, sleep, TestStore } from '../../support/redis';
@@ -28,10 +29,10 @@ test('a read-ahead pending while taken-over entries are written first is kept: e
   for (let i = 1; i <= 5; i++) {
     const q = `ra-b${i}`;
     await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     await t.redis.set(k.auditLock, 'dead', 'PX', 350 * i);
-    await t.redis.xgroup('CREATE', k.events, AUDIT_GROUP, '0', 'MKSTREAM');
-    await (t.redis as any).xreadgroup('GROUP', AUDIT_GROUP, 'dead', 'COUNT', 100, 'STREAMS', k.events, '>');
+    await t.redis.xgroup('CREATE', k.events, MIRROR_GROUP, '0', 'MKSTREAM');
+    await (t.redis as any).xreadgroup('GROUP', MIRROR_GROUP, 'dead', 'COUNT', 100, 'STREAMS', k.events, '>');
   }
   await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: A }, 1e6)]);
   // PostgreSQL slow (150 ms per batch), so a read-ahead is pending during each write.
@@ -41,7 +42,7 @@ test('a read-ahead pending while taken-over entries are written first is kept: e
     if (q.startsWith('SET LOCAL')) await sleep(150);
     return query(q, p);
   };
-  const w = new AuditWriter(t.redis, t.store, ds, { writerId: 'ra-w', lockTtlMs: 300, idleMs: 5 });
+  const w = new AuditWriter(t.stores, ds, { writerId: 'ra-w', lockTtlMs: 300, idleMs: 5 });
   try {
     w.start();
     const ids: string[] = [];
@@ -50,12 +51,12 @@ test('a read-ahead pending while taken-over entries are written first is kept: e
       ids.push((await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: A }, 1e6)]))[0].id);
       await sleep(10);
     }
-    for (let i = 0; i < 100 && (await t.redis.xlen(t.store.keys(A).events)) > 0; i++) await sleep(50);
-    const [pending] = (await t.redis.xpending(t.store.keys(A).events, AUDIT_GROUP)) as [number];
+    for (let i = 0; i < 100 && (await t.redis.xlen(t.keys(A).events)) > 0; i++) await sleep(50);
+    const [pending] = (await t.redis.xpending(t.keys(A).events, MIRROR_GROUP)) as [number];
     expect(pending).toBe(0);
     const [{ n }] = await query(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::uuid[])`, [ids]);
     expect(n).toBe(ids.length);
-    for (let i = 1; i <= 5; i++) expect(await t.redis.xlen(t.store.keys(`ra-b${i}`).events)).toBe(0);
+    for (let i = 1; i <= 5; i++) expect(await t.redis.xlen(t.keys(`ra-b${i}`).events)).toBe(0);
   } finally {
     await w.stop();
     (ds as any).query = query;
@@ -66,7 +67,7 @@ test('a batch over maxBatchChars is cut into several transactions, in order, not
   const q = 'cut';
   const payload = { blob: 'x'.repeat(4000) };
   const ids = (await t.store.enqueue(Array.from({ length: 30 }, () => normalizeEnqueue({ type: 'x', queue: q, payload }, 1e6)))).map((r) => r.id);
-  const w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: 'cut-w', maxBatchChars: 20_000 });
+  const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'cut-w', maxBatchChars: 20_000 });
   await (w as any).refreshOwnership();
   const sizes: number[] = [];
   for (let n; (n = await w.runOnce()) > 0; ) sizes.push(n);
@@ -76,5 +77,5 @@ test('a batch over maxBatchChars is cut into several transactions, in order, not
   const rows = await db.dataSource.query(`SELECT id::text AS id, payload FROM jobs WHERE queue = $1 ORDER BY id`, [q]);
   expect(rows.map((r: { id: string }) => r.id)).toEqual([...ids].sort());
   for (const r of rows) expect(r.payload).toBe(JSON.stringify(payload));
-  expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+  expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
 });

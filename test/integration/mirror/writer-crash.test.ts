@@ -20,7 +20,8 @@
  *    (it dies before COMMIT), each replaced by a second writer.
  */
 import Redis from 'ioredis';
-import { AuditWriter, AUDIT_GROUP } from '../../../src/mirror/mirror-writer';
+import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MIRROR_GROUP } from '../../../src/redis/keys';
 import { createDataSource, ensureDatabase } from '../../../src/postgres/data-source';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import {
@@ -257,7 +258,7 @@ describe('a ROLE=audit process killed (SIGKILL) mid-mirroring is replaced', () =
     const ids: { q: string; ms: string; seq: string }[] = [];
     for (const q of QUEUES) {
       const r = (await admin
-        .xpending(t.store.keys(q).events, AUDIT_GROUP, '-', '+', 100_000, consumer)
+        .xpending(t.keys(q).events, MIRROR_GROUP, '-', '+', 100_000, consumer)
         .catch(() => [])) as [string, ...unknown[]][];
       for (const [id] of r) {
         const [ms, seq] = id.split('-');
@@ -337,14 +338,14 @@ describe('a ROLE=audit process killed (SIGKILL) mid-mirroring is replaced', () =
     await waitUntil(
       'the second writer to drain every stream',
       async () => {
-        const o = await outbox(t.redis, t.store, QUEUES);
+        const o = await outbox(t.redis, t, QUEUES);
         return o.len === 0 && o.pending === 0;
       },
       60_000,
       100,
     ).catch(async (e: Error) => {
       const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM job_events`);
-      const o = await outbox(t.redis, t.store, QUEUES);
+      const o = await outbox(t.redis, t, QUEUES);
       throw new Error(
         `${e.message}: ${o.len} entries in the streams, ${o.pending} pending, ${n} of ${total} job_events rows; ` +
           `second writer's log: ${b.p.output().slice(-1500)}`,
@@ -353,7 +354,7 @@ describe('a ROLE=audit process killed (SIGKILL) mid-mirroring is replaced', () =
 
     // Nothing was lost on the way: the scripts emitted what the test expects.
     let added = 0;
-    for (const q of QUEUES) added += await entriesAdded(t.redis, t.store.keys(q).events);
+    for (const q of QUEUES) added += await entriesAdded(t.redis, t.keys(q).events);
     expect(added).toBe(total + logs);
     expect(mirroredAtKill).toBeLessThan(total);
     // Exactly one row per stream entry: count, uniqueness, and per-job sequences.
@@ -394,12 +395,12 @@ describe('in process: a writer dying around its transaction is replaced', () => 
     let logs = 0;
     for (let r = 0; r < rounds; r++) logs += await driveRound(t, Q, 20, r, exp);
     const total = [...exp.values()].reduce((s, e) => s + e.events.length, 0);
-    expect(await t.redis.xlen(t.store.keys(Q).events)).toBe(total + logs);
+    expect(await t.redis.xlen(t.keys(Q).events)).toBe(total + logs);
     return { exp, logs, total };
   }
 
   const writer = (id: string, db0 = db.dataSource) =>
-    new AuditWriter(t.redis, t.store, db0, { writerId: id, lockTtlMs: 300, batchSize: 100 });
+    new AuditWriter(t.stores, db0, { writerId: id, lockTtlMs: 300, batchSize: 100 });
 
   /** Runs w until it has nothing left to write. */
   async function drain(w: AuditWriter): Promise<void> {
@@ -412,7 +413,7 @@ describe('in process: a writer dying around its transaction is replaced', () => 
     logs: number,
     total: number,
   ): Promise<void> {
-    expect(await outbox(t.redis, t.store, [Q])).toEqual({ len: 0, pending: 0 });
+    expect(await outbox(t.redis, t, [Q])).toEqual({ len: 0, pending: 0 });
     const [{ n, d }] = await db.dataSource.query(
       `SELECT count(*)::int AS n, count(DISTINCT (queue, stream_ms, stream_seq))::int AS d FROM job_events`,
     );
@@ -422,7 +423,7 @@ describe('in process: a writer dying around its transaction is replaced', () => 
 
   test('died after COMMIT, before XACK: the replacement re-writes the batch, nothing twice', async () => {
     const { exp, logs, total } = await produce(5);
-    const entries = await captureStreams(t.redis, t.store, [Q]);
+    const entries = await captureStreams(t.redis, t, [Q]);
     const w1 = writer('w1');
     await (w1 as any).refreshOwnership();
     (w1 as any).acknowledge = async () => {
@@ -434,7 +435,7 @@ describe('in process: a writer dying around its transaction is replaced', () => 
       `SELECT (SELECT count(*) FROM job_events) + (SELECT count(*) FROM job_logs) AS n`,
     );
     expect(Number(committed)).toBe(100);
-    expect((await outbox(t.redis, t.store, [Q])).pending).toBe(100);
+    expect((await outbox(t.redis, t, [Q])).pending).toBe(100);
     // w1 is gone (never stopped: its ownership lease just runs out).
     await sleep(350);
     const w2 = writer('w2');
@@ -470,7 +471,7 @@ describe('in process: a writer dying around its transaction is replaced', () => 
     // Nothing of it reached Postgres, nothing was acked: it all waits in Redis.
     const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM job_events`);
     expect(n).toBe(0);
-    expect(await outbox(t.redis, t.store, [Q])).toEqual({ len: total + logs, pending: 100 });
+    expect(await outbox(t.redis, t, [Q])).toEqual({ len: total + logs, pending: 100 });
     await sleep(350);
     const w2 = writer('w2');
     await drain(w2);

@@ -149,7 +149,7 @@ test(`hostile entries among valid jobs' events: the mirror never stops (seed ${S
     };
     for (const q of QUEUES) await enqueue(q, 1); // registers the queues
     const batchSize = pick([7, 64, 1000]);
-    w = new AuditWriter(t.redis, t.store, db.dataSource, { writerId: 'fuzz-w', batchSize, metrics, idleMs: 2 }, log);
+    w = new AuditWriter(t.stores, db.dataSource, { writerId: 'fuzz-w', batchSize, metrics, idleMs: 2 }, log);
     w.start();
 
     for (let round = 0; round < ROUNDS; round++) {
@@ -187,7 +187,7 @@ test(`hostile entries among valid jobs' events: the mirror never stops (seed ${S
           }
         }
         for (let h = int(0, 3); h > 0; h--) {
-          const id = (await (t.redis as any).xadd(t.store.keys(q).events, '*', ...hostileEntry(now))) as string;
+          const id = (await (t.redis as any).xadd(t.keys(q).events, '*', ...hostileEntry(now))) as string;
           hostile.push({ queue: q, id });
         }
       }
@@ -197,7 +197,7 @@ test(`hostile entries among valid jobs' events: the mirror never stops (seed ${S
     await waitUntil(
       'the streams drained',
       async () => {
-        const o = await outbox(t.redis, t.store, QUEUES);
+        const o = await outbox(t.redis, t, QUEUES);
         return o.len === 0 && o.pending === 0;
       },
       120_000,

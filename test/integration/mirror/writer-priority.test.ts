@@ -43,7 +43,7 @@ linux('the writer thread yields while far behind', () => {
   test(`nice ${NICE} after a batch more than ${YIELD_LAG_MS} ms old, normal again after a fresh one`, async () => {
     const q = 'prio-q';
     const enqueue = (n: number) => t.store.enqueue(Array.from({ length: n }, () => normalizeEnqueue({ type: 'x', queue: q }, 1e6)));
-    const drained = () => waitUntil('the stream mirrored', async () => ((await outbox(t.redis, t.store, [q])).len === 0 ? true : undefined), 15_000, 20);
+    const drained = () => waitUntil('the stream mirrored', async () => ((await outbox(t.redis, t, [q])).len === 0 ? true : undefined), 15_000, 20);
     await enqueue(50);
     await sleep(YIELD_LAG_MS + 300);
     expect(threadNices()).not.toContain(NICE);

@@ -60,7 +60,7 @@ async function drain(w: AuditWriter): Promise<void> {
 
 /** What the restore must bring back, as the test reads it from Redis. */
 async function redisState(t: TestStore, q: string) {
-  const k = t.store.keys(q);
+  const k = t.keys(q);
   const [waiting, delayed, failed] = await Promise.all([
     t.redis.zrange(k.waiting, 0, -1),
     t.redis.zrange(k.delayed, 0, -1, 'WITHSCORES'),
@@ -118,10 +118,10 @@ describe('restore in process', () => {
 
   it('rebuilds waiting order, delays, the DLQ and active jobs; a second run restores nothing', async () => {
     const q = 'rq';
-    const restorer = new QueueRestorer(db.dataSource, t.store, { chunkSize: 7 });
+    const restorer = new QueueRestorer(db.dataSource, t.stores, { chunkSize: 7 });
     // As in the audit role (audit.service.ts): the restore check runs when a writer takes a queue over.
     const writer = (writerId: string) =>
-      new AuditWriter(t.redis, t.store, db.dataSource, {
+      new AuditWriter(t.stores, db.dataSource, {
         writerId,
         onAcquire: (queue) =>
           restorer.ensureQueue(queue, { lockToken: writerId }).then(() => undefined),
@@ -178,7 +178,7 @@ describe('restore in process', () => {
       await enq(t, { queue: q, type: 'w', payload: { s: 'x'.repeat(5000) }, idempotencyKey: 'k1' }),
     );
     // Retried from the DLQ: a new sequence (back of its priority).
-    expect(await t.store.retryFromDlq(q, toRetry)).toBe('waiting');
+    expect(await t.stores.deadLetters.retry(q, toRetry)).toBe('waiting');
     const delayed: string[] = [];
     for (let i = 0; i < 3; i++)
       delayed.push(await enq(t, { queue: q, type: 'd', delayMs: 60_000 + i * 1000 }));
@@ -187,7 +187,7 @@ describe('restore in process', () => {
 
     await drain(w);
     // The writer took the queue over: it has an epoch marker, recorded in PostgreSQL.
-    const epoch0 = await t.redis.get(t.store.keys(q).epoch);
+    const epoch0 = await t.redis.get(t.keys(q).epoch);
     expect(epoch0).toBeTruthy();
     expect(await db.dataSource.query(`SELECT epoch FROM queues WHERE name = $1`, [q])).toEqual([
       { epoch: epoch0 },
@@ -201,7 +201,7 @@ describe('restore in process', () => {
     // The expected waiting order after the restore: the old one, with the
     // active jobs back at their original place (priority, then sequence).
     const sq = async (id: string) =>
-      Number(await t.redis.hget(t.store.keys(q).base + 'job:' + id, 'sq'));
+      Number(await t.redis.hget(t.keys(q).base + 'job:' + id, 'sq'));
     const expectedWaiting = await Promise.all(
       [...before.waiting, ...active].map(async (id) => ({
         id,
@@ -263,7 +263,7 @@ describe('restore in process', () => {
     expect(await t.store.getJob(q, toComplete)).toBeNull();
     expect(await t.store.getJob(q, cancelled)).toBeNull();
     // One event per job that changed: stalled (reason restored) for the active ones, cancelled for the cancel-requested one.
-    const ev = await readEvents(t.redis, t.store.keys(q).events);
+    const ev = await readEvents(t.redis, t.keys(q).events);
     for (const e of ev) {
       const [ms, seq] = e.streamId.split('-').map(Number);
       expect(ms > futureMs || (ms === futureMs && seq > 7)).toBe(true);
@@ -275,7 +275,7 @@ describe('restore in process', () => {
       ].sort(),
     );
     expect(await t.redis.sismember(queuesKey(t.prefix), q)).toBe(1);
-    const epoch1 = await t.redis.get(t.store.keys(q).epoch);
+    const epoch1 = await t.redis.get(t.keys(q).epoch);
     expect(epoch1).toBe(reports[0].epoch);
     expect(
       await db.dataSource.query(`SELECT epoch, restores FROM queues WHERE name = $1`, [q]),
@@ -291,7 +291,7 @@ describe('restore in process', () => {
       },
     ]);
     // A replayed restore (as if the first had died before setting the marker) touches no job.
-    await t.redis.del(t.store.keys(q).epoch);
+    await t.redis.del(t.keys(q).epoch);
     const [again] = await restorer.checkAll();
     expect(again.action).toBe('restored');
     expect(again.counts).toEqual({
@@ -303,7 +303,7 @@ describe('restore in process', () => {
       skipped: live.length,
     });
     expect(await redisState(t, q)).toEqual(after);
-    expect(await readEvents(t.redis, t.store.keys(q).events)).toHaveLength(ev.length);
+    expect(await readEvents(t.redis, t.keys(q).events)).toHaveLength(ev.length);
 
     // The mirror records the restore: the active jobs waiting with attempts refunded, their executions closed as stalled.
     const w2 = writer('aw-b');
@@ -328,9 +328,9 @@ describe('restore in process', () => {
     );
 
     // The DLQ works again, and new jobs go after the restored ones of their priority.
-    expect(await t.store.retryFromDlq(q, toFail[0])).toBe('waiting');
+    expect(await t.stores.deadLetters.retry(q, toFail[0])).toBe('waiting');
     const fresh = await enq(t, { queue: q, type: 'w' });
-    const order = await t.redis.zrange(t.store.keys(q).waiting, 0, -1);
+    const order = await t.redis.zrange(t.keys(q).waiting, 0, -1);
     const prio0 = order.filter((id) => id !== fresh && jobsBefore.get(id)!.priority === 0);
     expect(order.indexOf(fresh)).toBe(order.indexOf(prio0[prio0.length - 1]) + 1);
   });
@@ -417,7 +417,7 @@ describe('restore with real processes', () => {
     // The queue got its epoch when the audit writer took it over.
     await waitUntil(
       'epoch marker',
-      async () => (await t.redis.exists(t.store.keys(q).epoch)) === 1,
+      async () => (await t.redis.exists(t.keys(q).epoch)) === 1,
       15_000,
     );
     await waitUntil(
@@ -489,11 +489,11 @@ describe('restore with real processes', () => {
     // The DLQ works after the restores: retried with a payload that succeeds.
     await waitUntil(
       'restored DLQ',
-      async () => (await t.redis.zcard(t.store.keys(q).failed)) === 2,
+      async () => (await t.redis.zcard(t.keys(q).failed)) === 2,
       15_000,
     );
     for (const id of deadIds)
-      expect(await t.store.retryFromDlq(q, id, { times: 0 })).toBe('waiting');
+      expect(await t.stores.deadLetters.retry(q, id, { times: 0 })).toBe('waiting');
 
     // Every job completes, exactly once.
     // (on a timeout the assertions below name the jobs that did not complete)

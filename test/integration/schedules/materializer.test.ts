@@ -1,6 +1,6 @@
 import { openTestDb, TestDb } from '../../support/postgres';
 import { openStore, sleep, TestStore } from '../../support/redis';
-import { RedisJobStore } from '../../../src/redis/redis-job-store';
+import { createRedisStores } from '../../../src/redis/stores';
 import { ScheduleRepository } from '../../../src/schedules/schedule-repository';
 import { createSchedule, FakeClock, materializer, slotsOf } from './support';
 
@@ -37,8 +37,8 @@ describe('schedule materializer (real Postgres + Redis, fake clock)', () => {
     const a = await createSchedule(repo, clock, { cron: '30 2 * * *', timezone: 'America/New_York' });
     const b = await createSchedule(repo, clock, { cron: '30 1 * * *', timezone: 'America/New_York' });
     await run(materializer(repo, s.store, clock), clock, '2024-03-09T00:00:00Z', '2024-03-11T23:59:00Z', 5 * 60_000);
-    expect(await slotsOf(s.store, 'sched', a.id)).toEqual(['2024-03-09T07:30:00.000Z', '2024-03-10T07:00:00.000Z', '2024-03-11T06:30:00.000Z']);
-    expect(await slotsOf(s.store, 'sched', b.id)).toEqual(['2024-03-09T06:30:00.000Z', '2024-03-10T06:30:00.000Z', '2024-03-11T05:30:00.000Z']);
+    expect(await slotsOf(s.stores, 'sched', a.id)).toEqual(['2024-03-09T07:30:00.000Z', '2024-03-10T07:00:00.000Z', '2024-03-11T06:30:00.000Z']);
+    expect(await slotsOf(s.stores, 'sched', b.id)).toEqual(['2024-03-09T06:30:00.000Z', '2024-03-10T06:30:00.000Z', '2024-03-11T05:30:00.000Z']);
   });
 
   it('C14 fall-back: 01:30 fires only at its first occurrence (EDT)', async () => {
@@ -46,15 +46,15 @@ describe('schedule materializer (real Postgres + Redis, fake clock)', () => {
     const a = await createSchedule(repo, clock, { cron: '30 2 * * *', timezone: 'America/New_York' });
     const b = await createSchedule(repo, clock, { cron: '30 1 * * *', timezone: 'America/New_York' });
     await run(materializer(repo, s.store, clock), clock, '2024-11-02T00:00:00Z', '2024-11-04T23:59:00Z', 5 * 60_000);
-    expect(await slotsOf(s.store, 'sched', a.id)).toEqual(['2024-11-02T06:30:00.000Z', '2024-11-03T07:30:00.000Z', '2024-11-04T07:30:00.000Z']);
-    expect(await slotsOf(s.store, 'sched', b.id)).toEqual(['2024-11-02T05:30:00.000Z', '2024-11-03T05:30:00.000Z', '2024-11-04T06:30:00.000Z']);
+    expect(await slotsOf(s.stores, 'sched', a.id)).toEqual(['2024-11-02T06:30:00.000Z', '2024-11-03T07:30:00.000Z', '2024-11-04T07:30:00.000Z']);
+    expect(await slotsOf(s.stores, 'sched', b.id)).toEqual(['2024-11-02T05:30:00.000Z', '2024-11-03T05:30:00.000Z', '2024-11-04T06:30:00.000Z']);
   });
 
   it('C14 Kolkata: 0 9 * * 1-5 fires at 03:30 UTC on weekdays', async () => {
     const clock = new FakeClock(Date.parse('2024-03-08T00:00:00Z')); // a Friday
     const k = await createSchedule(repo, clock, { cron: '0 9 * * 1-5', timezone: 'Asia/Kolkata' });
     await run(materializer(repo, s.store, clock), clock, '2024-03-08T00:00:00Z', '2024-03-11T12:00:00Z', 15 * 60_000);
-    expect(await slotsOf(s.store, 'sched', k.id)).toEqual(['2024-03-08T03:30:00.000Z', '2024-03-11T03:30:00.000Z']);
+    expect(await slotsOf(s.stores, 'sched', k.id)).toEqual(['2024-03-08T03:30:00.000Z', '2024-03-11T03:30:00.000Z']);
   });
 
   it('scheduler stopped across 5 minutes: exactly one catch-up run (the newest slot), next computed from now', async () => {
@@ -69,7 +69,7 @@ describe('schedule materializer (real Postgres + Redis, fake clock)', () => {
     const restarted = materializer(repo, s.store, clock);
     expect(await restarted.tick()).toBe(1);
     expect(await restarted.tick()).toBe(0);
-    expect(await slotsOf(s.store, 'sched', sc.id)).toEqual(['2024-05-01T10:01:00.000Z', '2024-05-01T10:06:00.000Z']);
+    expect(await slotsOf(s.stores, 'sched', sc.id)).toEqual(['2024-05-01T10:01:00.000Z', '2024-05-01T10:06:00.000Z']);
     const row = await repo.get(sc.id);
     expect(new Date(row!.nextRunAt!).toISOString()).toBe('2024-05-01T10:07:00.000Z');
     expect(new Date(row!.lastRunAt!).toISOString()).toBe('2024-05-01T10:06:30.000Z');
@@ -86,7 +86,7 @@ describe('schedule materializer (real Postgres + Redis, fake clock)', () => {
       clock.set(t);
       await m.tick();
     }
-    expect(await slotsOf(s.store, 'sched', sc.id)).toEqual(['2024-05-02T10:00:01.000Z']);
+    expect(await slotsOf(s.stores, 'sched', sc.id)).toEqual(['2024-05-02T10:00:01.000Z']);
   });
 
   it('three replicas racing on every slot: each slot exactly once', async () => {
@@ -98,17 +98,17 @@ describe('schedule materializer (real Postgres + Redis, fake clock)', () => {
       const fired = await Promise.all(replicas.map((r) => r.tick()));
       expect(fired.reduce((a, b) => a + b, 0)).toBe(1);
     }
-    const slots = await slotsOf(s.store, 'sched', sc.id);
+    const slots = await slotsOf(s.stores, 'sched', sc.id);
     expect(slots).toHaveLength(40);
     expect(new Set(slots).size).toBe(40);
   });
 
   it('a replica whose idempotency key expired still cannot fire a slot again (Postgres compare-and-set)', async () => {
-    const short = new RedisJobStore(s.redis, s.store.scripts, s.prefix, { maxAttempts: 3, timeoutMs: 600_000, idempotencyTtlMs: 1000 });
+    const short = createRedisStores(s.redis, s.prefix, { maxAttempts: 3, timeoutMs: 600_000, idempotencyTtlMs: 1000 }, s.scripts);
     const clock = new FakeClock(Date.parse('2024-05-04T10:00:00.500Z'));
     const sc = await createSchedule(repo, clock, { cron: '* * * * *', timezone: 'UTC' });
-    const a = materializer(repo, short, clock);
-    const b = materializer(repo, short, clock);
+    const a = materializer(repo, short.jobs, clock);
+    const b = materializer(repo, short.jobs, clock);
     await Promise.all([a.tick(), b.tick()]); // both cache nextRunAt 10:01
     clock.set('2024-05-04T10:01:00.000Z');
     expect(await a.tick()).toBe(1);
@@ -130,11 +130,11 @@ describe('schedule materializer (real Postgres + Redis, fake clock)', () => {
     await repo.update(edit.id, 'default', { ...edit, payload: { v: 2 } }, edit.nextRunAt, clock.now());
     clock.set('2024-05-05T10:01:00Z');
     expect(await m.tick()).toBe(1);
-    expect(await slotsOf(s.store, 'sched', del.id)).toEqual([]);
-    expect(await slotsOf(s.store, 'sched', off.id)).toEqual([]);
-    const [slot] = await slotsOf(s.store, 'sched', edit.id);
+    expect(await slotsOf(s.stores, 'sched', del.id)).toEqual([]);
+    expect(await slotsOf(s.stores, 'sched', off.id)).toEqual([]);
+    const [slot] = await slotsOf(s.stores, 'sched', edit.id);
     expect(slot).toBe('2024-05-05T10:01:00.000Z');
-    const jobs = await s.store.redis.zrange(s.store.keys('sched').waiting, 0, -1);
+    const jobs = await s.redis.zrange(s.keys('sched').waiting, 0, -1);
     const payloads = await Promise.all(jobs.map((id) => s.store.getJob('sched', id)));
     expect(payloads.find((j) => j?.idempotencyKey?.includes(edit.id))?.payload).toEqual({ v: 2 });
   });
@@ -155,7 +155,7 @@ describe('schedule materializer (real Postgres + Redis, fake clock)', () => {
     expect(await m.tick()).toBe(0); // retry not before retryMs
     clock.set('2024-05-06T10:01:01.000Z');
     expect(await m.tick()).toBe(1);
-    expect(await slotsOf(s.store, 'sched', sc.id)).toEqual(['2024-05-06T10:01:00.000Z']);
+    expect(await slotsOf(s.stores, 'sched', sc.id)).toEqual(['2024-05-06T10:01:00.000Z']);
     expect((await repo.get(sc.id))!.claimUntil).toBeNull();
   });
 
@@ -174,7 +174,7 @@ describe('schedule materializer (real Postgres + Redis, fake clock)', () => {
     expect(await m.tick()).toBe(0); // lease still running
     clock.set(slot + 5000);
     expect(await m.tick()).toBe(2);
-    expect(await slotsOf(s.store, 'sched', died.id)).toEqual(['2024-05-07T10:01:00.000Z']);
-    expect(await slotsOf(s.store, 'sched', diedAfterEnqueue.id)).toEqual(['2024-05-07T10:01:00.000Z']);
+    expect(await slotsOf(s.stores, 'sched', died.id)).toEqual(['2024-05-07T10:01:00.000Z']);
+    expect(await slotsOf(s.stores, 'sched', diedAfterEnqueue.id)).toEqual(['2024-05-07T10:01:00.000Z']);
   });
 });

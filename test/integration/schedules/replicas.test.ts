@@ -1,4 +1,5 @@
-import { RedisJobStore } from '../../../src/redis/redis-job-store';
+import { type RedisStores } from '../../../src/redis/stores';
+import { REDIS_STORES } from '../../../src/redis/redis.module';
 import { startTestApi, TestApi } from '../../support/http';
 import { killAll, SluiceProcess, startSluice } from '../../support/process';
 import { sleep } from '../../support/redis';
@@ -36,7 +37,7 @@ describe('cron across scheduler replicas (processes)', () => {
     const deletedAt = Date.now();
     await sleep(3000);
 
-    const store = api.app.get(RedisJobStore);
+    const store = api.app.get<RedisStores>(REDIS_STORES);
     const slots = (await slotsOf(store, 'cron', id)).map(Date.parse);
     // At most once: the jobs' idempotency keys are one per slot, and no slot repeats.
     expect(new Set(slots).size).toBe(slots.length);

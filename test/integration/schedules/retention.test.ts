@@ -22,8 +22,9 @@ describe('retention pruning in the scheduler role', () => {
     new MaintenanceService(
       { retentionDays: 30, roles: new Set(roles), reaperIntervalMs: 60_000, redisPrefix: s.prefix } as unknown as SluiceConfig,
       silentLog as never,
-      s.redis,
-      s.store,
+      s.stores.workerRegistry,
+      s.stores.jobs,
+      s.stores.queues,
       new SchedulerRegistry(),
       db.dataSource,
     );

@@ -1,5 +1,6 @@
 import type { Clock } from '../../../src/core/ports';
-import type { RedisJobStore } from '../../../src/redis/redis-job-store';
+import type { RedisStores } from '../../../src/redis/stores';
+import type { JobStore } from '../../../src/core/ports';
 import { ScheduleInput, validateSchedule } from '../../../src/schedules/schedule-definition';
 import { ScheduleMaterializer } from '../../../src/schedules/schedule-materializer';
 import { ScheduleRepository, ScheduleRow } from '../../../src/schedules/schedule-repository';
@@ -27,7 +28,7 @@ export async function createSchedule(repo: ScheduleRepository, clock: Clock, inp
 }
 
 /** A materializer on real Postgres/Redis with `clock`. */
-export function materializer(repo: ScheduleRepository, store: RedisJobStore, clock: Clock, opts: { leaseMs?: number; enqueue?: (j: any) => Promise<{ id: string }> } = {}): ScheduleMaterializer {
+export function materializer(repo: ScheduleRepository, store: JobStore, clock: Clock, opts: { leaseMs?: number; enqueue?: (j: any) => Promise<{ id: string }> } = {}): ScheduleMaterializer {
   return new ScheduleMaterializer({
     repo,
     enqueue: opts.enqueue ?? (async (j) => (await store.enqueue([j]))[0]),
@@ -39,11 +40,11 @@ export function materializer(repo: ScheduleRepository, store: RedisJobStore, clo
 }
 
 /** The slot (ISO) of every job of `queue` made by schedule `id`, from the jobs' idempotency keys, sorted. */
-export async function slotsOf(store: RedisJobStore, queue: string, id: string): Promise<string[]> {
-  const ids = await store.redis.zrange(store.keys(queue).waiting, 0, -1);
+export async function slotsOf(store: RedisStores, queue: string, id: string): Promise<string[]> {
+  const ids = await store.ctx.redis.zrange(store.ctx.keys(queue).waiting, 0, -1);
   const out: string[] = [];
   for (const jobId of ids) {
-    const job = await store.getJob(queue, jobId);
+    const job = await store.jobs.getJob(queue, jobId);
     const key = job?.idempotencyKey ?? '';
     if (key.startsWith(`schedule:${id}:`)) out.push(key.slice(`schedule:${id}:`.length));
   }

@@ -7,8 +7,7 @@ import { JobNotFoundError, LeaseLostError, WrongStateError } from '../../../src/
 import type { EnqueueInput } from '../../../src/core/job-options';
 import { createRedis } from '../../../src/redis/connection';
 import { cancelChannel } from '../../../src/redis/keys';
-import { RedisJobStore } from '../../../src/redis/redis-job-store';
-import { RedisScripts } from '../../../src/redis/scripts';
+import { createRedisStores } from '../../../src/redis/stores';
 import { openStore, REDIS_URL, sleep, TestStore } from '../../support/redis';
 import { efta, expectLegal, ids, scriptHelpers } from '../../support/scripts';
 
@@ -36,13 +35,13 @@ describe('cancel', () => {
     const j = (await t.store.getJob(q, id))!;
     expect(j.status).toBe('cancelled');
     expect(j.result).toBeNull();
-    expect(await t.redis.zscore(t.store.keys(q).active, id)).toBeNull();
+    expect(await t.redis.zscore(t.keys(q).active, id)).toBeNull();
     expect(efta(await events(q, id)).map((e) => e[0])).toEqual(['enqueued', 'claimed', 'cancel_requested', 'cancelled']);
   });
 
   it.each(['waiting', 'delayed'] as const)('a %s job is cancelled at once, out of its set, one cancelled event', async (state) => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const id = await enq(q, state === 'delayed' ? { delayMs: 60_000 } : {});
     const other = await enq(q);
     expect(await t.store.cancel(q, id)).toBe('cancelled');
@@ -98,7 +97,7 @@ describe('cancel', () => {
     const q = newQueue();
     // The holder (a worker) has its own connection, as it would in production.
     const holderRedis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
-    const holder = new RedisJobStore(holderRedis, new RedisScripts(holderRedis), t.prefix);
+    const holder = createRedisStores(holderRedis, t.prefix).jobs;
     const sub = new Redis(REDIS_URL);
     const tokens = new Map<string, string>();
     const ended: Promise<unknown>[] = [];
@@ -148,14 +147,14 @@ describe('cancel', () => {
     const q = newQueue();
     const err = await t.store.cancel(q, 'nope').catch((e) => e);
     expect(err).toBeInstanceOf(JobNotFoundError);
-    expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+    expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
   });
 });
 
 describe('retryFromDlq', () => {
   it('puts a failed job back in waiting with fresh counters, at the back of its priority (C8)', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const { id, token } = await claimOne(q, { priority: 3, maxAttempts: 1 });
     await t.store.progress(q, id, token, 'w1', 50, []);
     await t.store.fail(q, id, token, { error: 'it broke', retryable: true, delayMs: 0, reason: 'error', workerId: 'w1' });
@@ -164,7 +163,7 @@ describe('retryFromDlq', () => {
     const lower = await enq(q, { priority: 2 });
     await t.redis.del(k.wake);
 
-    expect(await t.store.retryFromDlq(q, id)).toBe('waiting');
+    expect(await t.stores.deadLetters.retry(q, id)).toBe('waiting');
     const j = (await t.store.getJob(q, id))!;
     expect(j).toMatchObject({ status: 'waiting', attempts: 0, priority: 3, finishedAt: null, result: null, workerId: null, progress: null, cancelRequested: false });
     expect(await t.redis.zscore(k.failed, id)).toBeNull();
@@ -189,7 +188,7 @@ describe('retryFromDlq', () => {
     const tiny = {};
     for (const [from, to] of [[small, chunked], [chunked, small], [chunked, big], [big, chunked], [big, tiny], [chunked, { s: 'é'.repeat(20) }]]) {
       const id = await deadLettered(q, { payload: from });
-      expect(await t.store.retryFromDlq(q, id, to)).toBe('waiting');
+      expect(await t.stores.deadLetters.retry(q, id, to)).toBe('waiting');
       expect((await t.store.getJob(q, id))!.payload).toEqual(to);
       expect((await events(q, id)).pop()!.p).toBe(JSON.stringify(to));
       const c = await t.store.claim(q, 1, 30_000, 'w');
@@ -205,7 +204,7 @@ describe('retryFromDlq', () => {
   it('a retried job can succeed (C8)', async () => {
     const q = newQueue();
     const id = await deadLettered(q, { payload: { fail: true } });
-    await t.store.retryFromDlq(q, id, { fail: false });
+    await t.stores.deadLetters.retry(q, id, { fail: false });
     const c = await t.store.claim(q, 1, 30_000, 'w');
     expect(await t.store.complete(q, 'w', [{ id, lockToken: c.jobs[0].lockToken, result: 'ok' }])).toEqual(['completed']);
     expect(efta(await events(q, id)).map((e) => e[0])).toEqual(['enqueued', 'claimed', 'failed', 'retried_from_dlq', 'claimed', 'completed']);
@@ -217,7 +216,7 @@ describe('retryFromDlq', () => {
     await sleep(150);
     await t.store.reapExpired(q, 10);
     expect((await t.store.getJob(q, id))!.status).toBe('failed');
-    expect(await t.store.retryFromDlq(q, id)).toBe('waiting');
+    expect(await t.stores.deadLetters.retry(q, id)).toBe('waiting');
     expect((await t.store.claim(q, 1, 30_000, 'w')).jobs[0]).toMatchObject({ id, attempts: 1, maxAttempts: 1 });
   });
 
@@ -225,7 +224,7 @@ describe('retryFromDlq', () => {
     const q = newQueue();
     const id = await enq(q);
     await t.store.cancel(q, id);
-    expect(await t.store.retryFromDlq(q, id)).toBe('waiting');
+    expect(await t.stores.deadLetters.retry(q, id)).toBe('waiting');
     expect(efta((await events(q, id)).slice(-1))).toEqual([['retried_from_dlq', 'cancelled', 'waiting', 0]]);
     expect(ids(await t.store.claim(q, 1, 30_000, 'w'))).toEqual([id]);
   });
@@ -236,9 +235,9 @@ describe('retryFromDlq', () => {
     const good = await enq(q);
     await t.redis.multi().del(jk(q, id)).set(jk(q, id), 'garbage').exec();
     expect(ids(await t.store.claim(q, 1, 30_000, 'w'))).toEqual([]);
-    expect(await t.store.retryFromDlq(q, id)).toBe('waiting');
+    expect(await t.stores.deadLetters.retry(q, id)).toBe('waiting');
     expect(ids(await t.store.claim(q, 10, 30_000, 'w'))).toEqual([good]);
-    expect(await t.redis.zscore(t.store.keys(q).failed, id)).not.toBeNull();
+    expect(await t.redis.zscore(t.keys(q).failed, id)).not.toBeNull();
   });
 
   it.each(['waiting', 'delayed', 'active', 'completed'] as const)('a %s job: WrongStateError, nothing changed', async (state) => {
@@ -252,7 +251,7 @@ describe('retryFromDlq', () => {
       if (state === 'completed') await t.store.complete(q, 'w1', [{ id, lockToken: c.token, result: 1 }]);
     }
     const before = await snapshot(q, id);
-    const err = await t.store.retryFromDlq(q, id, { replaced: true }).catch((e) => e);
+    const err = await t.stores.deadLetters.retry(q, id, { replaced: true }).catch((e) => e);
     expect(err).toBeInstanceOf(WrongStateError);
     expect(err.status).toBe(state);
     expect(await snapshot(q, id)).toEqual(before);
@@ -260,9 +259,9 @@ describe('retryFromDlq', () => {
 
   it('an unknown job: JobNotFoundError', async () => {
     const q = newQueue();
-    await expect(t.store.retryFromDlq(q, 'nope')).rejects.toThrow(JobNotFoundError);
-    expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
-    expect(await t.redis.hget(t.store.keys(q).meta, 'seq')).toBeNull();
+    await expect(t.stores.deadLetters.retry(q, 'nope')).rejects.toThrow(JobNotFoundError);
+    expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
+    expect(await t.redis.hget(t.keys(q).meta, 'seq')).toBeNull();
   });
 });
 
@@ -345,7 +344,7 @@ describe('progress', () => {
       const q = newQueue();
       await expect(t.store.progress(q, 'nope', 'x', 'w1', 5, [])).rejects.toThrow(LeaseLostError);
       expect(await t.redis.exists(jk(q, 'nope'))).toBe(0);
-      expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+      expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
     });
   });
 });

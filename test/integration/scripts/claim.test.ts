@@ -5,8 +5,8 @@
  */
 import type { EnqueueInput } from '../../../src/core/job-options';
 import { createRedis, RedisClient } from '../../../src/redis/connection';
-import { RedisJobStore } from '../../../src/redis/redis-job-store';
-import { RedisScripts } from '../../../src/redis/scripts';
+import type { RedisJobStore } from '../../../src/redis/stores/job-store';
+import { createRedisStores } from '../../../src/redis/stores';
 import { openStore, REDIS_URL, sleep, TestStore } from '../../support/redis';
 import { efta, expectLegal, ids, scriptHelpers } from '../../support/scripts';
 
@@ -29,7 +29,7 @@ async function enqMany(q: string, n: number, input: Partial<EnqueueInput> = {}):
 function otherStore(): RedisJobStore {
   const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
   extraClients.push(redis);
-  return new RedisJobStore(redis, new RedisScripts(redis), t.prefix);
+  return createRedisStores(redis, t.prefix).jobs;
 }
 
 describe('claim: happy path', () => {
@@ -51,7 +51,7 @@ describe('claim: happy path', () => {
     expect(j.lockToken).toEqual(expect.any(String));
     expect(j.lockToken.length).toBeGreaterThanOrEqual(16);
 
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     expect(await t.redis.zscore(k.active, id)).toBe(String(j.leaseExpiresAt));
     expect(await t.redis.zcard(k.waiting)).toBe(0);
     const h = await raw(q, id);
@@ -169,7 +169,7 @@ describe('claim: ordering', () => {
     expect(busy.jobs).toEqual([]);
     expect(busy.block).toBe('isolate');
     // Nothing was lost or reordered by the refusal.
-    expect(await t.redis.zrange(t.store.keys(q).waiting, 0, -1)).toEqual([first, ...rest]);
+    expect(await t.redis.zrange(t.keys(q).waiting, 0, -1)).toEqual([first, ...rest]);
     const idle = await t.store.claimForWorker(q, 10, 5000, 'w-idle', true);
     expect(idle.jobs.map((j) => j.id)).toEqual([first]);
     expect(idle.block).toBe('solo');
@@ -177,12 +177,12 @@ describe('claim: ordering', () => {
     const q2 = newQueue();
     const [x1, x2] = await enqMany(q2, 2);
     expect(ids(await t.store.claim(q2, 1, 5000, 'w'))).toEqual([x1]);
-    await t.redis.hset(t.store.keys(q2).base + 'job:' + x2, 'iso', 1);
+    await t.redis.hset(t.keys(q2).base + 'job:' + x2, 'iso', 1);
     const y = await enqMany(q2, 1);
     const part = await t.store.claimForWorker(q2, 10, 5000, 'w-busy', false);
     expect(part.jobs).toEqual([]);
     expect(part.block).toBe('isolate');
-    expect(await t.redis.zrange(t.store.keys(q2).waiting, 0, -1)).toEqual([x2, ...y]);
+    expect(await t.redis.zrange(t.keys(q2).waiting, 0, -1)).toEqual([x2, ...y]);
   });
 
   it('a released job keeps its original place', async () => {
@@ -205,9 +205,9 @@ describe('claim: ordering', () => {
 describe('claim: pause', () => {
   it('a paused queue starts nothing, still accepts jobs, and resumes', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const before = await enq(q);
-    await t.store.configureQueue(q, { paused: true });
+    await t.stores.queues.configure(q, { paused: true });
     const during = await enq(q);
     const delayed = await enq(q, { delayMs: 50 });
     await sleep(80);
@@ -221,7 +221,7 @@ describe('claim: pause', () => {
     expect(await t.redis.zcard(k.active)).toBe(0);
     expect(await t.redis.exists(k.wake)).toBe(0);
 
-    await t.store.configureQueue(q, { paused: false });
+    await t.stores.queues.configure(q, { paused: false });
     expect(await t.redis.llen(k.wake)).toBeGreaterThan(0);
     expect(ids(await t.store.claim(q, 10, 5000, 'w')).sort()).toEqual([before, during, delayed].sort());
   });
@@ -232,7 +232,7 @@ describe('claim: maxConcurrency', () => {
     const q = newQueue();
     const w2 = otherStore();
     await enqMany(q, 6);
-    await t.store.configureQueue(q, { maxConcurrency: 2 });
+    await t.stores.queues.configure(q, { maxConcurrency: 2 });
     const c1 = await t.store.claim(q, 5, 5000, 'w1');
     expect(c1.jobs).toHaveLength(2);
     const c2 = await w2.claim(q, 5, 5000, 'w2');
@@ -242,9 +242,9 @@ describe('claim: maxConcurrency', () => {
     const c3 = await w2.claim(q, 5, 5000, 'w2');
     expect(c3.jobs).toHaveLength(1);
     expect((await t.store.claim(q, 5, 5000, 'w1')).block).toBe('concurrency');
-    expect(await t.redis.zcard(t.store.keys(q).active)).toBe(2);
+    expect(await t.redis.zcard(t.keys(q).active)).toBe(2);
 
-    await t.store.configureQueue(q, { maxConcurrency: null });
+    await t.stores.queues.configure(q, { maxConcurrency: null });
     expect((await w2.claim(q, 5, 5000, 'w2')).jobs).toHaveLength(3);
   });
 
@@ -252,10 +252,10 @@ describe('claim: maxConcurrency', () => {
     const q = newQueue();
     const stores = [t.store, otherStore(), otherStore(), otherStore()];
     await enqMany(q, 50);
-    await t.store.configureQueue(q, { maxConcurrency: 3 });
+    await t.stores.queues.configure(q, { maxConcurrency: 3 });
     const results = await Promise.all(stores.flatMap((s, i) => Array.from({ length: 5 }, () => s.claim(q, 2, 5000, `w${i}`))));
     expect(results.reduce((n, r) => n + r.jobs.length, 0)).toBe(3);
-    expect(await t.redis.zcard(t.store.keys(q).active)).toBe(3);
+    expect(await t.redis.zcard(t.keys(q).active)).toBe(3);
   });
 });
 
@@ -264,7 +264,7 @@ describe('claim: rate limit', () => {
     const q = newQueue();
     const w2 = otherStore();
     await enqMany(q, 10);
-    await t.store.configureQueue(q, { rateLimit: { max: 3, durationMs: 400 } });
+    await t.stores.queues.configure(q, { rateLimit: { max: 3, durationMs: 400 } });
     const c1 = await t.store.claim(q, 2, 5000, 'w1');
     expect(c1.jobs).toHaveLength(2);
     const c2 = await w2.claim(q, 5, 5000, 'w2');
@@ -283,17 +283,17 @@ describe('claim: rate limit', () => {
     expect(c4.block).toBe('none');
     expect(c4.jobs).toHaveLength(3);
 
-    await t.store.configureQueue(q, { rateLimit: null });
+    await t.stores.queues.configure(q, { rateLimit: null });
     expect((await t.store.claim(q, 10, 5000, 'w1')).jobs).toHaveLength(4);
   });
 
   it('an empty claim does not use up the window', async () => {
     const q = newQueue();
-    await t.store.configureQueue(q, { rateLimit: { max: 1, durationMs: 10_000 } });
+    await t.stores.queues.configure(q, { rateLimit: { max: 1, durationMs: 10_000 } });
     for (let i = 0; i < 3; i++) expect((await t.store.claim(q, 5, 5000, 'w')).block).toBe('none');
     await enq(q);
     expect((await t.store.claim(q, 5, 5000, 'w')).jobs).toHaveLength(1);
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     expect(await t.redis.pttl(k.rateLimit)).toBeGreaterThan(9000);
   });
 });
@@ -302,7 +302,7 @@ describe('claim: external queues', () => {
   it('in-process claims are blocked; external claims get the jobs', async () => {
     const q = newQueue();
     const id = await enq(q, { type: 'any.type' });
-    await t.store.configureQueue(q, { external: true });
+    await t.stores.queues.configure(q, { external: true });
     expect(await t.store.claim(q, 5, 5000, 'in-proc')).toEqual({ jobs: [], block: 'external', retryInMs: -1 });
     expect((await t.store.getJob(q, id))!.status).toBe('waiting');
     expect(await events(q, id)).toHaveLength(1);
@@ -315,9 +315,9 @@ describe('claim: external queues', () => {
   it('pause applies to external claims too', async () => {
     const q = newQueue();
     await enq(q);
-    await t.store.configureQueue(q, { external: true, paused: true });
+    await t.stores.queues.configure(q, { external: true, paused: true });
     expect((await t.store.claim(q, 5, 5000, 'ext', true)).block).toBe('paused');
-    await t.store.configureQueue(q, { external: false, paused: false });
+    await t.stores.queues.configure(q, { external: false, paused: false });
     expect((await t.store.claim(q, 5, 5000, 'in-proc')).jobs).toHaveLength(1);
   });
 });
@@ -345,7 +345,7 @@ describe('claim: corrupted job hashes go to the DLQ with a decode error', () => 
     expect(ids(r)).toEqual([a, c]);
     expect(r.block).toBe('none');
 
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     expect(await t.redis.zscore(k.failed, bad)).not.toBeNull();
     expect(await t.redis.zscore(k.waiting, bad)).toBeNull();
     expect(await t.redis.zscore(k.active, bad)).toBeNull();
@@ -373,7 +373,7 @@ describe('claim: corrupted job hashes go to the DLQ with a decode error', () => 
     for (const [i, [, corrupt]] of corruptions.entries()) await corrupt(q, bad[i]);
     const r = await t.store.claim(q, 100, 5000, 'w');
     expect(ids(r)).toEqual(good);
-    expect((await t.redis.zrange(t.store.keys(q).failed, 0, -1)).sort()).toEqual([...bad].sort());
+    expect((await t.redis.zrange(t.keys(q).failed, 0, -1)).sort()).toEqual([...bad].sort());
     for (const id of bad) expect((await raw(q, id)).e).toMatch(/^decode error/);
   });
 
@@ -418,7 +418,7 @@ describe('claimForWorker (lean reply)', () => {
     const j = (await t.store.getJob(q, id))!;
     expect(j).toMatchObject({ status: 'active', workerId: 'lean-w', attempts: 1 });
     expect(r.jobs[0].leaseExpiresAt).toBe(j.startedAt! + 5000);
-    expect(await t.redis.zscore(t.store.keys(q).active, id)).toBe(String(r.jobs[0].leaseExpiresAt));
+    expect(await t.redis.zscore(t.keys(q).active, id)).toBe(String(r.jobs[0].leaseExpiresAt));
     expect(efta(await events(q, id))).toEqual([
       ['enqueued', '', 'waiting', 0],
       ['claimed', 'waiting', 'active', 1],
@@ -429,9 +429,9 @@ describe('claimForWorker (lean reply)', () => {
   it('honours pause and never claims from an external queue', async () => {
     const q = newQueue();
     await enq(q);
-    await t.store.configureQueue(q, { paused: true });
+    await t.stores.queues.configure(q, { paused: true });
     expect(await t.store.claimForWorker(q, 5, 5000, 'w')).toEqual({ jobs: [], block: 'paused', retryInMs: -1 });
-    await t.store.configureQueue(q, { paused: false, external: true });
+    await t.stores.queues.configure(q, { paused: false, external: true });
     expect(await t.store.claimForWorker(q, 5, 5000, 'w')).toEqual({ jobs: [], block: 'external', retryInMs: -1 });
   });
 
@@ -441,7 +441,7 @@ describe('claimForWorker (lean reply)', () => {
     await corrupt(q, bad);
     const r = await t.store.claimForWorker(q, 10, 5000, 'w');
     expect(ids(r)).toEqual([a, c]);
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     expect(await t.redis.zscore(k.failed, bad)).not.toBeNull();
     expect(await t.redis.zscore(k.active, bad)).toBeNull();
     const h = await raw(q, bad);
@@ -454,7 +454,7 @@ describe('claimForWorker (lean reply)', () => {
 describe('claim: stale entries in the waiting set (refusals)', () => {
   it('drops an id whose job no longer exists, without an event', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     await t.redis.zadd(k.waiting, 1, 'no-such-job');
     const good = await enq(q);
     const evBefore = await t.redis.xlen(k.events);
@@ -467,7 +467,7 @@ describe('claim: stale entries in the waiting set (refusals)', () => {
 
   it('drops an id whose job is in another valid state (wrong state), leaving the job alone', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const [done, good] = await enqMany(q, 2);
     const c = await t.store.claim(q, 1, 5000, 'w');
     await t.store.complete(q, 'w', [{ id: done, lockToken: c.jobs[0].lockToken, result: 'r' }]);
@@ -483,7 +483,7 @@ describe('claim: stale entries in the waiting set (refusals)', () => {
 describe('claim: wake list', () => {
   it('a claim that drains the queue clears the wake list; one that leaves jobs passes a wake-up on', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     await enqMany(q, 3);
     expect(await t.redis.llen(k.wake)).toBe(1);
     await t.store.claim(q, 1, 5000, 'w');
@@ -532,8 +532,8 @@ describe('trace context (job hash fields tp, ts)', () => {
     await enq(q); // registers the queue, so the requests below are submitted in the same turn
     await t.store.claim(q, 1, 5000, 'w');
     const groups: number[] = [];
-    const run = t.store.scripts.run.bind(t.store.scripts);
-    const spy = jest.spyOn(t.store.scripts, 'run').mockImplementation((name, keys, args) => {
+    const run = t.scripts.run.bind(t.scripts);
+    const spy = jest.spyOn(t.scripts, 'run').mockImplementation((name, keys, args) => {
       if (name === 'enqueueJobs') groups.push(Number(args[5]));
       return run(name, keys, args);
     });
@@ -564,9 +564,9 @@ describe('trace context (job hash fields tp, ts)', () => {
 
   it('refuses a malformed group entry before writing anything', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     await expect(
-      t.store.scripts.run('enqueueJobs', [k.waiting, k.delayed, k.events, k.wake, k.meta], [k.base, 3, '', 1000, 1000, 1, 'x\n' + tp(1), 'id-1', 't', '{}', 0, '', 0, '', '', '', '', '']),
+      t.scripts.run('enqueueJobs', [k.waiting, k.delayed, k.events, k.wake, k.meta], [k.base, 3, '', 1000, 1000, 1, 'x\n' + tp(1), 'id-1', 't', '{}', 0, '', 0, '', '', '', '', '']),
     ).rejects.toThrow(/malformed group entry/);
     expect(await t.redis.zcard(k.waiting)).toBe(0);
   });

@@ -21,14 +21,14 @@ afterAll(async () => {
   await t.close();
 });
 const { newQueue, enq, claimOne, events, raw, redisNow } = scriptHelpers(() => t, 'clamps');
-const run = <T>(name: Parameters<TestStore['store']['scripts']['run']>[0], keys: string[], args: (string | number)[]) => t.store.scripts.run<T>(name, keys, args);
+const run = <T>(name: Parameters<TestStore['scripts']['run']>[0], keys: string[], args: (string | number)[]) => t.scripts.run<T>(name, keys, args);
 const isInt = (s: string | null | undefined) => typeof s === 'string' && /^-?\d+$/.test(s);
 
 describe('failJob: the backoff delay', () => {
   it.each(HUGE)('%s ms → the retry is one year ahead, written as integers everywhere', async (delay) => {
     const q = newQueue();
     const { id, token } = await claimOne(q, { maxAttempts: 3 });
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const before = await redisNow();
     const [code, status] = await run<[number, string]>('failJob', [k.active, k.delayed, k.waiting, k.failed, k.events, k.wake, k.meta], [k.base, id, token, 'boom', '1', delay, 'error', 'w1']);
     const after = await redisNow();
@@ -46,7 +46,7 @@ describe('failJob: the backoff delay', () => {
   it.each(['nan', '-5', 'abc', '-1e+20'])('%s → retried now (waiting), no error', async (delay) => {
     const q = newQueue();
     const { id, token } = await claimOne(q, { maxAttempts: 3 });
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const [code, status] = await run<[number, string]>('failJob', [k.active, k.delayed, k.waiting, k.failed, k.events, k.wake, k.meta], [k.base, id, token, 'boom', '1', delay, 'error', 'w1']);
     expect([code, status]).toEqual([1, 'waiting']);
     expect(isInt(await t.redis.zscore(k.waiting, id))).toBe(true);
@@ -57,7 +57,7 @@ describe('leases', () => {
   it.each(HUGE)('claimJobs with lease %s: the lease ends within 2^31-1 ms', async (lease) => {
     const q = newQueue();
     const id = await enq(q);
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const before = await redisNow();
     const out = await run<any[]>('claimJobs', [k.waiting, k.delayed, k.active, k.meta, k.events, k.wake, k.rateLimit, k.failed], [k.base, 'nan', lease, 'w1', 'tok.', '1', '0', '1']);
     expect(out[0]).toBe(0);
@@ -72,7 +72,7 @@ describe('leases', () => {
   it.each(HUGE)('extendLocks with lease %s: the lease ends within 2^31-1 ms', async (lease) => {
     const q = newQueue();
     const { id, token } = await claimOne(q);
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const before = await redisNow();
     const [exp, code] = await run<number[]>('extendLocks', [k.active], [k.base, lease, id, token]);
     expect(code).toBe(1);
@@ -92,13 +92,13 @@ describe('leases', () => {
 
 describe('claimJobs: a rate limit read from meta is checked before any write', () => {
   const claim = (q: string) => {
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     return run<any[]>('claimJobs', [k.waiting, k.delayed, k.active, k.meta, k.events, k.wake, k.rateLimit, k.failed], [k.base, 10, 30_000, 'w1', 'tok.', '0', '0', '1']);
   };
 
   it.each(HUGE)('window %s: jobs start, the counter expires within a day', async (dur) => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     await t.redis.hset(k.meta, 'rlMax', '2', 'rlDur', dur);
     await enq(q);
     await enq(q);
@@ -116,7 +116,7 @@ describe('claimJobs: a rate limit read from meta is checked before any write', (
   it('a counter left without expiry (or with a longer one) gets the window\'s expiry at the next claim', async () => {
     for (const setup of [(key: string) => t.redis.set(key, '5'), (key: string) => t.redis.set(key, '5', 'PX', 9e15)]) {
       const q = newQueue();
-      const k = t.store.keys(q);
+      const k = t.keys(q);
       await t.redis.hset(k.meta, 'rlMax', '5', 'rlDur', '200');
       await setup(k.rateLimit);
       await enq(q);
@@ -131,7 +131,7 @@ describe('claimJobs: a rate limit read from meta is checked before any write', (
 
   it('a counter that is not an integer starts a new window instead of failing the claim halfway', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     await t.redis.hset(k.meta, 'rlMax', '5', 'rlDur', '1000');
     await t.redis.set(k.rateLimit, '1e5');
     const id = await enq(q);
@@ -143,7 +143,7 @@ describe('claimJobs: a rate limit read from meta is checked before any write', (
 
   it('a maxConcurrency or rlMax that is not a number is no limit', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     await t.redis.hset(k.meta, 'mc', 'nan', 'rlMax', 'abc', 'rlDur', 'nan');
     await enq(q);
     await enq(q);
@@ -153,7 +153,7 @@ describe('claimJobs: a rate limit read from meta is checked before any write', (
 
 describe('enqueueJobs: delays, absolute times and priorities out of range', () => {
   const enqRaw = async (q: string, priority: string, mode: string, value: string) => {
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const id = `0190abcd-0000-7000-8000-${Math.floor(Math.random() * 1e12).toString().padStart(12, '0')}`;
     const out = await run<any[]>('enqueueJobs', [k.waiting, k.delayed, k.events, k.wake, k.meta], [
       k.base, 3, 'exponential|2000|3600000|equal', 600_000, 86_400_000, 1, 1,
@@ -172,7 +172,7 @@ describe('enqueueJobs: delays, absolute times and priorities out of range', () =
     expect(isInt(h.ra)).toBe(true);
     expect(Number(h.ra) - before).toBeGreaterThanOrEqual(YEAR_MS);
     expect(Number(h.ra) - before).toBeLessThanOrEqual(YEAR_MS + 1000);
-    expect(await t.redis.zscore(t.store.keys(q).delayed, id)).toBe(h.ra);
+    expect(await t.redis.zscore(t.keys(q).delayed, id)).toBe(h.ra);
   });
 
   it.each(HUGE)('runAt %s → the end of the Date range, readable', async (v) => {
@@ -199,7 +199,7 @@ describe('enqueueJobs: delays, absolute times and priorities out of range', () =
     const q = newQueue();
     const id = await enqRaw(q, p, '', '0');
     expect((await raw(q, id)).pr).toBe(stored);
-    const score = await t.redis.zscore(t.store.keys(q).waiting, id);
+    const score = await t.redis.zscore(t.keys(q).waiting, id);
     expect(isInt(score)).toBe(true);
     expect(Number(score)).toBeLessThan(2 ** 53);
     expect(Number(score)).toBeGreaterThanOrEqual(0);
@@ -210,10 +210,10 @@ describe('waiting scores from a hand-edited priority', () => {
   it.each(['nan', '1e+20', '-inf'])('a delayed job with priority %s is promoted with a finite score', async (pr) => {
     const q = newQueue();
     const id = await enq(q, { delayMs: 50 });
-    await t.redis.hset(`${t.store.keys(q).base}job:${id}`, 'pr', pr);
+    await t.redis.hset(`${t.keys(q).base}job:${id}`, 'pr', pr);
     await new Promise((r) => setTimeout(r, 80));
     expect((await t.store.promoteDelayed(q, 'nan' as unknown as number)).promoted).toBe(1);
-    const score = await t.redis.zscore(t.store.keys(q).waiting, id);
+    const score = await t.redis.zscore(t.keys(q).waiting, id);
     expect(isInt(score)).toBe(true);
     expect(Number(score)).toBeLessThan(2 ** 53);
     expect(Number(score)).toBeGreaterThanOrEqual(0);

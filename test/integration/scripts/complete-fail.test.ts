@@ -35,7 +35,7 @@ describe('complete', () => {
     expect(j).toMatchObject({ status: 'completed', result, attempts: 1, workerId: 'w1' });
     expect(j.finishedAt).toBeGreaterThanOrEqual(job.startedAt!);
     expect(j.updatedAt).toBe(j.finishedAt);
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     expect(await t.redis.zscore(k.active, id)).toBeNull();
     const ev = await events(q, id);
     expect(efta(ev)).toEqual([
@@ -131,14 +131,14 @@ describe('complete', () => {
       const q = newQueue();
       expect(await t.store.complete(q, 'w1', [{ id: 'nope', lockToken: 'x', result: 1 }])).toEqual(['not_found']);
       expect(await t.redis.exists(jk(q, 'nope'))).toBe(0);
-      expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+      expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
     });
   });
 
   it('with a concurrency cap, completing wakes idle workers when jobs wait; without one it does not', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
-    await t.store.configureQueue(q, { maxConcurrency: 1 });
+    const k = t.keys(q);
+    await t.stores.queues.configure(q, { maxConcurrency: 1 });
     const { id, token } = await claimOne(q);
     await enq(q);
     await t.redis.del(k.wake);
@@ -146,7 +146,7 @@ describe('complete', () => {
     expect(await t.redis.llen(k.wake)).toBe(1);
 
     const q2 = newQueue();
-    const k2 = t.store.keys(q2);
+    const k2 = t.keys(q2);
     const o = await claimOne(q2);
     await enq(q2);
     await t.redis.del(k2.wake);
@@ -166,7 +166,7 @@ describe('fail', () => {
     expect(j).toMatchObject({ status: 'delayed', attempts: 1, lastError: 'oops' });
     expect(j.runAt).toBeGreaterThanOrEqual(before + 5000);
     expect(j.runAt).toBeLessThanOrEqual(after + 5000);
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     expect(await t.redis.zscore(k.delayed, id)).toBe(String(j.runAt));
     expect(await t.redis.zscore(k.active, id)).toBeNull();
     const ev = await events(q, id);
@@ -177,7 +177,7 @@ describe('fail', () => {
   it('retryable without delay: straight back to waiting in its original place', async () => {
     const q = newQueue();
     const { id, token } = await claimOne(q, { maxAttempts: 3 });
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const scoreAtEnqueue = String((100 - 0) * 2 ** 44 + 1);
     await enq(q);
     expect(await t.store.fail(q, id, token, failInput())).toBe('waiting');
@@ -192,8 +192,8 @@ describe('fail', () => {
     expect(await t.store.fail(q, id, token, failInput({ delayMs: 1000, error: 'fatal' }))).toBe('failed');
     const j = (await t.store.getJob(q, id))!;
     expect(j).toMatchObject({ status: 'failed', attempts: 1, maxAttempts: 1, lastError: 'fatal' });
-    expect(await t.redis.zscore(t.store.keys(q).failed, id)).toBe(String(j.finishedAt));
-    expect(await t.redis.zscore(t.store.keys(q).delayed, id)).toBeNull();
+    expect(await t.redis.zscore(t.keys(q).failed, id)).toBe(String(j.finishedAt));
+    expect(await t.redis.zscore(t.keys(q).delayed, id)).toBeNull();
     const ev = await events(q, id);
     expect(efta(ev.slice(2))).toEqual([['failed', 'active', 'failed', 1]]);
     expect(ev[2]).toMatchObject({ r: 'error', er: 'fatal' });
@@ -222,7 +222,7 @@ describe('fail', () => {
     expect(await t.store.fail(q, id, token, failInput({ reason: 'cancelled', error: 'aborted' }))).toBe('cancelled');
     expect((await t.store.getJob(q, id))!.status).toBe('cancelled');
     expect(efta((await events(q, id)).slice(2))).toEqual([['cancelled', 'active', 'cancelled', 1]]);
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     for (const set of [k.waiting, k.delayed, k.active, k.failed]) expect(await t.redis.zscore(set, id)).toBeNull();
   });
 
@@ -274,7 +274,7 @@ describe('fail', () => {
 
   it('a retry to waiting wakes idle workers', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const { id, token } = await claimOne(q, { maxAttempts: 2 });
     await t.redis.del(k.wake);
     await t.store.fail(q, id, token, failInput());
@@ -323,7 +323,7 @@ describe('fail', () => {
       expect(err).toBeInstanceOf(JobNotFoundError);
       expect(err.jobId).toBe('missing');
       expect(await t.redis.exists(jk(q, 'missing'))).toBe(0);
-      expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+      expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
     });
   });
 });

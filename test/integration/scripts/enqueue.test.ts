@@ -5,7 +5,7 @@ import { DEFAULT_BACKOFF, encodeBackoff } from '../../../src/core/backoff';
 import { IdempotencyConflictError } from '../../../src/core/errors';
 import type { EnqueueInput } from '../../../src/core/job-options';
 import { createRedis } from '../../../src/redis/connection';
-import { RedisJobStore } from '../../../src/redis/redis-job-store';
+import { createRedisStores } from '../../../src/redis/stores';
 import { openStore, REDIS_URL, sleep, TestStore } from '../../support/redis';
 import { efta, expectLegal, scriptHelpers } from '../../support/scripts';
 
@@ -25,7 +25,7 @@ async function enq(q: string, input: Partial<EnqueueInput> = {}) {
 }
 /** Every key, set size and stream length of a queue: "nothing written" means this is unchanged. */
 async function queueState(q: string) {
-  const k = t.store.keys(q);
+  const k = t.keys(q);
   const keys = (await t.redis.keys(`${k.base}*`)).sort();
   const [w, d, ev, meta] = await Promise.all([t.redis.zcard(k.waiting), t.redis.zcard(k.delayed), t.redis.xlen(k.events), t.redis.hgetall(k.meta)]);
   return { keys, w, d, ev, meta };
@@ -85,7 +85,7 @@ describe('enqueue: happy path', () => {
     expect(j!.createdAt).toBeGreaterThanOrEqual(before);
     expect(j!.createdAt).toBeLessThanOrEqual(after);
 
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     expect(await t.redis.zrange(k.waiting, 0, -1, 'WITHSCORES')).toEqual([r.id, String((100 - 7) * SEQ_SPAN + 1)]);
     expect(await t.redis.zcard(k.delayed)).toBe(0);
     expect(await t.redis.hget(k.meta, 'seq')).toBe('1');
@@ -113,7 +113,7 @@ describe('enqueue: happy path', () => {
   it('registers the queue name in the global registry', async () => {
     const q = newQueue();
     await enq(q);
-    expect(await t.store.listQueues()).toContain(q);
+    expect(await t.stores.queues.list()).toContain(q);
   });
 
   it('gives each job a distinct UUIDv7 id and increasing sequence numbers', async () => {
@@ -121,7 +121,7 @@ describe('enqueue: happy path', () => {
     const rs = await t.store.enqueue(Array.from({ length: 20 }, () => norm(q)));
     expect(new Set(rs.map((r) => r.id)).size).toBe(20);
     for (const r of rs) expect(r.id).toMatch(UUID_V7);
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const scores = await Promise.all(rs.map((r) => t.redis.zscore(k.waiting, r.id)));
     expect(scores).toEqual(rs.map((_, i) => String(100 * SEQ_SPAN + i + 1)));
     expect(efta(await events(q))).toEqual(rs.map(() => ['enqueued', '', 'waiting', 0]));
@@ -138,7 +138,7 @@ describe('enqueue: defaults', () => {
   it("applies the queue's defaults, read at enqueue time, and the job's own options win", async () => {
     const q = newQueue();
     const qBackoff = { type: 'linear' as const, delayMs: 7, maxDelayMs: 70, jitter: 'none' as const };
-    await t.store.configureQueue(q, { defaults: { maxAttempts: 9, backoff: qBackoff, timeoutMs: 4321 } });
+    await t.stores.queues.configure(q, { defaults: { maxAttempts: 9, backoff: qBackoff, timeoutMs: 4321 } });
     const fromQueue = await t.store.getJob(q, (await enq(q)).id);
     expect(fromQueue).toMatchObject({ maxAttempts: 9, backoff: qBackoff, timeoutMs: 4321 });
 
@@ -146,13 +146,13 @@ describe('enqueue: defaults', () => {
     const fromJob = await t.store.getJob(q, (await enq(q, { maxAttempts: 2, backoff: own, timeoutMs: 99 })).id);
     expect(fromJob).toMatchObject({ maxAttempts: 2, backoff: own, timeoutMs: 99 });
 
-    await t.store.configureQueue(q, { defaults: { maxAttempts: 4 } });
+    await t.stores.queues.configure(q, { defaults: { maxAttempts: 4 } });
     expect(await t.store.getJob(q, (await enq(q)).id)).toMatchObject({ maxAttempts: 4, timeoutMs: 4321 });
   });
 
   it('a store with other process defaults uses them', async () => {
     const q = newQueue();
-    const store = new RedisJobStore(t.redis, t.store.scripts, t.prefix, { maxAttempts: 7, timeoutMs: 5000, idempotencyTtlMs: 60_000 });
+    const store = createRedisStores(t.redis, t.prefix, { maxAttempts: 7, timeoutMs: 5000, idempotencyTtlMs: 60_000 }, t.scripts).jobs;
     const [r] = await store.enqueue([norm(q)]);
     expect(await t.store.getJob(q, r.id)).toMatchObject({ maxAttempts: 7, timeoutMs: 5000 });
   });
@@ -173,7 +173,7 @@ describe('enqueue: delays on the Redis clock', () => {
     const j = (await t.store.getJob(q, r.id))!;
     expect(j.status).toBe('delayed');
     expect(j.runAt - j.createdAt).toBe(5000);
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     expect(await t.redis.zscore(k.delayed, r.id)).toBe(String(j.runAt));
     expect(await t.redis.zscore(k.waiting, r.id)).toBeNull();
     expect(efta(await events(q, r.id))).toEqual([['enqueued', '', 'delayed', 0]]);
@@ -194,7 +194,7 @@ describe('enqueue: delays on the Redis clock', () => {
     const r = await enq(q, { runAt });
     expect(r.status).toBe('delayed');
     expect((await t.store.getJob(q, r.id))!.runAt).toBe(runAt);
-    expect(await t.redis.zscore(t.store.keys(q).delayed, r.id)).toBe(String(runAt));
+    expect(await t.redis.zscore(t.keys(q).delayed, r.id)).toBe(String(runAt));
   });
 
   it('runAt in the past (or 0) runs now: waiting, runAt = Redis now', async () => {
@@ -249,7 +249,7 @@ describe('enqueue: delays on the Redis clock', () => {
 describe('enqueue: waiting-set scores', () => {
   it('scores (100 - priority)·2^44 + seq exactly, even for extreme priorities and huge sequences', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     await t.redis.hset(k.meta, 'seq', String(SEQ_SPAN - 10));
     const low = await enq(q, { priority: -100 }); // score 200·2^44 + 2^44 - 9: beyond 2^51, must not round
     const high = await enq(q, { priority: 100 });
@@ -283,7 +283,7 @@ describe('enqueue: idempotency keys', () => {
   it('stores key → id|bodyHash with the idempotency TTL', async () => {
     const q = newQueue();
     const r = await enq(q, { idempotencyKey: 'ttl' });
-    const key = `${t.store.keys(q).base}idem:ttl`;
+    const key = `${t.keys(q).base}idem:ttl`;
     expect(await t.redis.get(key)).toMatch(new RegExp(`^${r.id}\\|.+`));
     const pttl = await t.redis.pttl(key);
     expect(pttl).toBeGreaterThan(86_400_000 - 60_000);
@@ -317,7 +317,7 @@ describe('enqueue: idempotency keys', () => {
     expect(err).toBeInstanceOf(IdempotencyConflictError);
     expect(err.idempotencyKey).toBe('old');
     expect(await queueState(q)).toEqual(before);
-    expect(await t.redis.exists(`${t.store.keys(q).base}idem:fresh`)).toBe(0);
+    expect(await t.redis.exists(`${t.keys(q).base}idem:fresh`)).toBe(0);
   });
 
   it('a conflict within one batch (same key, two bodies) writes nothing', async () => {
@@ -336,7 +336,7 @@ describe('enqueue: idempotency keys', () => {
     const rs = await t.store.enqueue([norm(q, { payload: { a: 1 }, idempotencyKey: 'twice' }), norm(q, { payload: { a: 1 }, idempotencyKey: 'twice' })]);
     expect(rs[0]).toMatchObject({ id: expect.any(String), status: 'waiting', replayed: false });
     expect(rs[1]).toEqual({ id: rs[0].id, status: 'waiting', replayed: true });
-    expect(await t.redis.zcard(t.store.keys(q).waiting)).toBe(1);
+    expect(await t.redis.zcard(t.keys(q).waiting)).toBe(1);
     expect(await events(q)).toHaveLength(1);
   });
 
@@ -351,7 +351,7 @@ describe('enqueue: idempotency keys', () => {
 
   it('after the TTL the key is free again', async () => {
     const q = newQueue();
-    const store = new RedisJobStore(t.redis, t.store.scripts, t.prefix, { maxAttempts: 3, timeoutMs: 600_000, idempotencyTtlMs: 200 });
+    const store = createRedisStores(t.redis, t.prefix, { maxAttempts: 3, timeoutMs: 600_000, idempotencyTtlMs: 200 }, t.scripts).jobs;
     const [a] = await store.enqueue([norm(q, { payload: { a: 1 }, idempotencyKey: 'short' })]);
     await sleep(300);
     const [b] = await store.enqueue([norm(q, { payload: { a: 2 }, idempotencyKey: 'short' })]);
@@ -362,7 +362,7 @@ describe('enqueue: idempotency keys', () => {
   it("a replay of a job Redis no longer holds reports status 'unknown'", async () => {
     const q = newQueue();
     const a = await enq(q, { idempotencyKey: 'gone' });
-    await t.redis.del(`${t.store.keys(q).base}job:${a.id}`);
+    await t.redis.del(`${t.keys(q).base}job:${a.id}`);
     expect(await enq(q, { idempotencyKey: 'gone' })).toEqual({ id: a.id, status: 'unknown', replayed: true });
   });
 });
@@ -382,13 +382,13 @@ describe('enqueue: batches', () => {
     expect((await t.store.getJob(q1, rs[0].id))!.payload).toEqual({ i: 0 });
     expect((await t.store.getJob(q2, rs[1].id))!.payload).toEqual({ i: 1 });
     expect((await t.store.getJob(q1, rs[2].id))!.payload).toEqual({ i: 2 });
-    expect(await t.redis.zcard(t.store.keys(q1).waiting)).toBe(2);
-    expect(await t.redis.zcard(t.store.keys(q2).waiting)).toBe(1);
+    expect(await t.redis.zcard(t.keys(q1).waiting)).toBe(2);
+    expect(await t.redis.zcard(t.keys(q2).waiting)).toBe(1);
   });
 
   it('a concurrent observer sees all of a batch or none of it', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const observer = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
     const seen = new Set<string>();
     let stop = false;
@@ -450,15 +450,15 @@ describe('enqueue: requests coalesced in one event-loop turn stay independent', 
     ]);
     expect(s1.status).toBe('fulfilled');
     expect((s2 as PromiseRejectedResult).reason).toBeInstanceOf(IdempotencyConflictError);
-    expect(await t.redis.zcard(t.store.keys(q).waiting)).toBe(2);
+    expect(await t.redis.zcard(t.keys(q).waiting)).toBe(2);
   });
 
   it('many requests of one turn leave in several calls as they gather (pipelined), FIFO across the calls', async () => {
     const q = newQueue();
     await enq(q); // registers the queue, so every request below is submitted in the same turn
     const calls: number[] = [];
-    const run = t.store.scripts.run.bind(t.store.scripts);
-    const spy = jest.spyOn(t.store.scripts, 'run').mockImplementation((name, keys, args) => {
+    const run = t.scripts.run.bind(t.scripts);
+    const spy = jest.spyOn(t.scripts, 'run').mockImplementation((name, keys, args) => {
       if (name === 'enqueueJobs') calls.push(Number(args[5])); // groups in the call
       return run(name, keys, args);
     });
@@ -469,7 +469,7 @@ describe('enqueue: requests coalesced in one event-loop turn stay independent', 
       const singles = Array.from({ length: 110 }, (_, i) => t.store.enqueue([norm(q, { payload: { i } })]));
       // Four calls have left already, each written at once rather than held for the tick's auto-pipeline.
       expect(calls).toHaveLength(4);
-      expect((t.store.redis as unknown as { autoPipelineQueueSize: number }).autoPipelineQueueSize).toBe(0);
+      expect((t.redis as unknown as { autoPipelineQueueSize: number }).autoPipelineQueueSize).toBe(0);
       const batch = t.store.enqueue(Array.from({ length: 30 }, (_, i) => norm(q, { payload: { b: i } })));
       const bad = t.store.enqueue([norm(q, { payload: { n: 'x' } }), norm(q, { payload: { v: 2 }, idempotencyKey: 'k' })]);
       const last = t.store.enqueue([norm(q, { payload: { n: 'last' } })]);
@@ -493,8 +493,8 @@ describe('enqueue: requests coalesced in one event-loop turn stay independent', 
     const q = newQueue();
     await enq(q);
     let sent: { keys: string[]; args: (string | number)[] } | undefined;
-    const run = t.store.scripts.run.bind(t.store.scripts);
-    const spy = jest.spyOn(t.store.scripts, 'run').mockImplementation((name, keys, args) => {
+    const run = t.scripts.run.bind(t.scripts);
+    const spy = jest.spyOn(t.scripts, 'run').mockImplementation((name, keys, args) => {
       if (name === 'enqueueJobs') sent = { keys, args };
       return run(name, keys, args);
     });
@@ -509,14 +509,14 @@ describe('enqueue: requests coalesced in one event-loop turn stay independent', 
       spy.mockRestore();
     }
     const before = await queueState(q);
-    const hashes = await Promise.all(first.flat().map((r) => t.redis.hgetall(`${t.store.keys(q).base}job:${r.id}`)));
+    const hashes = await Promise.all(first.flat().map((r) => t.redis.hgetall(`${t.keys(q).base}job:${r.id}`)));
     // The same call again, byte for byte, as ioredis resends an unanswered command.
-    const again = await t.store.scripts.run<(string | number)[][]>('enqueueJobs', sent!.keys, sent!.args);
+    const again = await t.scripts.run<(string | number)[][]>('enqueueJobs', sent!.keys, sent!.args);
     expect(again.map((g) => g[0])).toEqual([1, 1, 1]);
     const replayed = again.flatMap((g) => Array.from({ length: (g.length - 1) / 6 }, (_, i) => [g[1 + i * 6], g[3 + i * 6]]));
     expect(replayed).toEqual(first.flat().map((r) => [r.id, 1]));
     expect(await queueState(q)).toEqual({ ...before, meta: { ...before.meta, seq: expect.any(String) } });
-    expect(await Promise.all(first.flat().map((r) => t.redis.hgetall(`${t.store.keys(q).base}job:${r.id}`)))).toEqual(hashes);
+    expect(await Promise.all(first.flat().map((r) => t.redis.hgetall(`${t.keys(q).base}job:${r.id}`)))).toEqual(hashes);
   });
 
   it('a resent call whose first and last jobs already finished and left Redis leaves its live middle job alone', async () => {
@@ -524,8 +524,8 @@ describe('enqueue: requests coalesced in one event-loop turn stay independent', 
     await enq(q);
     await t.store.claim(q, 10, 30_000, 'w0'); // out of the way
     let sent: { keys: string[]; args: (string | number)[] } | undefined;
-    const run = t.store.scripts.run.bind(t.store.scripts);
-    const spy = jest.spyOn(t.store.scripts, 'run').mockImplementation((name, keys, args) => {
+    const run = t.scripts.run.bind(t.scripts);
+    const spy = jest.spyOn(t.scripts, 'run').mockImplementation((name, keys, args) => {
       if (name === 'enqueueJobs') sent = { keys, args };
       return run(name, keys, args);
     });
@@ -536,17 +536,17 @@ describe('enqueue: requests coalesced in one event-loop turn stay independent', 
       spy.mockRestore();
     }
     const [a, b, c] = ids;
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const first = await t.store.claim(q, 2, 30_000, 'w1'); // a and c (higher priority)
     expect(first.jobs.map((j) => j.id).sort()).toEqual([a, c].sort());
     await t.store.complete(q, 'w1', first.jobs.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
     // What the audit writer does once they are mirrored (KEEP_COMPLETED_* unset).
-    expect(await t.store.scripts.run('forgetJobs', [k.done, k.meta], [k.base, -1, -1, a, c])).toBe(2);
+    expect(await t.scripts.run('forgetJobs', [k.done, k.meta], [k.base, -1, -1, a, c])).toBe(2);
     const running = await t.store.claim(q, 1, 30_000, 'w2');
     expect(running.jobs.map((j) => j.id)).toEqual([b]);
     const before = await t.redis.hgetall(`${k.base}job:${b}`);
     // ioredis resends the unanswered call after a reconnect, byte for byte.
-    await t.store.scripts.run('enqueueJobs', sent!.keys, sent!.args);
+    await t.scripts.run('enqueueJobs', sent!.keys, sent!.args);
     expect(await t.redis.hgetall(`${k.base}job:${b}`)).toEqual(before);
     expect(await t.redis.zscore(k.waiting, b)).toBeNull();
     expect(await t.store.complete(q, 'w2', [{ id: b, lockToken: running.jobs[0].lockToken, result: null }])).toEqual(['completed']);
@@ -560,15 +560,15 @@ describe('enqueue: requests coalesced in one event-loop turn stay independent', 
     expect(x).toHaveLength(600);
     expect(y).toHaveLength(600);
     expect(new Set([...big, ...x, ...y].map((r) => r.id)).size).toBe(2700);
-    expect(await t.redis.zcard(t.store.keys(q).waiting)).toBe(2700);
-    expect(await t.redis.xlen(t.store.keys(q).events)).toBe(2700);
+    expect(await t.redis.zcard(t.keys(q).waiting)).toBe(2700);
+    expect(await t.redis.xlen(t.keys(q).events)).toBe(2700);
   });
 });
 
 describe('enqueue: wake list', () => {
   it('a waiting job pushes one wake token, capped at 16', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     await enq(q);
     expect(await t.redis.llen(k.wake)).toBe(1);
     for (let i = 0; i < 30; i++) await enq(q);
@@ -577,7 +577,7 @@ describe('enqueue: wake list', () => {
 
   it('a delayed job wakes only when it becomes the earliest delayed job', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     await enq(q, { delayMs: 10_000 });
     expect(await t.redis.llen(k.wake)).toBe(1);
     await t.redis.del(k.wake);
@@ -613,7 +613,7 @@ describe('enqueue: payloads round-trip exactly (enqueue → claim → getJob)', 
   }
   /** Number of payload chunk fields (p0, p1, ...) in the job hash. */
   const pn = async (q: string, id: string) =>
-    Object.keys(await t.redis.hgetall(`${t.store.keys(q).base}job:${id}`)).filter((f) => /^p\d+$/.test(f)).length;
+    Object.keys(await t.redis.hgetall(`${t.keys(q).base}job:${id}`)).filter((f) => /^p\d+$/.test(f)).length;
 
   it('emoji split across 64-byte chunk boundaries', async () => {
     // {"a":" is 6 bytes; 4-byte emoji from byte 6 put a chunk boundary (64) inside an emoji.

@@ -17,7 +17,7 @@ const { queues, newQueue, enq, events, jk, raw, redisNow } = scriptHelpers(() =>
 describe('promoteDelayed', () => {
   it('moves due jobs only, one promoted event each, and says when the next is due', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const a = await enq(q, { delayMs: 50 });
     const b = await enq(q, { delayMs: 60 });
     const c = await enq(q, { delayMs: 10_000 });
@@ -44,7 +44,7 @@ describe('promoteDelayed', () => {
 
   it('an empty delayed set: {0, -1}; nothing due: {0, ms until due}, no wake', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     expect(await t.store.promoteDelayed(q, 10)).toEqual({ promoted: 0, nextInMs: -1 });
     await enq(q, { delayMs: 5000 });
     await t.redis.del(k.wake);
@@ -60,7 +60,7 @@ describe('promoteDelayed', () => {
     await sleep(60);
     expect(await t.store.promoteDelayed(q, 2)).toEqual({ promoted: 2, nextInMs: 0 });
     expect(await t.store.promoteDelayed(q, 10)).toEqual({ promoted: 3, nextInMs: -1 });
-    expect(await t.redis.zcard(t.store.keys(q).waiting)).toBe(5);
+    expect(await t.redis.zcard(t.keys(q).waiting)).toBe(5);
   });
 
   it('never promotes early, on the Redis clock (C12 shape: fires at runAt with no other traffic)', async () => {
@@ -90,7 +90,7 @@ describe('promoteDelayed', () => {
     const delayedHigh = await enq(q, { delayMs: 30, priority: 5 });
     await sleep(60);
     expect((await t.store.promoteDelayed(q, 10)).promoted).toBe(2);
-    expect(await t.redis.zscore(t.store.keys(q).waiting, delayedHigh)).toBe(String(95 * 2 ** 44 + 3));
+    expect(await t.redis.zscore(t.keys(q).waiting, delayedHigh)).toBe(String(95 * 2 ** 44 + 3));
     expect(ids(await t.store.claim(q, 10, 1000, 'w'))).toEqual([delayedHigh, delayedLow, later]);
   });
 
@@ -117,7 +117,7 @@ describe('promoteDelayed', () => {
   describe('stale entries (refusals): dropped without an event, the job untouched', () => {
     it('a job in another valid state, and a job that no longer exists', async () => {
       const q = newQueue();
-      const k = t.store.keys(q);
+      const k = t.keys(q);
       const id = await enq(q);
       const c = await t.store.claim(q, 1, 30_000, 'w');
       await t.store.complete(q, 'w', [{ id, lockToken: c.jobs[0].lockToken, result: 1 }]);
@@ -142,7 +142,7 @@ describe('promoteDelayed', () => {
       ["priority 'pr' deleted", (q: string, id: string) => t.redis.hdel(jk(q, id), 'pr'), /^decode error: priority or sequence missing/],
     ])('%s', async (_name, corrupt, why) => {
       const q = newQueue();
-      const k = t.store.keys(q);
+      const k = t.keys(q);
       const good1 = await enq(q, { delayMs: 20 });
       const bad = await enq(q, { delayMs: 20 });
       const good2 = await enq(q, { delayMs: 20 });
@@ -163,7 +163,7 @@ describe('promoteDelayed', () => {
 
     it('the claim-time promotion handles them the same way', async () => {
       const q = newQueue();
-      const k = t.store.keys(q);
+      const k = t.keys(q);
       const good = await enq(q, { delayMs: 20 });
       const bad = await enq(q, { delayMs: 20 });
       await t.redis.hset(jk(q, bad), 's', '???');

@@ -19,7 +19,7 @@ const lease = (id: string, lockToken: string) => ({ id, lockToken });
 describe('release', () => {
   it('puts the job back in its original place with the attempt refunded, one released event', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const { id, token } = await claimOne(q, { maxAttempts: 2 });
     const score = String(100 * 2 ** 44 + 1);
     const later = await enq(q);
@@ -58,7 +58,7 @@ describe('release', () => {
     await t.store.cancel(q, id);
     expect(await t.store.release(q, 'w1', [lease(id, token)])).toEqual(['cancelled']);
     expect((await t.store.getJob(q, id))!.status).toBe('cancelled');
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     for (const set of [k.waiting, k.active]) expect(await t.redis.zscore(set, id)).toBeNull();
     const ev = await events(q, id);
     expect(efta(ev.slice(2))).toEqual([
@@ -122,7 +122,7 @@ describe('release', () => {
       const q = newQueue();
       expect(await t.store.release(q, 'w1', [lease('nope', 'x')])).toEqual(['not_found']);
       expect(await t.redis.exists(jk(q, 'nope'))).toBe(0);
-      expect(await t.redis.xlen(t.store.keys(q).events)).toBe(0);
+      expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
     });
   });
 });
@@ -130,7 +130,7 @@ describe('release', () => {
 describe('reapExpired', () => {
   it('moves only expired leases: stalled back to the original place, the attempt counted', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const short = await claimOne(q, { maxAttempts: 3 }, 100, 'w-short');
     const long = await claimOne(q, { maxAttempts: 3 }, 30_000, 'w-long');
     await sleep(150);
@@ -184,7 +184,7 @@ describe('reapExpired', () => {
 
   it('attempts spent: the dead-letter queue with reason lease_expired (C6/C7)', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const id = await enq(q, { maxAttempts: 2 });
     for (let attempt = 1; attempt <= 2; attempt++) {
       const c = await t.store.claim(q, 1, 100, `w${attempt}`);
@@ -237,7 +237,7 @@ describe('reapExpired', () => {
 
   it('drops stale active entries (job completed meanwhile, job gone) without touching the job', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const done = await claimOne(q);
     await t.store.complete(q, 'w1', [{ id: done.id, lockToken: done.token, result: 'kept' }]);
     const before = await snapshot(q, done.id);
@@ -258,7 +258,7 @@ describe('reapExpired', () => {
       ["state 's' deleted", (q: string, id: string) => t.redis.hdel(jk(q, id), 's')],
     ])('%s', async (_name, corrupt) => {
       const q = newQueue();
-      const k = t.store.keys(q);
+      const k = t.keys(q);
       const { id } = await claimOne(q, { maxAttempts: 3 }, 100);
       await corrupt(q, id);
       await sleep(150);
@@ -278,7 +278,7 @@ describe('reapExpired', () => {
 describe('extendLeases (heartbeat)', () => {
   it('renews the lease in the active set from Redis now, and writes no event', async () => {
     const q = newQueue();
-    const k = t.store.keys(q);
+    const k = t.keys(q);
     const { id, token, job } = await claimOne(q, {}, 1000);
     const evBefore = await t.redis.xlen(k.events);
     const before = await redisNow();
@@ -300,11 +300,11 @@ describe('extendLeases (heartbeat)', () => {
     await t.store.cancel(q, c.id);
     const done = await claimOne(q);
     await t.store.complete(q, 'w1', [{ id: done.id, lockToken: done.token, result: 1 }]);
-    const scoreB = await t.redis.zscore(t.store.keys(q).active, b.id);
+    const scoreB = await t.redis.zscore(t.keys(q).active, b.id);
     const hb = await t.store.extendLeases(q, [lease(a.id, a.lockToken), lease(b.id, 'nope'), lease('missing', 'x'), lease(c.id, c.lockToken), lease(done.id, done.token)], 60_000);
     expect(hb.statuses).toEqual(['ok', 'lease_lost', 'lease_lost', 'cancel_requested', 'lease_lost']);
-    expect(await t.redis.zscore(t.store.keys(q).active, b.id)).toBe(scoreB);
-    expect(await t.redis.zscore(t.store.keys(q).active, done.id)).toBeNull();
+    expect(await t.redis.zscore(t.keys(q).active, b.id)).toBe(scoreB);
+    expect(await t.redis.zscore(t.keys(q).active, done.id)).toBeNull();
   });
 
   it('a stale token renews nothing', async () => {

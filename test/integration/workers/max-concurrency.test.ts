@@ -1,7 +1,7 @@
 import { HandlerMap } from '../../../src/core/handler';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { createRedis } from '../../../src/redis/connection';
-import { WakeWaiter } from '../../../src/redis/wake/wake-waiter';
+import { RedisWakeWaiter } from '../../../src/redis/wake/wake-waiter';
 import { WorkerRuntime } from '../../../src/workers/runtime/worker-runtime';
 import { openStore, REDIS_URL, TestStore } from '../../support/redis';
 import { waitUntil } from '../../support/timing';
@@ -26,7 +26,7 @@ describe('worker runtime: maxConcurrency across workers', () => {
 
   it('never runs more than maxConcurrency jobs at once over two workers, and finishes them all', async () => {
     const q = 'mc-two-workers';
-    await t.store.configureQueue(q, { maxConcurrency: 2 });
+    await t.stores.queues.configure(q, { maxConcurrency: 2 });
     let running = 0;
     let peak = 0;
     let done = 0;
@@ -39,11 +39,12 @@ describe('worker runtime: maxConcurrency across workers', () => {
       return null;
     });
     for (const id of ['a', 'b']) {
-      const waiter = new WakeWaiter(
+      const waiter = new RedisWakeWaiter(
         () => createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null }, { blocking: true }),
         false,
+        (q) => t.keys(q).wake,
       );
-      const rt = new WorkerRuntime(t.store, handlers, waiter, {
+      const rt = new WorkerRuntime(t.stores, handlers, waiter, {
         workerId: `w-${id}`,
         queues: [q],
         concurrency: 5,
@@ -65,6 +66,6 @@ describe('worker runtime: maxConcurrency across workers', () => {
     await waitUntil('all jobs done', async () => done === n || undefined, 30_000);
     expect(peak).toBe(2);
     expect(Date.now() - started).toBeLessThan(15_000);
-    expect(await t.redis.zcard(t.store.keys(q).active)).toBe(0);
+    expect(await t.redis.zcard(t.keys(q).active)).toBe(0);
   });
 });
