@@ -1,5 +1,7 @@
 /**
- * The audit quarantine: stream entries the mirror cannot write — PostgreSQL
+ * The quarantine of every Redis-stream → PostgreSQL writer (the history
+ * mirror here, the operator-log flusher src/oplog/oplog-flusher.ts): stream
+ * entries a writer cannot write — PostgreSQL
  * refuses their values, or the projection cannot read them — are kept in
  * `audit_quarantine` (migration 1796001000000) with the error and their raw
  * fields, then acknowledged like written entries, so that no entry can stop
@@ -33,7 +35,7 @@ export const QUARANTINE_ENTRY_BYTES = 32 * 2 ** 20;
 const ROWS_PER_INSERT = 500;
 const BYTES_PER_INSERT = 64 * 2 ** 20;
 
-type StoredValue = string | { base64: string } | { bytes: number; head_base64: string } | { bytes: number; omitted: true };
+export type StoredValue = string | { base64: string } | { bytes: number; head_base64: string } | { bytes: number; omitted: true };
 
 /**
  * An entry's raw fields as a jsonb object: name → value. A value that is
@@ -87,32 +89,49 @@ const INSERT = `INSERT INTO audit_quarantine (stream_key, entry_id, queue, field
     error_message = EXCLUDED.error_message, quarantined_at = now()`;
 
 /**
- * Stores `refusals` in `audit_quarantine` (an entry quarantined again, as
- * after a crash before its acknowledgement, is updated in place). Should
- * PostgreSQL refuse a row anyway, that chunk goes in again with its fields
- * left out, so the content of an entry cannot fail this write.
- * @throws when Redis or PostgreSQL is unavailable (nothing is acknowledged then).
+ * One quarantined record of any writer that moves buffered Redis-stream
+ * entries into PostgreSQL (the history mirror, the operator-log flusher
+ * src/oplog/oplog-flusher.ts, …): the one table and the one write path for
+ * all of them (API.md v1.2: no record stops a writer).
  */
-export async function writeQuarantine(db: DataSource, redis: RedisClient, eventsKeyOf: (queue: string) => string, refusals: Refusal[]): Promise<void> {
-  const byKey = new Map<string, Refusal>();
-  for (const r of refusals) byKey.set(`${r.entry.queue}\n${r.entry.id}`, r);
-  const all = [...byKey.values()];
-  const fields = await rawFields(redis, eventsKeyOf, all.map((r) => r.entry));
-  for (let i = 0; i < all.length; ) {
+export interface QuarantineRow {
+  /** The Redis stream the entry was read from. */
+  streamKey: string;
+  /** Its stream entry id. */
+  entryId: string;
+  /** The queue of a history-mirror entry; '' for an entry of no queue (an operator-log record). */
+  queue: string;
+  /** Its raw fields ({@link storedFields}). */
+  fields: Record<string, StoredValue>;
+  /** A SQLSTATE, `projection`, `encoding` or `unreadable` (the writer could not read the entry). */
+  code: string;
+  /** The whole error message: for the table only, never a log. */
+  message: string;
+}
+
+/**
+ * Stores `rows` in `audit_quarantine` (a row quarantined again, as after a
+ * crash before its acknowledgement, is updated in place). Should PostgreSQL
+ * refuse a row anyway, that chunk goes in again with its fields left out, so
+ * the content of an entry cannot fail this write.
+ * @throws when PostgreSQL is unavailable (the writer then acknowledges nothing).
+ */
+export async function insertQuarantine(db: DataSource, rows: QuarantineRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; ) {
     let bytes = 0;
     let j = i;
     const json: string[] = [];
-    while (j < all.length && j - i < ROWS_PER_INSERT && (j === i || bytes < BYTES_PER_INSERT)) {
-      const s = JSON.stringify(fields[j]);
+    while (j < rows.length && j - i < ROWS_PER_INSERT && (j === i || bytes < BYTES_PER_INSERT)) {
+      const s = JSON.stringify(rows[j].fields);
       json.push(s);
       bytes += s.length;
       j++;
     }
-    const chunk = all.slice(i, j);
+    const chunk = rows.slice(i, j);
     const params = (f: string[]) => [
-      chunk.map((r) => storableText(eventsKeyOf(r.entry.queue))),
-      chunk.map((r) => storableText(r.entry.id)),
-      chunk.map((r) => storableText(r.entry.queue)),
+      chunk.map((r) => storableText(r.streamKey)),
+      chunk.map((r) => storableText(r.entryId)),
+      chunk.map((r) => storableText(r.queue)),
       f,
       chunk.map((r) => storableText(r.code)),
       chunk.map((r) => storableText(r.message)),
@@ -125,6 +144,22 @@ export async function writeQuarantine(db: DataSource, redis: RedisClient, events
     }
     i = j;
   }
+}
+
+/**
+ * Stores the history mirror's `refusals` in `audit_quarantine` with their raw
+ * fields read again from Redis ({@link insertQuarantine}).
+ * @throws when Redis or PostgreSQL is unavailable (nothing is acknowledged then).
+ */
+export async function writeQuarantine(db: DataSource, redis: RedisClient, eventsKeyOf: (queue: string) => string, refusals: Refusal[]): Promise<void> {
+  const byKey = new Map<string, Refusal>();
+  for (const r of refusals) byKey.set(`${r.entry.queue}\n${r.entry.id}`, r);
+  const all = [...byKey.values()];
+  const fields = await rawFields(redis, eventsKeyOf, all.map((r) => r.entry));
+  await insertQuarantine(
+    db,
+    all.map((r, i) => ({ streamKey: eventsKeyOf(r.entry.queue), entryId: r.entry.id, queue: r.entry.queue, fields: fields[i], code: r.code, message: r.message })),
+  );
 }
 
 /**

@@ -73,12 +73,16 @@ describe('#1 a NUL in a path parameter never stops the operator log', () => {
     const { stream } = oplogKeys(api.prefix);
     const base = { project: 'default', actor: 'none', actorKind: 'none', action: 'key.revoke', method: 'DELETE', path: '/keys/:id', status: 400, address: '127.0.0.1', requestId: 'x' };
     const id = () => `0190f5a0-0000-7000-8000-${randomBytes(6).toString('hex')}`;
-    // As a recorder of an older version would have buffered them: a raw NUL target, a time past what a Date holds.
+    // As a recorder of an older version would have buffered them: a raw NUL target (written, escaped), a status
+    // PostgreSQL refuses (smallint), a time past what a Date holds; and text that is no record.
+    const nulId = id();
     const badIds = [id(), id()];
     const r = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
     try {
-      await r.xadd(stream, '*', 'r', JSON.stringify({ ...base, id: badIds[0], at: Date.now(), target: 'a\u0000b' }));
+      await r.xadd(stream, '*', 'r', JSON.stringify({ ...base, id: nulId, at: Date.now(), target: 'a\u0000b', requestId: nulId }));
+      await r.xadd(stream, '*', 'r', JSON.stringify({ ...base, id: badIds[0], at: Date.now(), status: 99999, target: 't' }));
       await r.xadd(stream, '*', 'r', JSON.stringify({ ...base, id: badIds[1], at: 9e15, target: 't' }));
+      await r.xadd(stream, '*', 'r', 'not json', 'x', '\u0000');
     } finally {
       r.disconnect();
     }
@@ -91,13 +95,15 @@ describe('#1 a NUL in a path parameter never stops the operator log', () => {
           `SELECT stream_key, error_code, fields FROM audit_quarantine WHERE stream_key = $1`,
           [stream],
         );
-        return rows.length >= 2 ? rows : undefined;
+        return rows.length >= 3 ? rows : undefined;
       },
       10_000,
       100,
     );
     expect(q.map((x) => x.fields.r).join(' ')).toContain(badIds[0]);
     expect(q.map((x) => x.fields.r).join(' ')).toContain(badIds[1]);
+    expect(q.map((x) => x.error_code).sort()).toEqual(['22003', 'encoding', 'unreadable']);
+    expect((await auditLog()).find((e) => e.requestId === nulId)).toMatchObject({ target: 'a\\u0000b' });
   });
 });
 
