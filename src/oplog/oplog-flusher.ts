@@ -218,6 +218,8 @@ export class OplogFlusher {
    */
   private async write(records: { id: string; rec: OplogRecord }[], entries: Entry[]): Promise<QuarantineRow[]> {
     const fieldsOf = new Map(entries.map(([id, f]) => [id, f ?? []]));
+    // Entries another consumer took over leave their count behind: bounded, never a leak.
+    if (this.strikes.size > 10_000) this.strikes.clear();
     const refused: QuarantineRow[] = [];
     const rows: { id: string; params: unknown[] }[] = [];
     for (const { id, rec } of records) {
