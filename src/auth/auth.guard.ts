@@ -18,6 +18,9 @@ import { SessionStore, type SessionRecord } from './session-store';
 
 const PUBLIC: Principal = Object.freeze({ kind: 'public', project: DEFAULT_PROJECT, role: null, root: false, keyId: null, label: 'public' }) as Principal;
 
+/** What `/metrics` asks of credentials that are not METRICS_TOKEN while AUTH=on. */
+const ROOT_ONLY: readonly Requirement[] = Object.freeze(['root'] as Requirement[]);
+
 const SESSION_REFUSED = 'session expired or signed out: log in again (POST /auth/login)';
 
 /** Header a root key names its project with (API.md v1.1). */
@@ -26,7 +29,9 @@ export const PROJECT_HEADER = 'x-sluice-project';
 /**
  * The one guard (global): applies each route's `@Access` declaration.
  * - `public` routes: no credentials looked at;
- * - `metrics`: `Bearer <METRICS_TOKEN>` when that is set, else public;
+ * - `metrics`: `Bearer <METRICS_TOKEN>` when that is set; with AUTH=on also a root
+ *   key (401 without credentials, 403 for a project's key or session), with
+ *   AUTH=off and no METRICS_TOKEN public;
  * - AUTH=off: every request acts as `admin` of `default` (root routes stay refused);
  * - projects: a key or session acts in its project; a root key in the one its
  *   `X-Sluice-Project` header names (default `default`; other credentials
@@ -88,10 +93,18 @@ export class AuthGuard implements CanActivate {
   principalFor(req: FastifyRequest, required: readonly Requirement[]): Principal | Promise<Principal> {
     if (required.includes('public')) return PUBLIC;
     if (required.includes('metrics')) {
-      if (!this.metricsTokenHash) return PUBLIC;
       const token = bearerToken(req.headers.authorization);
-      if (!token || !sameHash(sha256(token), this.metricsTokenHash)) throw new UnauthorizedError('metrics need Authorization: Bearer <METRICS_TOKEN>');
-      return PUBLIC;
+      if (this.metricsTokenHash && token && sameHash(sha256(token), this.metricsTokenHash)) return PUBLIC;
+      if (!this.config.auth) {
+        if (!this.metricsTokenHash) return PUBLIC;
+        throw new UnauthorizedError('metrics need Authorization: Bearer <METRICS_TOKEN>');
+      }
+      // AUTH=on: /metrics is installation-wide (every project's labels), so beside METRICS_TOKEN only a root key
+      // (API.md v1.2); no or unknown credentials → 401, a project's key or session → 403.
+      if (!token && !(req.headers.authorization === undefined && hasSessionCookie(req.headers.cookie))) {
+        throw new UnauthorizedError('metrics need Authorization: Bearer <METRICS_TOKEN> or a root key');
+      }
+      return this.principalFor(req, ROOT_ONLY);
     }
     if (!this.config.auth) {
       if (!roleSatisfies('admin', false, required)) throw new ForbiddenError('this route needs a root key (AUTH is off: requests act as admin of the default project)');

@@ -149,13 +149,16 @@ export class KeyStore {
     return 'created';
   }
 
-  /** Keys of a project (every project's for `project` null), oldest first, without secrets. */
-  async list(project: string | null): Promise<KeyView[]> {
+  /**
+   * Keys of a project (every project's for `project` null), oldest first, without secrets.
+   * @param opts.root false: root keys are left out (they are root's, not the project's: API.md v1.2).
+   */
+  async list(project: string | null, opts: { root: boolean } = { root: true }): Promise<KeyView[]> {
     const [all, used] = await Promise.all([this.store.allRecords(), this.store.lastUsed()]);
     const out: KeyView[] = [];
     for (const raw of all) {
       const rec = parseRecord(raw);
-      if (!rec || (project !== null && rec.project !== project)) continue;
+      if (!rec || (project !== null && rec.project !== project) || (rec.root && !opts.root)) continue;
       const mem = this.lastUsed.get(rec.id);
       const ms = mem ?? (used[rec.id] ? Number(used[rec.id]) : NaN);
       out.push({ ...rec, lastUsedAt: Number.isFinite(ms) ? new Date(ms).toISOString() : null });
@@ -163,22 +166,26 @@ export class KeyStore {
     return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
-  /** The key with this id if it belongs to `project` (any project for null). */
-  async get(id: string, project: string | null): Promise<KeyRecord | null> {
+  /**
+   * The key with this id if it belongs to `project` (any project for null).
+   * @param opts.root false: a root key is not found (only root manages root keys).
+   */
+  async get(id: string, project: string | null, opts: { root: boolean } = { root: true }): Promise<KeyRecord | null> {
     const hash = await this.store.hashOf(id);
     if (!hash) return null;
     const raw = await this.store.findByHash(hash);
     const rec = raw ? parseRecord(raw) : null;
-    if (!rec || (project !== null && rec.project !== project)) return null;
+    if (!rec || (project !== null && rec.project !== project) || (rec.root && !opts.root)) return null;
     return rec;
   }
 
   /**
    * Revokes a key: effective at once on this replica, within {@link KEY_CACHE_MS} on others.
+   * @param opts.root false: a root key is not found (only root revokes root keys).
    * @returns the revoked record, or null when no such key (in that project) is live.
    */
-  async revoke(id: string, project: string | null): Promise<KeyRecord | null> {
-    const rec = await this.get(id, project);
+  async revoke(id: string, project: string | null, opts: { root: boolean } = { root: true }): Promise<KeyRecord | null> {
+    const rec = await this.get(id, project, opts);
     if (!rec) return null;
     const hash = (await this.store.hashOf(id)) as string;
     await this.store.remove(hash, id);

@@ -92,7 +92,9 @@ export class KeysController {
   @ApiOperation({ operationId: 'listKeys', summary: "Your project's keys, without secrets" })
   @ApiAnswer(200, ['KeyView'], 'Every key of the project, without secrets.')
   list(@Req() req: FastifyRequest): Promise<KeyView[]> {
-    return this.keys.list(principalOf(req).project);
+    const p = principalOf(req);
+    // Root keys are root's: a project admin neither sees nor revokes them (API.md v1.2).
+    return this.keys.list(p.project, { root: p.root });
   }
 
   @Delete(':id')
@@ -102,7 +104,8 @@ export class KeysController {
   @ApiOperation({ operationId: 'revokeKey', summary: 'Revoke a key: refused from then on (within 1 s on every api replica)' })
   @ApiAnswer(200, 'RevokedKey', 'The revoked key.')
   async revoke(@Param('id') id: string, @Req() req: FastifyRequest): Promise<KeyRecord & { revoked: true }> {
-    const rec = await this.keys.revoke(KeyIdParam.check(id), principalOf(req).project);
+    const p = principalOf(req);
+    const rec = await this.keys.revoke(KeyIdParam.check(id), p.project, { root: p.root });
     if (!rec) throw new SluiceError('not_found', `key ${id} not found`);
     return { ...rec, revoked: true };
   }

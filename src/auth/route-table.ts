@@ -1,5 +1,6 @@
 import { RequestMethod, type INestApplicationContext } from '@nestjs/common';
-import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { METHOD_METADATA, PATH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { ModulesContainer } from '@nestjs/core';
 import type { Requirement } from '../core/access';
 import { ACCESS_METADATA } from './access.decorator';
@@ -15,6 +16,14 @@ export interface RouteAccess {
   handler: string;
   /** Its operator-audit declaration (`@Audited` / `@NotAudited`), null = none. */
   audit: AuditDeclaration | null;
+  /** Whether the handler reads a body (`@Body`): a route that does not takes none, or `{}` (src/http/http-app.ts refuses any other). */
+  takesBody: boolean;
+}
+
+/** Whether a handler of `ctor` has a `@Body()` parameter (Nest keeps them as `<RouteParamtypes>:<index>` keys). */
+export function readsBody(ctor: object, name: string): boolean {
+  const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, ctor, name) ?? {}) as Record<string, unknown>;
+  return Object.keys(args).some((k) => k.split(':')[0] === String(RouteParamtypes.BODY));
 }
 
 function joinPath(base: string, sub: string): string {
@@ -47,9 +56,10 @@ export function routeTable(app: INestApplicationContext): RouteAccess[] {
         if (subs === undefined || m === undefined) continue;
         const required = (Reflect.getMetadata(ACCESS_METADATA, fn) as Requirement[] | undefined) ?? classReq ?? null;
         const audit = (Reflect.getMetadata(AUDIT_METADATA, fn) as AuditDeclaration | undefined) ?? null;
+        const takesBody = readsBody(ctor, name);
         for (const base of bases) {
           for (const sub of ([] as string[]).concat(subs)) {
-            out.push({ method: RequestMethod[m], path: joinPath(base, sub), required, handler: `${ctor.name}.${name}`, audit });
+            out.push({ method: RequestMethod[m], path: joinPath(base, sub), required, handler: `${ctor.name}.${name}`, audit, takesBody });
           }
         }
       }

@@ -18,7 +18,8 @@ export type Role = (typeof ROLES)[number];
  * What a route requires. A role name means "a credential whose role
  * includes it"; several names mean any of them. Besides roles:
  * - `public`: no credentials (health, readiness, console assets, login);
- * - `metrics`: none unless METRICS_TOKEN is set, then that bearer token;
+ * - `metrics`: `Bearer <METRICS_TOKEN>`, or (AUTH=on) a root key; with AUTH=off
+ *   and no METRICS_TOKEN, none (API.md v1.2: the installation's, every project's labels);
  * - `root`: a root key only (projects).
  */
 export type Requirement = Role | 'public' | 'metrics' | 'root';

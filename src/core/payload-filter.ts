@@ -1,3 +1,4 @@
+import { findBadJsonString } from '../http/json-guard';
 import { ValidationError } from './errors';
 import type { Json } from './job';
 
@@ -35,6 +36,33 @@ export function parsePayloadFilter(text: string): string {
     return bad('must be JSON, e.g. {"orderId":42}');
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v)) bad('must be a JSON object');
+  // As in bodies (src/http/http-app.ts): no NUL or lone surrogate (PostgreSQL jsonb holds neither), no prototype keys.
+  const badString = findBadJsonString(v);
+  if (badString) bad(`${badString.path ? `${badString.path}: ` : ''}${badString.message}`);
+  const proto = prototypeKey(v);
+  if (proto) bad(`must not hold the key ${proto}`);
   if (depthOf(v, PAYLOAD_FILTER_MAX_DEPTH) > PAYLOAD_FILTER_MAX_DEPTH) bad(`must be nested at most ${PAYLOAD_FILTER_MAX_DEPTH} levels deep`);
   return JSON.stringify(v);
+}
+
+/**
+ * The first prototype-poisoning key of `v`, refused as Fastify's body parser
+ * refuses them (`protoAction`/`constructorAction: 'error'`): `__proto__`
+ * anywhere, `constructor` holding a `prototype`. Iterative (no recursion).
+ */
+function prototypeKey(v: Json): string | null {
+  const stack: Json[] = [v];
+  while (stack.length) {
+    const x = stack.pop();
+    if (x === null || typeof x !== 'object') continue;
+    if (Array.isArray(x)) {
+      stack.push(...x);
+      continue;
+    }
+    if (Object.prototype.hasOwnProperty.call(x, '__proto__')) return '__proto__';
+    const c = Object.prototype.hasOwnProperty.call(x, 'constructor') ? (x as Record<string, Json>).constructor : undefined;
+    if (c && typeof c === 'object' && Object.prototype.hasOwnProperty.call(c, 'prototype')) return 'constructor.prototype';
+    stack.push(...Object.values(x));
+  }
+  return null;
 }

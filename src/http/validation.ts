@@ -1,4 +1,5 @@
 import { ValidationPipe } from '@nestjs/common';
+import { Transform } from 'class-transformer';
 import type { ValidatorOptions } from '@nestjs/common/interfaces/external/validator-options.interface';
 import type { ValidationError as ClassValidatorError } from 'class-validator';
 import { ValidationError } from '../core/errors';
@@ -57,4 +58,14 @@ export function createValidationPipe(): ValidationPipe {
     validationError: { target: false, value: false },
     exceptionFactory: (errors) => validationFailure(flattenValidationErrors(errors)),
   });
+}
+
+/**
+ * For an integer query parameter, in place of `@Type(() => Number)`: decimal
+ * digits only (an optional `-`), so `0x10`, `1e1`, `0b11`, ` 10` or `10.0`
+ * stay strings and fail the field's `@IsInt` (400) instead of being read as
+ * numbers JavaScript's `Number()` would make of them (API.md v1.2).
+ */
+export function DecimalInt(): PropertyDecorator {
+  return Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^-?[0-9]{1,16}$/.test(value) ? Number(value) : value));
 }

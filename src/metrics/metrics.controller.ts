@@ -5,7 +5,10 @@ import type { FastifyReply } from 'fastify';
 import { ApiAnswer } from '../http/openapi/decorators';
 import { SluiceMetrics } from './sluice-metrics';
 
-/** API.md `GET /metrics` (every role): Prometheus text exposition of this process's roles (src/metrics/metrics.module.ts). */
+/**
+ * API.md `GET /metrics`: Prometheus text exposition of this process's roles (src/metrics/metrics.module.ts),
+ * every project's labels: with AUTH=on METRICS_TOKEN or a root key only (src/auth/auth.guard.ts).
+ */
 @ApiTags('ops')
 @Controller()
 export class MetricsController {

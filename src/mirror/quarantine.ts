@@ -1,17 +1,14 @@
 /**
- * The audit quarantine: stream entries the mirror cannot write — PostgreSQL
- * refuses their values, or the projection cannot read them — are kept in
- * `audit_quarantine` (migration 1796001000000) with the error and their raw
- * fields, then acknowledged like written entries, so that no entry can stop
- * the writer (src/mirror/mirror-writer.ts). This write is the one that must
- * not fail on content: every text is made storable and every field value
- * that is not storable text goes in as its bytes (base64).
+ * The history mirror's side of the quarantine (src/postgres/quarantine.ts):
+ * which stream entries it gives up on and why, their raw fields read again
+ * from the stream, and one log line per stream (never a value).
  */
-import { isUtf8 } from 'node:buffer';
 import type { DataSource } from 'typeorm';
 import type { MirrorStream } from '../core/ports';
 import type { Logger } from '../core/logger';
-import { BatchFault, batchFault, logSafeMessage, storableText } from '../postgres/pg-errors';
+import type { BatchFault } from '../postgres/pg-errors';
+import { insertQuarantine, storedFields, type StoredValue } from '../postgres/quarantine';
+import { logSafeMessage, storableText } from '../postgres/pg-errors';
 import type { StreamEntry } from './projection';
 
 /** One entry the writer gives up on, and why. */
@@ -24,45 +21,6 @@ export interface Refusal {
   /** How PostgreSQL's error was classified; absent for `projection` and `encoding`. */
   fault?: BatchFault;
 }
-
-/** A field value stored as it is up to this many bytes; a longer one keeps its first bytes (base64) and its length. */
-export const QUARANTINE_FIELD_BYTES = 4 * 2 ** 20;
-/** Bytes of field values kept per entry; values past it keep only their length. */
-export const QUARANTINE_ENTRY_BYTES = 32 * 2 ** 20;
-/** Rows per INSERT, and at most ~this many bytes of fields per INSERT. */
-const ROWS_PER_INSERT = 500;
-const BYTES_PER_INSERT = 64 * 2 ** 20;
-
-type StoredValue = string | { base64: string } | { bytes: number; head_base64: string } | { bytes: number; omitted: true };
-
-/**
- * An entry's raw fields as a jsonb object: name → value. A value that is
- * valid UTF-8 without NUL (what jsonb and text can hold) is a string;
- * anything else is `{"base64": …}` of its exact bytes; over
- * QUARANTINE_FIELD_BYTES, `{"bytes": n, "head_base64": …}`; past
- * QUARANTINE_ENTRY_BYTES for the entry, `{"bytes": n, "omitted": true}`. A
- * name that is not storable text is `base64:<its bytes>`; a repeated name
- * gets `#2`, `#3`… appended.
- * @param flat the entry's field list as Redis holds it (name, value, …).
- */
-export function storedFields(flat: Buffer[]): Record<string, StoredValue> {
-  // No prototype: a field named `__proto__` is a field like any other.
-  const out: Record<string, StoredValue> = Object.create(null);
-  let kept = 0;
-  for (let i = 0; i + 1 < flat.length; i += 2) {
-    const k = flat[i];
-    let name = isText(k) ? k.toString('utf8') : `base64:${k.toString('base64')}`;
-    for (let n = 2; name in out; n++) name = `${name.replace(/#\d+$/, '')}#${n}`;
-    const v = flat[i + 1];
-    if (kept >= QUARANTINE_ENTRY_BYTES) out[name] = { bytes: v.length, omitted: true };
-    else if (v.length > QUARANTINE_FIELD_BYTES) out[name] = { bytes: v.length, head_base64: v.subarray(0, QUARANTINE_FIELD_BYTES).toString('base64') };
-    else out[name] = isText(v) ? v.toString('utf8') : { base64: v.toString('base64') };
-    kept += Math.min(v.length, QUARANTINE_FIELD_BYTES);
-  }
-  return out;
-}
-
-const isText = (b: Buffer) => !b.includes(0) && isUtf8(b);
 
 /**
  * Reads the raw fields of `entries` (still in their streams: nothing is
@@ -81,16 +39,9 @@ async function rawFields(stream: Pick<MirrorStream, 'rawEntries'>, entries: Stre
   );
 }
 
-const INSERT = `INSERT INTO audit_quarantine (stream_key, entry_id, queue, fields, error_code, error_message)
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[])
-  ON CONFLICT (stream_key, entry_id) DO UPDATE SET fields = EXCLUDED.fields, error_code = EXCLUDED.error_code,
-    error_message = EXCLUDED.error_message, quarantined_at = now()`;
-
 /**
- * Stores `refusals` in `audit_quarantine` (an entry quarantined again, as
- * after a crash before its acknowledgement, is updated in place). Should
- * PostgreSQL refuse a row anyway, that chunk goes in again with its fields
- * left out, so the content of an entry cannot fail this write.
+ * Stores the history mirror's `refusals` in `audit_quarantine` with their raw
+ * fields read again from Redis ({@link insertQuarantine}).
  * @throws when Redis or PostgreSQL is unavailable (nothing is acknowledged then).
  */
 export async function writeQuarantine(db: DataSource, stream: Pick<MirrorStream, 'rawEntries' | 'streamName'>, refusals: Refusal[]): Promise<void> {
@@ -99,33 +50,10 @@ export async function writeQuarantine(db: DataSource, stream: Pick<MirrorStream,
   for (const r of refusals) byKey.set(`${r.entry.queue}\n${r.entry.id}`, r);
   const all = [...byKey.values()];
   const fields = await rawFields(stream, all.map((r) => r.entry));
-  for (let i = 0; i < all.length; ) {
-    let bytes = 0;
-    let j = i;
-    const json: string[] = [];
-    while (j < all.length && j - i < ROWS_PER_INSERT && (j === i || bytes < BYTES_PER_INSERT)) {
-      const s = JSON.stringify(fields[j]);
-      json.push(s);
-      bytes += s.length;
-      j++;
-    }
-    const chunk = all.slice(i, j);
-    const params = (f: string[]) => [
-      chunk.map((r) => storableText(eventsKeyOf(r.entry.queue))),
-      chunk.map((r) => storableText(r.entry.id)),
-      chunk.map((r) => storableText(r.entry.queue)),
-      f,
-      chunk.map((r) => storableText(r.code)),
-      chunk.map((r) => storableText(r.message)),
-    ];
-    try {
-      await db.query(INSERT, params(json));
-    } catch (e) {
-      if (batchFault(e) === 'unavailable') throw e;
-      await db.query(INSERT, params(chunk.map(() => JSON.stringify({ omitted: `not storable (${logSafeMessage((e as Error).message)})` }))));
-    }
-    i = j;
-  }
+  await insertQuarantine(
+    db,
+    all.map((r, i) => ({ streamKey: eventsKeyOf(r.entry.queue), entryId: r.entry.id, queue: r.entry.queue, fields: fields[i], code: r.code, message: r.message })),
+  );
 }
 
 /**

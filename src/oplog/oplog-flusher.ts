@@ -3,7 +3,9 @@ import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Logger } from '../logging/logger';
 import { OplogBufferGoneError, type OplogBuffer, type OplogEntry } from '../core/ports/oplog';
-import { parseRecord, type OplogRecord } from './oplog-record';
+import { batchFault, logSafeMessage, sqlState } from '../postgres/pg-errors';
+import { insertQuarantine, storedFields, type QuarantineRow } from '../postgres/quarantine';
+import { parseRecord, storableRecord, type OplogRecord } from './oplog-record';
 
 /** Consumer group of the flushers (every api replica joins it). */
 export const OPLOG_GROUP = 'oplog-flushers';
@@ -17,6 +19,10 @@ const IDLE_MS = 250;
 const RETRY_MS = 1000;
 /** Consumers with nothing pending that were idle this long are removed from the group (dead replicas), ms. */
 const CONSUMER_FORGET_MS = 600_000;
+/** Passes in a row a record alone must fail with an unclassified SQLSTATE (`unknown`, src/postgres/pg-errors.ts) before it is quarantined. */
+const UNKNOWN_STRIKES = 3;
+/** Columns of one operator_audit row. */
+const COLUMNS = 12;
 
 type Entry = OplogEntry;
 
@@ -38,6 +44,12 @@ type Entry = OplogEntry;
  *   bound the recorder checks.
  * PostgreSQL away: the records stay in Redis (pending) and are written when it
  * is back. Redis lost its data: the group is made again (NOGROUP).
+ * A record that can never be written — PostgreSQL refuses its values, it
+ * cannot be encoded, it is no record at all — is quarantined (the one
+ * quarantine of every stream writer: src/postgres/quarantine.ts, table
+ * `audit_quarantine`) with its reason and acknowledged, so it never stops the
+ * records behind it (API.md v1.2). Texts are made storable first
+ * ({@link storableRecord}), so a hostile target is recorded, not refused.
  */
 export class OplogFlusher {
   readonly consumer = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -47,6 +59,8 @@ export class OplogFlusher {
   private groupReady = false;
   private lastForget = 0;
   private lastWarn = 0;
+  /** Records that failed alone with an `unknown` SQLSTATE, and how many passes in a row. */
+  private readonly strikes = new Map<string, number>();
   /** Rows written by this process since start. */
   written = 0;
 
@@ -118,16 +132,30 @@ export class OplogFlusher {
       return 0;
     }
     if (entries.length) {
-      const records: OplogRecord[] = [];
-      for (const [, text] of entries) {
-        const rec = parseRecord(text);
-        if (rec) records.push(rec);
+      const records: { id: string; rec: OplogRecord }[] = [];
+      const refused: QuarantineRow[] = [];
+      for (const [id, fields] of entries) {
+        if (!fields) continue; // deleted meanwhile (acknowledged below)
+        const rec = parseRecord(valueOf(fields, 'r'));
+        if (rec) records.push({ id, rec: storableRecord(rec) });
+        else refused.push(this.refusal(id, fields, 'unreadable', 'not an operator-audit record'));
       }
-      if (records.length) await this.insert(records);
-      if (records.length < entries.length) this.log.warn({ skipped: entries.length - records.length }, 'operator audit: unreadable buffered records skipped');
+      if (records.length) refused.push(...(await this.write(records, entries)));
+      if (refused.length) {
+        await insertQuarantine(this.db, refused);
+        this.log.warn(
+          {
+            streamKey: this.buffer.name,
+            count: refused.length,
+            entries: refused.slice(0, 100).map((r) => r.entryId),
+            errors: [...new Set(refused.map((r) => `${r.code} ${r.code === 'unreadable' || r.code === 'encoding' ? '' : logSafeMessage(r.message)}`.trim()))].slice(0, 20),
+          },
+          'operator audit: records quarantined (audit_quarantine)',
+        );
+      }
       const ids = entries.map(([id]) => id);
       await this.buffer.remove(OPLOG_GROUP, ids);
-      this.written += records.length;
+      this.written += records.length - refused.filter((r) => r.code !== 'unreadable').length;
     }
     await this.forgetDeadConsumers().catch(() => undefined);
     return entries.length;
@@ -139,7 +167,7 @@ export class OplogFlusher {
     this.groupReady = true;
   }
 
-  /** This consumer's pending entries (`0`) or new ones (`>`). Deleted entries come back with a null record. */
+  /** This consumer's pending entries (`0`) or new ones (`>`). Deleted entries come back with null fields. */
   private async read(from: '0' | '>'): Promise<Entry[]> {
     return this.buffer.read(OPLOG_GROUP, this.consumer, from === '0' ? 'pending' : 'new', BATCH);
   }
@@ -161,16 +189,68 @@ export class OplogFlusher {
     }
   }
 
-  private async insert(records: OplogRecord[]): Promise<void> {
+  /** What is kept of a refused entry: its raw fields, its reason. */
+  private refusal(id: string, fields: string[], code: string, message: string): QuarantineRow {
+    return { streamKey: this.buffer.name, entryId: id, queue: '', fields: storedFields(fields.map((f) => Buffer.from(f))), code, message };
+  }
+
+  /**
+   * Writes `records` in one INSERT; when PostgreSQL refuses it for its data,
+   * one by one, so that only the records it refuses are left out.
+   * @returns the refused records (to quarantine): `encoding` (a value cannot be
+   *   sent, e.g. a time past what a Date holds), a `data` SQLSTATE, or an
+   *   `unknown` one met {@link UNKNOWN_STRIKES} passes in a row.
+   * @throws when PostgreSQL is unavailable, or an `unknown` failure is not yet taken as the data's.
+   */
+  private async write(records: { id: string; rec: OplogRecord }[], entries: Entry[]): Promise<QuarantineRow[]> {
+    const fieldsOf = new Map(entries.map(([id, f]) => [id, f ?? []]));
+    // Entries another consumer took over leave their count behind: bounded, never a leak.
+    if (this.strikes.size > 10_000) this.strikes.clear();
+    const refused: QuarantineRow[] = [];
+    const rows: { id: string; params: unknown[] }[] = [];
+    for (const { id, rec } of records) {
+      try {
+        rows.push({ id, params: rowParams(rec) });
+      } catch (e) {
+        refused.push(this.refusal(id, fieldsOf.get(id)!, 'encoding', (e as Error).message));
+      }
+    }
+    if (!rows.length) return refused;
+    try {
+      await this.insert(rows.map((r) => r.params));
+      return refused;
+    } catch (e) {
+      if (batchFault(e) === 'unavailable') throw e;
+    }
+    for (const row of rows) {
+      try {
+        await this.insert([row.params]);
+        this.strikes.delete(row.id);
+      } catch (e) {
+        const fault = batchFault(e);
+        if (fault === 'unavailable') throw e;
+        if (fault === 'unknown') {
+          const n = (this.strikes.get(row.id) ?? 0) + 1;
+          this.strikes.set(row.id, n);
+          if (n < UNKNOWN_STRIKES) throw e;
+        }
+        this.strikes.delete(row.id);
+        refused.push(this.refusal(row.id, fieldsOf.get(row.id)!, sqlState(e) ?? 'unknown', (e as Error).message));
+      }
+    }
+    return refused;
+  }
+
+  private async insert(rows: unknown[][]): Promise<void> {
     const params: unknown[] = [];
-    const rows = records.map((r) => {
+    const values = rows.map((r) => {
       const base = params.length;
-      params.push(r.id, new Date(r.at).toISOString(), r.project, r.actor, r.actorKind, r.action, r.target, r.method, r.path, r.status, r.address, r.requestId);
-      return `(${Array.from({ length: 12 }, (_, i) => `$${base + i + 1}`).join(', ')})`;
+      params.push(...r);
+      return `(${Array.from({ length: COLUMNS }, (_, i) => `$${base + i + 1}`).join(', ')})`;
     });
     await this.db.query(
       `INSERT INTO operator_audit (id, at, project, actor, actor_kind, action, target, method, path, status, address, request_id)
-       VALUES ${rows.join(', ')} ON CONFLICT (id) DO NOTHING`,
+       VALUES ${values.join(', ')} ON CONFLICT (id) DO NOTHING`,
       params,
     );
   }
@@ -179,4 +259,17 @@ export class OplogFlusher {
   async bufferState(): Promise<{ buffered: number; dropped: number }> {
     return this.buffer.state();
   }
+}
+
+/**
+ * The INSERT parameters of one record, in the column order of `operator_audit`.
+ * @throws RangeError when `at` is no time a Date can hold.
+ */
+function rowParams(r: OplogRecord): unknown[] {
+  return [r.id, new Date(r.at).toISOString(), r.project, r.actor, r.actorKind, r.action, r.target, r.method, r.path, r.status, r.address, r.requestId];
+}
+
+function valueOf(fields: string[], name: string): string | null {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return null;
 }

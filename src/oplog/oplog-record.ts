@@ -1,3 +1,5 @@
+import { escapedText } from '../postgres/pg-errors';
+
 /**
  * One operator-audit record (docs/security.md, "Operator log"): who did what to which
  * target, when, from where, and how it was answered. Never a body, a payload
@@ -36,10 +38,25 @@ export const OPLOG_BUFFER_MAX = 100_000;
 /** Longest target kept, characters (a longer value is no identifier: no target is recorded). */
 const TARGET_MAX = 200;
 
-/** A target value as recorded: a string of 1..200 characters, else null. */
+/**
+ * A target value as recorded: a string of 1..200 characters, else null. NUL
+ * and lone surrogates (a hostile request's path parameter, refused with 400
+ * but recorded all the same) are written as their escape text (`\u0000`):
+ * PostgreSQL text cannot hold them, and the refusal must stay in the log.
+ */
 export function targetValue(v: unknown): string | null {
   if (typeof v === 'number' && Number.isFinite(v)) return String(v);
-  return typeof v === 'string' && v.length > 0 && v.length <= TARGET_MAX ? v : null;
+  return typeof v === 'string' && v.length > 0 && v.length <= TARGET_MAX ? escapedText(v) : null;
+}
+
+/**
+ * The record with every text made storable ({@link escapedText}): what the
+ * flusher writes, whatever version of the recorder buffered it.
+ */
+export function storableRecord(r: OplogRecord): OplogRecord {
+  const t = (s: string) => escapedText(s);
+  const n = (s: string | null) => (s === null ? null : escapedText(s));
+  return { ...r, project: t(r.project), actor: t(r.actor), actorKind: t(r.actorKind), action: t(r.action), target: n(r.target), method: t(r.method), path: t(r.path), address: n(r.address), requestId: n(r.requestId) };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { batchFault, logSafeMessage, sqlState, storableText } from './pg-errors';
+import { batchFault, escapedText, logSafeMessage, sqlState, storableText } from './pg-errors';
 
 /** An error as node-postgres makes one from PostgreSQL's ErrorResponse. */
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code, severity: 'ERROR' });
@@ -39,5 +39,12 @@ describe('storableText', () => {
   it('replaces NUL and lone surrogates, keeps pairs', () => {
     expect(storableText('a\u0000b\ud800c\udc00d\ud83d\ude80')).toBe('a\ufffdb\ufffdc\ufffdd\ud83d\ude80');
     expect(storableText('plain')).toBe('plain');
+  });
+});
+
+describe('escapedText', () => {
+  it('writes NUL and lone surrogates as their JSON escape text, keeps pairs and everything else', () => {
+    expect(escapedText('a\u0000b\ud800c\udc00d\ud83d\ude80')).toBe('a\\u0000b\\ud800c\\udc00d\ud83d\ude80');
+    expect(escapedText('plain \\u0000 text')).toBe('plain \\u0000 text');
   });
 });

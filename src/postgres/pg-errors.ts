@@ -72,3 +72,13 @@ export function storableText(s: string): string {
 /** NUL, a high surrogate without its low one, a low one without its high one. */
 // eslint-disable-next-line no-control-regex -- NUL is what it looks for
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * Text any PostgreSQL text column takes, keeping what was there readable:
+ * NUL and lone surrogates become their JSON escape as text (`\u0000`,
+ * `\ud800`), for a record that must say what arrived (the operator log's
+ * target of a hostile request) rather than drop or blur it.
+ */
+export function escapedText(s: string): string {
+  return s.replace(UNSTORABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}

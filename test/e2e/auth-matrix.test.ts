@@ -56,10 +56,10 @@ test('every route of the live router has an @Access declaration, and the table h
   expect(table.length).toBeGreaterThan(35);
 });
 
-test('no credentials → 401 on every route that is not public', async () => {
+test('no credentials → 401 on every route that is not public (/metrics too: AUTH=on)', async () => {
   const wrong: string[] = [];
   for (const r of table) {
-    if (r.required!.includes('public') || r.required!.includes('metrics')) continue;
+    if (r.required!.includes('public')) continue;
     const res = await call(r.method, r.path);
     if (res.status !== 401 || res.body?.error?.code !== 'unauthorized') wrong.push(`${r.method} ${r.path} → ${res.status}`);
   }
@@ -79,7 +79,8 @@ test('each role: 403 exactly where its role may not, never 401/403 where it may'
   for (const role of ROLES) {
     for (const r of table) {
       const req = r.required as Requirement[];
-      if (req.includes('public') || req.includes('metrics')) continue;
+      // `metrics`: installation-wide, so a root key (or METRICS_TOKEN) only: every project role → 403 (API.md v1.2).
+      if (req.includes('public')) continue;
       const res = await call(r.method, r.path, keyOf.get(role));
       const may = roleSatisfies(role, false, req);
       if (may && (res.status === 401 || res.status === 403)) wrong.push(`${role} may ${r.method} ${r.path} but got ${res.status}`);
@@ -103,7 +104,8 @@ test('each role through a dashboard session cookie: the same 403 matrix', async 
   for (const role of ROLES) {
     for (const r of table) {
       const req = r.required as Requirement[];
-      if (req.includes('public') || req.includes('metrics')) continue;
+      // `metrics`: installation-wide, so a root key (or METRICS_TOKEN) only: every project role → 403 (API.md v1.2).
+      if (req.includes('public')) continue;
       const res = await call(r.method, r.path, undefined, sessionOf.get(role));
       const may = roleSatisfies(role, false, req);
       if (may && (res.status === 401 || res.status === 403)) wrong.push(`${role} may ${r.method} ${r.path} but got ${res.status}`);
@@ -119,6 +121,38 @@ test('public routes need nothing', async () => {
     // 400: a body the route refuses (`POST /auth/login` with `{}`), never a credentials problem.
     expect([200, 301, 302, 400, 503]).toContain(res.status);
   }
+});
+
+describe('rules beyond the role (API.md v1.2)', () => {
+  test('/metrics: a root key → 200; no credentials → 401; each role (key) → 403', async () => {
+    expect((await api.http.get('/metrics').set('authorization', `Bearer ${BOOTSTRAP}`)).status).toBe(200);
+    expect((await api.http.get('/metrics')).status).toBe(401);
+    for (const role of ROLES) expect([role, (await api.http.get('/metrics').set('authorization', `Bearer ${keyOf.get(role)}`)).status]).toEqual([role, 403]);
+  });
+
+  test("root keys are root's: a project admin's GET /keys does not list them and DELETE of one → 404; root sees them", async () => {
+    const rootKeys = (await api.http.get('/keys').set('authorization', `Bearer ${BOOTSTRAP}`)).body.filter((k: { root: boolean }) => k.root);
+    expect(rootKeys.length).toBe(1);
+    const adminList = await api.http.get('/keys').set('authorization', `Bearer ${keyOf.get('admin')}`);
+    expect(adminList.status).toBe(200);
+    expect(adminList.body.filter((k: { root: boolean }) => k.root)).toEqual([]);
+    const del = await api.http.delete(`/keys/${rootKeys[0].id}`).set('authorization', `Bearer ${keyOf.get('admin')}`);
+    expect([del.status, del.body.error?.code]).toEqual([404, 'not_found']);
+    expect((await api.http.get('/projects').set('authorization', `Bearer ${BOOTSTRAP}`)).status).toBe(200);
+  });
+
+  test('a worker key claims only from external queues (403 elsewhere, a queue never made too); admin may claim from any queue of its project', async () => {
+    const rootReq = (r: ReturnType<typeof api.http.get>) => r.set('authorization', `Bearer ${BOOTSTRAP}`);
+    expect((await rootReq(api.http.put('/queues/matrix-ext')).send({ external: true })).status).toBe(200);
+    expect((await rootReq(api.http.put('/queues/matrix-normal')).send({})).status).toBe(200);
+    const claim = (queue: string, role: Role) => api.http.post(`/queues/${queue}/claim`).set('authorization', `Bearer ${keyOf.get(role)}`).send({ workerId: `matrix-${role}` });
+    expect((await claim('matrix-ext', 'worker')).status).toBe(200);
+    for (const q of ['matrix-normal', 'matrix-never-made']) {
+      const r = await claim(q, 'worker');
+      expect([q, r.status, r.body.error?.code]).toEqual([q, 403, 'forbidden']);
+    }
+    expect((await claim('matrix-normal', 'admin')).status).toBe(200);
+  });
 });
 
 describe('404 across projects', () => {

@@ -59,11 +59,13 @@ describe('http.request jobs (e2e)', () => {
       await enqueue({ method: 'GET', url: `http://127.0.0.1:${server.port}/echo` }, { maxAttempts: 3 }),
       await enqueue({ method: 'GET', url: `http://[::ffff:127.0.0.1]:${server.port}/echo` }, { maxAttempts: 3 }),
     ];
-    const rules = ['link-local (169.254.0.0/16)', 'loopback (127.0.0.0/8)', 'loopback (127.0.0.0/8) as IPv4-mapped IPv6'];
+    // The message says the policy refused it, never which address class (nor the address).
     for (const [i, id] of ids.entries()) {
       const job = await settled(id);
       expect(job).toMatchObject({ status: 'failed', attempts: 1 });
-      expect(job.lastError).toContain(`its address is ${rules[i]}`);
+      expect(job.lastError).toContain('refused by the address policy');
+      expect(job.lastError).not.toMatch(/link-local|loopback|IPv4-mapped/);
+      expect(i).toBeLessThan(3);
     }
     const dlq = (await api.http.get('/jobs/dlq/all').query({ queue: 'hooks', type: 'http.request', limit: 100 })).body.items.map((j: J) => j.id);
     expect(dlq).toEqual(expect.arrayContaining(ids));

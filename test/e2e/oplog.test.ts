@@ -47,7 +47,7 @@ test('every state-changing route is @Audited or @NotAudited; the exemptions are 
   const exempt = changing.filter((r) => r.audit && 'exempt' in r.audit).map((r) => `${r.method} ${r.path}`).sort();
   expect(exempt).toEqual(['POST /jobs', 'POST /jobs/:id/complete', 'POST /jobs/:id/fail', 'POST /jobs/:id/heartbeat', 'POST /jobs/batch', 'POST /queues/:name/claim']);
   expect(changing.filter((r) => r.audit && 'audit' in r.audit).length).toBeGreaterThanOrEqual(12);
-  expect(() => assertEveryChangeAudited([...table, { method: 'POST', path: '/new', required: ['admin'], handler: 'X.y', audit: null }])).toThrow(/POST \/new \(X\.y\)/);
+  expect(() => assertEveryChangeAudited([...table, { method: 'POST', path: '/new', required: ['admin'], handler: 'X.y', audit: null, takesBody: true }])).toThrow(/POST \/new \(X\.y\)/);
 });
 
 test('operator actions are recorded with actor, target, address, status and request id; enqueue is not; no body reaches a row', async () => {

@@ -285,7 +285,9 @@ describe('two projects side by side', () => {
   });
 
   test('/metrics labels every queue series with its project and the bare queue name', async () => {
-    const text = (await api.http.get('/metrics')).text;
+    // Installation-wide, so root's (API.md v1.2): a project's key gets 403, no credentials 401.
+    expect((await api.http.get('/metrics')).status).toBe(401);
+    const text = (await api.http.get('/metrics').set('authorization', `Bearer ${ROOT}`)).text;
     for (const p of [...PROJECTS, 'acme-x'] as const) {
       const counts = (await as(p).get('/queues/shared')).body.counts;
       for (const state of ['waiting', 'active', 'failed'] as const) {

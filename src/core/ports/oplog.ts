@@ -1,5 +1,9 @@
-/** One buffered operator-log entry: its buffer id and the record (JSON text), null when the entry was deleted meanwhile. */
-export type OplogEntry = [id: string, record: string | null];
+/**
+ * One buffered operator-log entry: its buffer id and its field/value list
+ * (field `r` holds the record, JSON text), null when the entry was deleted
+ * meanwhile. Raw, so an entry that is no record can be quarantined as it is.
+ */
+export type OplogEntry = [id: string, fields: string[] | null];
 
 /** A consumer of the buffer's group as {@link OplogBuffer.consumers} reports it. */
 export interface OplogConsumer {
@@ -31,6 +35,8 @@ export class OplogBufferGoneError extends Error {
  * Implemented by `src/redis/stores/oplog-buffer.ts` (a stream; lua/recordAction-2.lua).
  */
 export abstract class OplogBuffer {
+  /** The buffer's name as recorded in the quarantine table (`audit_quarantine.stream_key`). */
+  abstract readonly name: string;
   /**
    * Appends one record unless the buffer already holds `max` (atomic).
    * @returns true when appended; false when full: the record is dropped and the drop counter incremented.

@@ -1,5 +1,5 @@
+import { DecimalInt } from '../../http/validation';
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { STEP_MAX_MS, STEP_MIN_MS } from '../../history/finish-series';
 import { LIMITS } from '../../core/job-options';
@@ -26,7 +26,7 @@ export class MetricsQueryDto {
 
   @ApiPropertyOptional({ minimum: STEP_MIN_MS, maximum: STEP_MAX_MS, description: 'bucket width, ms; at most 2000 points; default: the smallest of 1 s, 5 s, 10 s, 30 s, 1 min, 5 min, … giving ≤ 300 points' })
   @IsOptional()
-  @Type(() => Number)
+  @DecimalInt()
   @IsInt({ message: `must be an integer ${STEP_MIN_MS}..${STEP_MAX_MS}` })
   @Min(STEP_MIN_MS, { message: `must be an integer ${STEP_MIN_MS}..${STEP_MAX_MS}` })
   @Max(STEP_MAX_MS, { message: `must be an integer ${STEP_MIN_MS}..${STEP_MAX_MS}` })

@@ -1,5 +1,5 @@
+import { DecimalInt } from '../../http/validation';
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import { IsInt, IsObject, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 import { GROUPS_LIMIT_DEFAULT, GROUPS_LIMIT_MAX } from '../../history/dlq-groups';
 import { FINGERPRINT_PATTERN } from '../../core/error-fingerprint';
@@ -44,7 +44,7 @@ export class DlqGroupsQueryDto {
 
   @ApiPropertyOptional({ minimum: 1, maximum: GROUPS_LIMIT_MAX, default: GROUPS_LIMIT_DEFAULT })
   @IsOptional()
-  @Type(() => Number)
+  @DecimalInt()
   @IsInt({ message: `must be an integer 1..${GROUPS_LIMIT_MAX}` })
   @Min(1, { message: `must be an integer 1..${GROUPS_LIMIT_MAX}` })
   @Max(GROUPS_LIMIT_MAX, { message: `must be an integer 1..${GROUPS_LIMIT_MAX}` })

@@ -1,9 +1,10 @@
+import { DecimalInt } from '../../http/validation';
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { LIMIT_DEFAULT, LIMIT_MAX } from '../../history/common';
 import { FINGERPRINT_PATTERN } from '../../core/error-fingerprint';
 import { JOB_STATUSES } from '../../core/job-status';
+import { LIMITS } from '../../core/job-options';
 
 /** Page size and cursor shared by the keyset-paginated lists. */
 export class PageQueryDto {
@@ -15,7 +16,7 @@ export class PageQueryDto {
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT })
   @IsOptional()
-  @Type(() => Number)
+  @DecimalInt()
   @IsInt({ message: `must be an integer 1..${LIMIT_MAX}` })
   @Min(1, { message: `must be an integer 1..${LIMIT_MAX}` })
   @Max(LIMIT_MAX, { message: `must be an integer 1..${LIMIT_MAX}` })
@@ -24,9 +25,10 @@ export class PageQueryDto {
 
 /** `GET /jobs` query: exact-match filters (all optional), then the page. */
 export class ListJobsQueryDto extends PageQueryDto {
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ pattern: LIMITS.queuePattern.source })
   @IsOptional()
   @IsString()
+  @Matches(LIMITS.queuePattern, { message: `must match ${LIMITS.queuePattern.source}` })
   queue?: string;
 
   @ApiPropertyOptional({ enum: JOB_STATUSES })
@@ -34,9 +36,10 @@ export class ListJobsQueryDto extends PageQueryDto {
   @IsIn(JOB_STATUSES as unknown as string[], { message: `must be one of ${JOB_STATUSES.join(', ')}` })
   status?: string;
 
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ pattern: LIMITS.typePattern.source })
   @IsOptional()
   @IsString()
+  @Matches(LIMITS.typePattern, { message: `must match ${LIMITS.typePattern.source}` })
   type?: string;
 
   @ApiPropertyOptional({ description: 'created at or after (ISO-8601); required with payload' })
@@ -60,14 +63,16 @@ export class ListJobsQueryDto extends PageQueryDto {
 
 /** `GET /jobs/dlq/all` query: exact-match filters (all optional), then the page. */
 export class ListDlqQueryDto extends PageQueryDto {
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ pattern: LIMITS.queuePattern.source })
   @IsOptional()
   @IsString()
+  @Matches(LIMITS.queuePattern, { message: `must match ${LIMITS.queuePattern.source}` })
   queue?: string;
 
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ pattern: LIMITS.typePattern.source })
   @IsOptional()
   @IsString()
+  @Matches(LIMITS.typePattern, { message: `must match ${LIMITS.typePattern.source}` })
   type?: string;
 
   @ApiPropertyOptional({ pattern: FINGERPRINT_PATTERN.source, description: 'one dead-letter group (GET /jobs/dlq/groups)' })

@@ -2,7 +2,6 @@ import { OplogBuffer, OplogBufferGoneError, type OplogConsumer, type OplogEntry 
 import type { RedisContext } from '../context';
 import { oplogKeys } from '../keys';
 
-type RawEntry = [id: string, fields: string[] | null];
 
 /**
  * {@link OplogBuffer} in Redis: the stream `<prefix>:{oplog}:stream` (one
@@ -14,6 +13,10 @@ export class RedisOplogBuffer implements OplogBuffer {
 
   constructor(private readonly ctx: RedisContext) {
     this.keys = oplogKeys(ctx.prefix);
+  }
+
+  get name(): string {
+    return this.keys.stream;
   }
 
   async append(record: string, max: number): Promise<boolean> {
@@ -32,14 +35,14 @@ export class RedisOplogBuffer implements OplogBuffer {
   /** Deleted entries come back with null fields (a null record). */
   async read(group: string, consumer: string, from: 'pending' | 'new', count: number): Promise<OplogEntry[]> {
     const out = (await gone(this.ctx.redis.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', this.keys.stream, from === 'pending' ? '0' : '>'))) as
-      | [string, RawEntry[]][]
+      | [string, OplogEntry[]][]
       | null;
-    return (out?.[0]?.[1] ?? []).map(toEntry);
+    return out?.[0]?.[1] ?? [];
   }
 
   async claimIdle(group: string, consumer: string, minIdleMs: number, count: number): Promise<OplogEntry[]> {
-    const out = (await gone(this.ctx.redis.xautoclaim(this.keys.stream, group, consumer, minIdleMs, '0-0', 'COUNT', count))) as [string, RawEntry[]];
-    return (out?.[1] ?? []).filter((e) => e && e[0]).map(toEntry);
+    const out = (await gone(this.ctx.redis.xautoclaim(this.keys.stream, group, consumer, minIdleMs, '0-0', 'COUNT', count))) as [string, OplogEntry[]];
+    return (out?.[1] ?? []).filter((e) => e && e[0]);
   }
 
   async remove(group: string, ids: string[]): Promise<void> {
@@ -73,13 +76,4 @@ async function gone<T>(p: Promise<T>): Promise<T> {
     if (/NOGROUP/.test((e as Error).message)) throw new OplogBufferGoneError((e as Error).message);
     throw e;
   }
-}
-
-function toEntry([id, fields]: RawEntry): OplogEntry {
-  return [id, fields ? valueOf(fields, 'r') : null];
-}
-
-function valueOf(fields: string[], name: string): string | null {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
-  return null;
 }

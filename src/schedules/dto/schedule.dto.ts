@@ -1,3 +1,4 @@
+import { DecimalInt } from '../../http/validation';
 import { ApiProperty, ApiPropertyOptional, PartialType, PickType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsBoolean, IsInt, IsISO8601, IsObject, IsOptional, IsString, Length, Max, Min, ValidateNested } from 'class-validator';
@@ -76,7 +77,7 @@ export class PreviewQueryDto {
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 5 })
   @IsOptional()
-  @Type(() => Number)
+  @DecimalInt()
   @IsInt()
   @Min(1)
   @Max(100)

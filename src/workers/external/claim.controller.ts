@@ -35,7 +35,9 @@ export class ClaimController {
     };
     reply.raw.once('close', onClose);
     try {
-      const jobs = await this.external.claim(name, body, gone.signal, principalOf(req).project);
+      const p = principalOf(req);
+      // A worker credential claims only from external queues (API.md v1.2); admin may claim from any of its project's.
+      const jobs = await this.external.claim(name, body, gone.signal, p.project, p.role === 'worker');
       return { jobs: jobs.map(toApiClaimedJob) };
     } finally {
       reply.raw.off('close', onClose);

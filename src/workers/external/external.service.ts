@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { HistoryQueries } from '../../history';
 import { computeBackoffDelay } from '../../core/backoff';
-import { JobNotFoundError, LeaseLostError, SluiceError } from '../../core/errors';
+import { ForbiddenError, JobNotFoundError, LeaseLostError, SluiceError } from '../../core/errors';
 import type { ClaimedJob, Job, Json } from '../../core/job';
 import { PayloadTooLargeError } from '../../core/job-options';
 import type { SluiceConfig } from '../../config/config';
@@ -48,7 +48,7 @@ export class ExternalService implements OnModuleDestroy {
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     private readonly store: JobStore,
-    queues: QueueStore,
+    private readonly queues: QueueStore,
     signals: WakeSignals,
     seen: ExternalWorkerSeen,
     private readonly history: HistoryQueries,
@@ -73,10 +73,16 @@ export class ExternalService implements OnModuleDestroy {
    * claim got for a client that has gone are released (attempt refunded).
    * Each job's `traceparent` is the trace context to continue (see recordClaims).
    * @param name the bare queue name, of `project` (the claim never sees another project's jobs).
-   * @throws ValidationError (400) for a bad queue name; TooManyLongPollsError (429).
+   * @param externalOnly true for a `worker` credential: it claims only from external queues (API.md v1.2; the
+   *   in-process workers own the others), checked before anything is claimed.
+   * @throws ValidationError (400) for a bad queue name; ForbiddenError (403) for a queue that is not external
+   *   when `externalOnly`; TooManyLongPollsError (429).
    */
-  async claim(name: string, body: ClaimDto, signal: AbortSignal, project: string): Promise<ClaimedJob[]> {
+  async claim(name: string, body: ClaimDto, signal: AbortSignal, project: string, externalOnly = false): Promise<ClaimedJob[]> {
     const queue = qualify(project, checkQueueName(name));
+    if (externalOnly && !(await this.queues.settings(queue))?.external) {
+      throw new ForbiddenError(`queue ${name} is not external: worker keys claim only from external queues`);
+    }
     this.tracker.claimed(body.workerId, queue);
     const max = body.max ?? 1;
     const waitMs = body.waitMs ?? 0;

@@ -22,13 +22,19 @@ export const systemResolver: Resolver = async (hostname) =>
 
 /**
  * The address policy refused where a job asked to connect. Unrecoverable: the
- * same URL will be refused again. The message names the host and the rule,
- * never the resolved address (that would map an internal network for the
- * caller).
+ * same URL will be refused again. The message (the job's `lastError`, shown
+ * to whoever reads the job) names the host as given and says the policy
+ * refused it — never the resolved address nor its class (loopback, private,
+ * link-local…): either would let a caller map the internal network by
+ * probing names (API.md v1.2). The rule stays on the error for the server.
  */
 export class AddressRefusedError extends UnrecoverableError {
-  constructor(host: string, rule: string) {
-    super(`http.request: refused to connect to ${host}: its address is ${rule}`);
+  constructor(
+    host: string,
+    /** The range that refused it (e.g. `loopback (127.0.0.0/8)`): for the server's tests and logs, not the message. */
+    readonly rule: string,
+  ) {
+    super(`http.request: refused to connect to ${host}: refused by the address policy`);
   }
 }
 
