@@ -1,7 +1,8 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { BeforeApplicationShutdown, DynamicModule, Injectable, Module, Optional } from '@nestjs/common';
 import type { SluiceConfig } from './config/config';
 import { AuditDbModule } from './postgres/postgres.module';
 import { AuditModule } from './mirror/mirror.module';
+import { AuditService } from './mirror/mirror.service';
 import { AuthModule } from './auth/auth.module';
 import { KeysApiModule } from './auth/keys-api.module';
 import { UsersApiModule } from './auth/users-api.module';
@@ -21,7 +22,27 @@ import { RedisModule } from './redis/redis.module';
 import { SchedulerRunnerModule } from './schedules/scheduler-runner.module';
 import { SchedulesApiModule } from './schedules/schedules-api.module';
 import { WorkersApiModule } from './workers/registry/registry.module';
+import { WorkerService } from './workers/runtime/worker.service';
 import { WorkersModule } from './workers/runtime/workers.module';
+
+/**
+ * The shutdown order of a process, written once: on close (SIGTERM/SIGINT in
+ * main.ts, or app.close()), the workers of this process drain first (they
+ * finish or release their jobs), then the mirror writes what is still in the
+ * streams (the events of those jobs) and stops. Each role is optional.
+ */
+@Injectable()
+class ShutdownOrder implements BeforeApplicationShutdown {
+  constructor(
+    @Optional() private readonly worker?: WorkerService,
+    @Optional() private readonly mirror?: AuditService,
+  ) {}
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.worker?.drain();
+    await this.mirror?.drain();
+  }
+}
 
 /**
  * Composes the modules of the roles named by ROLE. Every process serves the
@@ -46,6 +67,6 @@ export class AppModule {
     if (config.roles.has('worker')) imports.push(WorkersModule);
     if (config.roles.has('scheduler')) imports.push(AuditDbModule, MaintenanceModule, SchedulerRunnerModule);
     if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);
-    return { module: AppModule, imports };
+    return { module: AppModule, imports, providers: [ShutdownOrder] };
   }
 }

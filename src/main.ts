@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
 import { ConfigError, loadConfig, SluiceConfig } from './config/config';
 import { createLogger } from './logging/logger';
-import { createHttpApp } from './http/http-app';
+import { createHttpApp } from './server/http-app';
 import { startTracing } from './telemetry/tracing';
 
 /** The URL the server is bound to (PORT=0 picks a free port: the bound one is logged). */

@@ -7,7 +7,7 @@ import { bearerToken, SECRET_PATTERN, sameHash } from '../core/api-key';
 import { ForbiddenError, SluiceError, UnauthorizedError } from '../core/errors';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
-import { ACCESS_METADATA } from './access.decorator';
+import { ACCESS_METADATA } from '../http/access.decorator';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyStore, type KeyRecord } from './key-store';
 import { ProjectStore } from './project-store';

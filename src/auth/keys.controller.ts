@@ -5,8 +5,8 @@ import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Length, Matches, Max, Min
 import type { FastifyRequest } from 'fastify';
 import { ROLES, type Role } from '../core/access';
 import { SluiceError, ValidationError } from '../core/errors';
-import { Access } from './access.decorator';
-import { Audited } from '../oplog/audited.decorator';
+import { Access } from '../http/access.decorator';
+import { Audited } from '../http/audited.decorator';
 import { RATE_LIMIT_MAX } from './key-rate-limiter';
 import { KeyStore, type KeyRecord, type KeyView } from './key-store';
 import { principalOf } from './principal';

@@ -1,11 +1,11 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
-import { Audited } from '../oplog/audited.decorator';
+import { Audited } from '../http/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ROLES, type Role } from '../core/access';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
-import { Access } from './access.decorator';
+import { Access } from '../http/access.decorator';
 import { LoginDto } from './dto/users.dto';
 import { LoginService, type LoginAnswer } from './login.service';
 import { principalOf } from './principal';

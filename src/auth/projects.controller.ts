@@ -3,8 +3,8 @@ import { ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import { IsString, Matches } from 'class-validator';
 import { PROJECT_PATTERN } from '../core/project-queue';
 import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
-import { Audited } from '../oplog/audited.decorator';
-import { Access } from './access.decorator';
+import { Audited } from '../http/audited.decorator';
+import { Access } from '../http/access.decorator';
 import { ProjectStore, type ProjectRecord } from './project-store';
 
 /** `POST /projects` body. */

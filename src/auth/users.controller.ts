@@ -1,9 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Req } from '@nestjs/common';
-import { Audited } from '../oplog/audited.decorator';
+import { Audited } from '../http/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import type { FastifyRequest } from 'fastify';
-import { Access } from './access.decorator';
+import { Access } from '../http/access.decorator';
 import { CreateUserDto, UpdateUserDto } from './dto/users.dto';
 import { principalOf } from './principal';
 import type { UserView } from './user-store';

@@ -1,3 +1,9 @@
+/** One field problem of a 400 `validation_failed` response. */
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
 /**
  * Error codes returned by the Lua scripts (negative integers) and the typed
  * errors they map to. The numbers are shared with `lua/includes/errors.lua`;

@@ -55,3 +55,6 @@ export class HandlerMap {
     return [...this.handlers.keys()].sort();
   }
 }
+
+/** How a worker's hold on an attempt ended (reported to metrics; see src/workers/runtime). */
+export type AttemptOutcome = 'completed' | 'failed' | 'timeout' | 'cancelled' | 'lease_lost' | 'released';

@@ -1,4 +1,4 @@
-import { findBadJsonString } from '../http/json-guard';
+import { findBadJsonString } from './json-guard';
 import { ValidationError } from './errors';
 import type { Json } from './job';
 
@@ -36,7 +36,7 @@ export function parsePayloadFilter(text: string): string {
     return bad('must be JSON, e.g. {"orderId":42}');
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v)) bad('must be a JSON object');
-  // As in bodies (src/http/http-app.ts): no NUL or lone surrogate (PostgreSQL jsonb holds neither), no prototype keys.
+  // As in bodies (src/server/http-app.ts): no NUL or lone surrogate (PostgreSQL jsonb holds neither), no prototype keys.
   const badString = findBadJsonString(v);
   if (badString) bad(`${badString.path ? `${badString.path}: ` : ''}${badString.message}`);
   const proto = prototypeKey(v);

@@ -5,7 +5,7 @@ import { JobNotFoundError } from '../core/errors';
 import { inProject } from '../core/project-queue';
 import { HistoryQueries } from '../history';
 import { principalOf } from '../auth/principal';
-import { Access } from '../auth/access.decorator';
+import { Access } from '../http/access.decorator';
 import { ApiJob, iso, toApiJob } from '../http/api-job';
 import { ApiAnswer } from '../http/openapi/decorators';
 import { ConsoleAssets } from './console-assets';

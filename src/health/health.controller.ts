@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Optional } from '@nestjs/common';
-import { Access } from '../auth/access.decorator';
+import { Access } from '../http/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { DataSource } from 'typeorm';
 import { AUDIT_DB } from '../postgres/postgres.module';

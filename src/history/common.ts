@@ -14,9 +14,9 @@ import { DEFAULT_PROJECT } from '../core/project-queue';
 /** Canonical 8-4-4-4-12 hex UUID (any version); anything else cannot be a job id. */
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Page size bounds of the list endpoints (API.md: limit 1..500, default 50). */
-export const LIMIT_DEFAULT = 50;
-export const LIMIT_MAX = 500;
+import { LIMIT_DEFAULT, LIMIT_MAX } from '../core/paging';
+
+export { LIMIT_DEFAULT, LIMIT_MAX };
 
 /** SQL for a timestamptz column as epoch ms (a JS number; exact, no Date parsing). */
 export const epochMs = (col: string): string => `round(extract(epoch FROM ${col}) * 1000)::float8`;

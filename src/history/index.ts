@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { Job } from '../core/job';
 import type { JobStore, MirrorStream, QueueStore, StoreConnection } from '../core/ports';
-import { backfillFingerprints } from '../maintenance/fingerprint-backfill';
+import { backfillFingerprints } from '../postgres/fingerprint-backfill';
 import { inProject } from '../core/project-queue';
 import { auditLag } from './audit-lag';
 import { dlqGroups, DlqGroup } from './dlq-groups';

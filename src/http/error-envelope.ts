@@ -1,11 +1,7 @@
 import { HttpException } from '@nestjs/common';
-import { SluiceError } from '../core/errors';
+import { SluiceError, type ErrorDetail } from '../core/errors';
 
-/** One field problem of a 400 `validation_failed` response. */
-export interface ErrorDetail {
-  path: string;
-  message: string;
-}
+export type { ErrorDetail };
 
 /** The API.md error envelope: every non-2xx body has exactly this shape. */
 export interface ErrorBody {
@@ -39,7 +35,7 @@ const STATUS_BY_CODE: Record<string, number> = {
 
 /**
  * HTTP status → envelope code, for errors that only carry a status (Nest,
- * Fastify, Node's HTTP parser: src/http/client-error.ts). The OpenAPI
+ * Fastify, Node's HTTP parser: src/server/client-error.ts). The OpenAPI
  * document's common answers take their codes from here too.
  */
 export const CODE_BY_STATUS: Readonly<Record<number, string>> = {

@@ -2,8 +2,8 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from
 import type { FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/principal';
 import { iso } from '../http/api-job';
-import { Access } from '../auth/access.decorator';
-import { Audited } from '../oplog/audited.decorator';
+import { Access } from '../http/access.decorator';
+import { Audited } from '../http/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Json } from '../core/job';
 import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';

@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { Access } from '../auth/access.decorator';
-import { Audited, NotAudited } from '../oplog/audited.decorator';
+import { Access } from '../http/access.decorator';
+import { Audited, NotAudited } from '../http/audited.decorator';
 import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/principal';

@@ -1,5 +1,5 @@
 import { Counter, Histogram, Registry } from 'prom-client';
-import type { AttemptOutcome } from '../workers/runtime/worker-runtime';
+import type { AttemptOutcome } from '../core/handler';
 import { splitQualified } from '../core/project-queue';
 
 /** Job times span ms (no-op handlers) to hours (long jobs, delayed runs). */

@@ -1,5 +1,5 @@
 import { Controller, Get, Res } from '@nestjs/common';
-import { Access } from '../auth/access.decorator';
+import { Access } from '../http/access.decorator';
 import { ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ApiAnswer } from '../http/openapi/decorators';

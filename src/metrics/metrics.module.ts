@@ -1,11 +1,7 @@
 import { DynamicModule, Global, Module, Provider } from '@nestjs/common';
 import type { Registry } from 'prom-client';
-import { BacklogService } from '../mirror/backlog.module';
 import type { Role } from '../config/config';
-import { HandlerRegistry } from '../handlers/handler-registry';
 import { QueueStore, StoreConnection } from '../core/ports';
-import { registerBacklogMetrics } from './backlog-metrics';
-import { JobMetrics } from './job-metrics';
 import { MetricsController } from './metrics.controller';
 import { registerQueueMetrics } from './queue-metrics';
 import { SchedulerMetrics } from './scheduler-metrics';
@@ -21,8 +17,9 @@ const ROLE_GAUGES = Symbol('ROLE_GAUGES');
  * `GET /metrics` and the metrics of this process, imported for every role
  * (src/app.module.ts): each role's series go on the one registry of the
  * process, so `ROLE=all` serves them all and `ROLE=worker` only its own.
- * Global so the role modules inject what they report to: {@link JobMetrics}
- * (worker), {@link SchedulerMetrics} (scheduler), {@link METRICS_REGISTRY}.
+ * Global so the role modules inject what they report to:
+ * {@link SchedulerMetrics} (scheduler), {@link SluiceMetrics} and
+ * {@link METRICS_REGISTRY} (the others register their own series on it).
  */
 @Global()
 @Module({})
@@ -33,25 +30,17 @@ export class MetricsModule {
       { provide: METRICS_REGISTRY, inject: [SluiceMetrics], useFactory: (m: SluiceMetrics): Registry => m.registry },
       {
         provide: ROLE_GAUGES,
-        inject: [SluiceMetrics, QueueStore, StoreConnection, BacklogService],
-        useFactory: (m: SluiceMetrics, queues: QueueStore, connection: StoreConnection, backlog: BacklogService) => {
+        inject: [SluiceMetrics, QueueStore, StoreConnection],
+        useFactory: (m: SluiceMetrics, queues: QueueStore, connection: StoreConnection) => {
           if (roles.has('api') || roles.has('worker')) registerQueueMetrics(m.registry, queueSources(queues, connection));
-          if (roles.has('api') || roles.has('audit')) registerBacklogMetrics(m.registry, () => backlog.metrics);
-          // The audit writer's own series (batch sizes, quarantined entries) are
-          // registered by AuditService on METRICS_REGISTRY (src/mirror/mirror-metrics.ts).
+          // Series of other roles are registered by their modules on METRICS_REGISTRY:
+          // the backlog (src/mirror/backlog.module.ts), the mirror writer's
+          // (src/mirror/mirror-metrics.ts), the worker's (src/workers/runtime/workers.module.ts).
           return true;
         },
       },
     ];
     const exported: NonNullable<DynamicModule['exports']> = [SluiceMetrics, METRICS_REGISTRY];
-    if (roles.has('worker')) {
-      providers.push({
-        provide: JobMetrics,
-        inject: [SluiceMetrics, HandlerRegistry],
-        useFactory: (m: SluiceMetrics, handlers: HandlerRegistry) => new JobMetrics(m.registry, (type) => handlers.map.get(type) !== undefined),
-      });
-      exported.push(JobMetrics);
-    }
     if (roles.has('scheduler')) {
       providers.push({ provide: SchedulerMetrics, inject: [SluiceMetrics], useFactory: (m: SluiceMetrics) => new SchedulerMetrics(m.registry) });
       exported.push(SchedulerMetrics);

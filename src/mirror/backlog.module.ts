@@ -1,4 +1,7 @@
-import { Global, Inject, Injectable, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Global, Inject, Injectable, Module, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
+import type { Registry } from 'prom-client';
+import { METRICS_REGISTRY } from '../metrics/metrics.module';
+import { registerBacklogMetrics } from './backlog-metrics';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
@@ -27,12 +30,15 @@ export class BacklogService implements OnModuleInit, OnApplicationShutdown {
     private readonly store: JobStore,
     queues: QueueStore,
     mirror: MirrorStream,
+    @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     this.guard = new BacklogGuard({ queues, mirror }, config.auditMaxBacklog, (over, s) => {
       const fields = { pending: s.pending, lagMs: s.lagMs, max: config.auditMaxBacklog };
       if (over) this.log.warn(fields, 'audit backlog over AUDIT_MAX_BACKLOG: enqueue refused (503 unavailable) until it drains');
       else this.log.info(fields, 'audit backlog back within AUDIT_MAX_BACKLOG: enqueue accepted again');
     });
+    // The backlog series of GET /metrics, for the roles that enqueue (api) or drain (audit).
+    if (registry && (config.roles.has('api') || config.roles.has('audit'))) registerBacklogMetrics(registry, () => this.metrics);
   }
 
   /** Installed before the application starts serving; the first read is awaited. */

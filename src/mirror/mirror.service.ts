@@ -1,6 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, Optional } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
-import { WorkerService } from '../workers/runtime/worker.service';
+import { Inject, Injectable, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { DataSource } from 'typeorm';
@@ -27,7 +25,7 @@ const SHUTDOWN_DRAIN_MS = 3_000;
 
 /** The `audit` role: runs an AuditWriter (retention pruning runs in the scheduler role). */
 @Injectable()
-export class AuditService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class AuditService implements OnApplicationBootstrap {
   readonly writerId = `audit-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   /**
    * The writer's metrics (batches, batch sizes, quarantined entries…),
@@ -52,7 +50,6 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
     connection: StoreConnection,
     liveEvents: LiveEvents,
     private readonly workerRegistry: WorkerRegistryStore,
-    private readonly moduleRef: ModuleRef,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     // The process's /metrics serves the writer's series too (every role has MetricsModule).
@@ -123,18 +120,12 @@ export class AuditService implements OnApplicationBootstrap, BeforeApplicationSh
 
   /**
    * Mirrors what is still in the streams (the events of jobs the workers of
-   * this process just released, for one) for up to SHUTDOWN_DRAIN_MS, then stops.
+   * this process just released, for one) for up to SHUTDOWN_DRAIN_MS, then
+   * stops. Called by the composition root's shutdown order
+   * (src/app.module.ts), after the workers of this process drained.
    */
-  async beforeApplicationShutdown(): Promise<void> {
+  async drain(): Promise<void> {
     clearInterval(this.workersTimer);
-    // Workers of this process drain first: their last events must be mirrored.
-    let worker: WorkerService | undefined;
-    try {
-      worker = this.moduleRef.get(WorkerService, { strict: false });
-    } catch {
-      worker = undefined; // no worker role in this process
-    }
-    await worker?.beforeApplicationShutdown();
     const until = Date.now() + SHUTDOWN_DRAIN_MS;
     while ((this.writer || this.thread) && Date.now() < until) {
       const b = await readBacklog(this.stores).catch(() => ({ pending: 0 }));

@@ -2,11 +2,11 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { attemptedBy, DEFAULT_PROJECT } from '../auth/principal';
-import { routeTable, type RouteAccess } from '../auth/route-table';
+import { routeTable, type RouteAccess } from '../http/route-table';
 import type { SluiceConfig } from '../config/config';
 import type { Logger } from '../logging/logger';
 import { OplogBuffer } from '../core/ports/oplog';
-import { AUDIT_RESULT_TARGET, type AuditTarget } from './audited.decorator';
+import { AUDIT_RESULT_TARGET, type AuditTarget } from '../http/audited.decorator';
 import { OPLOG_BUFFER_MAX, targetValue, type OplogRecord } from './oplog-record';
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

@@ -4,9 +4,9 @@ import { ApiAnswer } from '../http/openapi/decorators';
 import type { FastifyRequest } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { AUDIT_DB } from '../postgres/postgres.module';
-import { Access } from '../auth/access.decorator';
+import { Access } from '../http/access.decorator';
 import { principalOf } from '../auth/principal';
-import { PageQueryDto } from '../jobs/dto/list-jobs.dto';
+import { PageQueryDto } from '../http/page-query.dto';
 import { listOplog, type ApiOplogEntry } from './oplog-queries';
 
 /** API.md v1.1 `GET /audit-log` (admin): the operator audit log of the caller's project. */

@@ -12,7 +12,7 @@ import { OplogFlusher } from './oplog-flusher';
 /**
  * The operator audit log (api role): `GET /audit-log` and the flusher that
  * moves the Redis buffer into PostgreSQL. The write path (the onResponse
- * hook) is registered by src/http/http-app.ts (registerOperatorAudit).
+ * hook) is registered by src/server/http-app.ts (registerOperatorAudit).
  * Metrics: `sluice_operator_audit_buffered` (records waiting in Redis) and
  * `sluice_operator_audit_dropped` (records dropped because the buffer was full, all replicas, since the counter was made).
  */

@@ -1,8 +1,8 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Put, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/principal';
-import { Access } from '../auth/access.decorator';
-import { Audited } from '../oplog/audited.decorator';
+import { Access } from '../http/access.decorator';
+import { Audited } from '../http/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiAnswer } from '../http/openapi/decorators';
 import { ConfigureQueueDto } from './dto/configure-queue.dto';

@@ -1,8 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/principal';
-import { Access } from '../auth/access.decorator';
-import { Audited } from '../oplog/audited.decorator';
+import { Access } from '../http/access.decorator';
+import { Audited } from '../http/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Json } from '../core/job';
 import { ApiJob, toApiJob } from '../http/api-job';

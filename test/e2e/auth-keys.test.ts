@@ -6,7 +6,7 @@ import { REDIS_URL, sleep } from '../support/redis';
 import { startTestApi, validatorFor, type TestApi } from '../support/http';
 import { validatingAgent } from '../support/openapi-validator';
 import { AppModule } from '../../src/app.module';
-import { createHttpApp } from '../../src/http/http-app';
+import { createHttpApp } from '../../src/server/http-app';
 import { createLogger } from '../../src/logging/logger';
 import { loadConfig } from '../../src/config/config';
 import request from 'supertest';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { roleSatisfies, ROLES, type Requirement, type Role } from '../../src/core/access';
-import { routeTable, type RouteAccess } from '../../src/auth/route-table';
+import { routeTable, type RouteAccess } from '../../src/http/route-table';
 import { startTestApi, type TestApi } from '../support/http';
 
 /**

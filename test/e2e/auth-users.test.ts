@@ -5,7 +5,7 @@ import request from 'supertest';
 import { AppModule } from '../../src/app.module';
 import { hashSecret } from '../../src/core/api-key';
 import { loadConfig } from '../../src/config/config';
-import { createHttpApp } from '../../src/http/http-app';
+import { createHttpApp } from '../../src/server/http-app';
 import { createRedis } from '../../src/redis/connection';
 import { SESSION_CACHE_MS } from '../../src/auth/session-store';
 import { validatorFor } from '../support/http';

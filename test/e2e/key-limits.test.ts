@@ -3,7 +3,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module';
 import { loadConfig } from '../../src/config/config';
-import { createHttpApp } from '../../src/http/http-app';
+import { createHttpApp } from '../../src/server/http-app';
 import { createLogger } from '../../src/logging/logger';
 import { startTestApi, validatorFor, type TestApi } from '../support/http';
 import { validatingAgent } from '../support/openapi-validator';

@@ -4,7 +4,7 @@ import type Redis from 'ioredis';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module';
 import { loadConfig } from '../../src/config/config';
-import { createHttpApp } from '../../src/http/http-app';
+import { createHttpApp } from '../../src/server/http-app';
 import { createLogger } from '../../src/logging/logger';
 import { createRedis } from '../../src/redis/connection';
 import { queueKeys } from '../../src/redis/keys';

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { OpenAPIObject } from '@nestjs/swagger';
-import { routeTable } from '../../src/auth/route-table';
+import { routeTable } from '../../src/http/route-table';
 import { startTestApi, validatorFor, type TestApi } from '../support/http';
 import { OpenApiValidator } from '../support/openapi-validator';
 

@@ -4,7 +4,7 @@ import request from 'supertest';
 import { AppModule } from '../../src/app.module';
 import { openAuditStore } from '../../src/postgres/data-source';
 import { loadConfig } from '../../src/config/config';
-import { createHttpApp } from '../../src/http/http-app';
+import { createHttpApp } from '../../src/server/http-app';
 import { createLogger } from '../../src/logging/logger';
 import { OplogFlusher } from '../../src/oplog/oplog-flusher';
 import { parseRecord } from '../../src/oplog/oplog-record';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { routeTable } from '../../src/auth/route-table';
+import { routeTable } from '../../src/http/route-table';
 import { pruneOperatorAudit } from '../../src/maintenance/retention';
 import { assertEveryChangeAudited } from '../../src/oplog/oplog-recorder';
 import { startTestApi, type TestApi } from '../support/http';

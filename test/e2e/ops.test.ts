@@ -5,7 +5,7 @@ import request from 'supertest';
 import type Redis from 'ioredis';
 import { AppModule } from '../../src/app.module';
 import { loadConfig } from '../../src/config/config';
-import { createHttpApp } from '../../src/http/http-app';
+import { createHttpApp } from '../../src/server/http-app';
 import { createRedis } from '../../src/redis/connection';
 import { startTestApi, TestApi } from '../support/http';
 import { openTestDb, TestDb } from '../support/postgres';

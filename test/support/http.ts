@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module';
 import { loadConfig, SluiceConfig } from '../../src/config/config';
-import { createHttpApp } from '../../src/http/http-app';
+import { createHttpApp } from '../../src/server/http-app';
 import { createLogger } from '../../src/logging/logger';
 import { openTestDb, TestDb } from './postgres';
 import { deleteByPrefix, REDIS_URL, testPrefix } from './redis';

@@ -8,7 +8,7 @@ export const JSON_MARKER = 'x-sluice-any-json';
 /** `#/components/schemas/<name>`. */
 export const schemaRef = (name: string): SchemaObject => ({ $ref: `#/components/schemas/${name}` }) as SchemaObject;
 
-/** `#/components/headers/<name>` (X-Request-Id, Retry-After, Idempotent-Replayed: src/http/openapi/document.ts). */
+/** `#/components/headers/<name>` (X-Request-Id, Retry-After, Idempotent-Replayed: src/server/openapi-document.ts). */
 export const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 /**

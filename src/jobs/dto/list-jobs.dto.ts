@@ -1,27 +1,11 @@
-import { DecimalInt } from '../../http/validation';
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
-import { LIMIT_DEFAULT, LIMIT_MAX } from '../../history/common';
+import { IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { PageQueryDto } from '../../http/page-query.dto';
+
+export { PageQueryDto };
 import { FINGERPRINT_PATTERN } from '../../core/error-fingerprint';
 import { JOB_STATUSES } from '../../core/job-status';
 import { LIMITS } from '../../core/job-options';
-
-/** Page size and cursor shared by the keyset-paginated lists. */
-export class PageQueryDto {
-  @ApiPropertyOptional({ description: 'the `nextCursor` of the previous page' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(200)
-  cursor?: string;
-
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT })
-  @IsOptional()
-  @DecimalInt()
-  @IsInt({ message: `must be an integer 1..${LIMIT_MAX}` })
-  @Min(1, { message: `must be an integer 1..${LIMIT_MAX}` })
-  @Max(LIMIT_MAX, { message: `must be an integer 1..${LIMIT_MAX}` })
-  limit?: number;
-}
 
 /** `GET /jobs` query: exact-match filters (all optional), then the page. */
 export class ListJobsQueryDto extends PageQueryDto {

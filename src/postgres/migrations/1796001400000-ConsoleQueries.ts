@@ -1,5 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { backfillFingerprints } from '../../maintenance/fingerprint-backfill';
+import { backfillFingerprints } from '../fingerprint-backfill';
 
 /**
  * What the operator console's queries need (docs/console.md, "How its

@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import { principalOf } from '../../auth/principal';
-import { Access } from '../../auth/access.decorator';
-import { NotAudited, WORKER_PROTOCOL } from '../../oplog/audited.decorator';
+import { Access } from '../../http/access.decorator';
+import { NotAudited, WORKER_PROTOCOL } from '../../http/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiJob, toApiClaimedJob } from '../../http/api-job';

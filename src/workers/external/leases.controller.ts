@@ -1,8 +1,8 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { principalOf } from '../../auth/principal';
-import { Access } from '../../auth/access.decorator';
-import { NotAudited, WORKER_PROTOCOL } from '../../oplog/audited.decorator';
+import { Access } from '../../http/access.decorator';
+import { NotAudited, WORKER_PROTOCOL } from '../../http/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiJob, iso, toApiJob } from '../../http/api-job';
 import { ApiAnswer, ApiErrors } from '../../http/openapi/decorators';

@@ -1,7 +1,7 @@
 import { Controller, Get, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { principalOf } from '../../auth/principal';
-import { Access } from '../../auth/access.decorator';
+import { Access } from '../../http/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiAnswer } from '../../http/openapi/decorators';
 import { ApiWorker, WorkersApiService } from './workers.service';

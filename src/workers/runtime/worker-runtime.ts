@@ -1,5 +1,5 @@
 import { computeBackoffDelay } from '../../core/backoff';
-import { AbortReason, HandlerMap, JobContext, UnrecoverableError } from '../../core/handler';
+import { AbortReason, HandlerMap, JobContext, UnrecoverableError, type AttemptOutcome } from '../../core/handler';
 import type { Json, WorkerJob } from '../../core/job';
 import { silentLogger as silent, type Logger } from '../../core/logger';
 import type { JobStore, QueueStore, StoreConnection, WakeWaiter } from '../../core/ports';
@@ -45,8 +45,7 @@ export interface WorkerRuntimeOptions {
   onJobFinished?: (queue: string, type: string, outcome: AttemptOutcome, durationMs: number) => void;
 }
 
-/** How an attempt's hold ended, as told to {@link WorkerRuntimeOptions.onJobFinished}. */
-export type AttemptOutcome = 'completed' | 'failed' | 'timeout' | 'cancelled' | 'lease_lost' | 'released';
+export type { AttemptOutcome };
 
 /** Creation time (epoch ms) of a UUIDv7 job id: its first 48 bits. */
 function uuidV7Ms(id: string): number {

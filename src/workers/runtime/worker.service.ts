@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnApplicationBootstrap, BeforeApplicationShutdown, Optional } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { SluiceConfig } from '../../config/config';
@@ -16,7 +16,7 @@ import { WorkerRuntime } from './worker-runtime';
  * shutdown (SIGTERM/SIGINT are routed here by main.ts).
  */
 @Injectable()
-export class WorkerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class WorkerService implements OnApplicationBootstrap {
   readonly workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private runtime?: WorkerRuntime;
   private unsubscribeCancels?: () => void;
@@ -68,16 +68,16 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
   private draining?: Promise<void>;
 
   /**
-   * Drains the worker (see WorkerRuntime.stop). Idempotent: the audit role
-   * calls it first, so the events of released jobs are mirrored before the
-   * audit writer stops, whatever order Nest runs the shutdown hooks in.
+   * Drains the worker (see WorkerRuntime.stop). Idempotent. Called by the
+   * composition root's shutdown order (src/app.module.ts), before the mirror
+   * drains, so the events of released jobs are mirrored.
    */
-  beforeApplicationShutdown(): Promise<void> {
-    this.draining ??= this.drain();
+  drain(): Promise<void> {
+    this.draining ??= this.drainOnce();
     return this.draining;
   }
 
-  private async drain(): Promise<void> {
+  private async drainOnce(): Promise<void> {
     if (!this.runtime) return;
     this.log.info({ workerId: this.workerId, active: this.runtime.activeCount }, 'worker draining');
     await this.registry?.draining(this.runtime.activeCount).catch(() => undefined);

@@ -24,7 +24,7 @@ import { ALL_ROLES, loadConfig } from '../../../src/config/config';
 import { UnavailableError } from '../../../src/core/errors';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import type { RedisClient } from '../../../src/redis/connection';
-import { RedisJobStore } from '../../../src/redis/stores/job-store';
+import { JobStore } from '../../../src/core/ports';
 import { outbox } from '../../support/mirror';
 import { waitUntil } from '../../support/cases';
 import { openTestDb, TestDb } from '../../support/postgres';
@@ -148,7 +148,7 @@ test('Nest wiring (ROLE=api): refreshed every second, 503 past the bound with a 
   const config = loadConfig({ ROLE: 'api', REDIS_URL, DATABASE_URL: db.url, REDIS_PREFIX: t.prefix, AUDIT_MAX_BACKLOG: '3' });
   const app = await NestFactory.createApplicationContext(AppModule.forRoles(config, log), { logger: false });
   try {
-    const appStore = app.get(RedisJobStore);
+    const appStore = app.get(JobStore);
     const backlog = app.get(BacklogService);
     expect(backlog.metrics).toMatchObject({ pending: 0, max: 3, overLimit: false, refusedEnqueues: 0 });
     expect(backlog.metrics.refreshedAt).toBeGreaterThan(0);

@@ -1,8 +1,8 @@
-import type { ErrorDetail } from './error-envelope';
+import type { ErrorDetail } from './errors';
 
 /**
  * Checks on JSON request bodies and query strings that protect every route
- * at once (src/http/http-app.ts runs them; nothing here recurses):
+ * at once (src/server/http-app.ts runs them; nothing here recurses):
  * - nesting depth: a body may nest at most {@link MAX_JSON_DEPTH} levels of
  *   objects and arrays (the body itself is level 1), checked on the text
  *   before JSON.parse, so no later recursive walk (prototype-poisoning scan,

@@ -1,16 +1,16 @@
 import { HttpException } from '@nestjs/common';
 import type { OpenAPIObject } from '@nestjs/swagger';
-import { SluiceError } from '../../core/errors';
-import { clientErrorStatus } from '../client-error';
-import { mapError } from '../error-envelope';
-import { completeDocument } from './document';
-import { ERROR_CODES } from './schemas';
+import { SluiceError } from '../core/errors';
+import { clientErrorStatus } from './client-error';
+import { mapError } from '../http/error-envelope';
+import { completeDocument } from './openapi-document';
+import { ERROR_CODES } from '../http/openapi/schemas';
 
 /** Every envelope code the server can answer, from every source mapError knows. */
 function answerableCodes(): Set<string> {
   const errors: unknown[] = [];
   for (let status = 400; status < 600; status++) errors.push(new HttpException('x', status));
-  // Fastify's and Node's errors carry a 4xx statusCode (src/http/client-error.ts writes Node's parser errors through mapError).
+  // Fastify's and Node's errors carry a 4xx statusCode (src/server/client-error.ts writes Node's parser errors through mapError).
   for (let status = 400; status < 500; status++) errors.push(Object.assign(new Error('x'), { statusCode: status }));
   for (const code of ['ERR_HTTP_REQUEST_TIMEOUT', 'HPE_HEADER_OVERFLOW', 'HPE_INVALID_CHUNK_SIZE', undefined]) errors.push(Object.assign(new Error('x'), { statusCode: clientErrorStatus(code).status }));
   for (const code of [...ERROR_CODES, 'decode_error', 'no_such_code']) errors.push(new SluiceError(code, 'x'));

@@ -1,12 +1,12 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import type { OperationObject, ParameterObject, ResponseObject, SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
-import type { Requirement } from '../../core/access';
-import { routeTable } from '../../auth/route-table';
-import { SESSION_COOKIE } from '../../auth/session-cookie';
-import { headerRef, JSON_MARKER, schemaRef } from './decorators';
-import { CODE_BY_STATUS } from '../error-envelope';
-import { RESPONSE_SCHEMAS } from './schemas';
+import type { Requirement } from '../core/access';
+import { routeTable } from '../http/route-table';
+import { SESSION_COOKIE } from '../auth/session-cookie';
+import { headerRef, JSON_MARKER, schemaRef } from '../http/openapi/decorators';
+import { CODE_BY_STATUS } from '../http/error-envelope';
+import { RESPONSE_SCHEMAS } from '../http/openapi/schemas';
 
 /**
  * Answers any route may give, added to each operation that can give them (see
@@ -70,7 +70,7 @@ const TAGS: [string, string][] = [
   ['ops', 'Liveness, readiness and metrics: served by every process.'],
 ];
 
-/** Paths exempt from the rate limit (src/http/http-app.ts OPS_PATHS). */
+/** Paths exempt from the rate limit (src/server/http-app.ts OPS_PATHS). */
 const UNLIMITED = /^\/(healthz|readyz|metrics)$/;
 const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete']);
 
@@ -161,7 +161,7 @@ export function completeDocument(doc: OpenAPIObject, requirementOf: (method: str
       }
       const common: string[] = [];
       // Any request can be refused by Node's parser (bad header, bad chunk), and any field of a body, query or path
-      // validated (NUL, lone surrogates, names): 400 on every route, as 408/431 (src/http/client-error.ts).
+      // validated (NUL, lone surrogates, names): 400 on every route, as 408/431 (src/server/client-error.ts).
       common.push('BadRequest');
       if (!isPublic) common.push('Unauthorized');
       common.push('Forbidden');

@@ -4,7 +4,7 @@ import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { ModulesContainer } from '@nestjs/core';
 import type { Requirement } from '../core/access';
 import { ACCESS_METADATA } from './access.decorator';
-import { AUDIT_METADATA, type AuditDeclaration } from '../oplog/audited.decorator';
+import { AUDIT_METADATA, type AuditDeclaration } from './audited.decorator';
 
 /** One HTTP route of the app with its access declaration (null = none: a bug the boot check refuses). */
 export interface RouteAccess {
@@ -16,7 +16,7 @@ export interface RouteAccess {
   handler: string;
   /** Its operator-audit declaration (`@Audited` / `@NotAudited`), null = none. */
   audit: AuditDeclaration | null;
-  /** Whether the handler reads a body (`@Body`): a route that does not takes none, or `{}` (src/http/http-app.ts refuses any other). */
+  /** Whether the handler reads a body (`@Body`): a route that does not takes none, or `{}` (src/server/http-app.ts refuses any other). */
   takesBody: boolean;
 }
 

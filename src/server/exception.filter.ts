@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../logging/logger';
-import { errorBody, mapError } from './error-envelope';
+import { errorBody, mapError } from '../http/error-envelope';
 
 /**
  * The one exception filter: every error (engine, validation, Nest, Fastify

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../logging/logger';
-import { errorBody, mapError } from './error-envelope';
+import { errorBody, mapError } from '../http/error-envelope';
 
 /** Node's limit on the request line plus headers (http `maxHeaderSize` default), bytes. */
 export const MAX_HEADER_BYTES = 16 * 1024;

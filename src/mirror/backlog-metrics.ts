@@ -1,5 +1,5 @@
 import { Counter, Gauge, Registry } from 'prom-client';
-import type { BacklogMetrics } from '../mirror/backlog';
+import type { BacklogMetrics } from './backlog';
 
 /**
  * The audit backlog series of the api and audit roles, read from the

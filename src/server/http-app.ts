@@ -3,7 +3,7 @@ import type { DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule } from '@nestjs/swagger';
-import { buildOpenApiDocument } from './openapi/document';
+import { buildOpenApiDocument } from './openapi-document';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SluiceConfig } from '../config/config';
@@ -12,18 +12,18 @@ import type { RedisClient } from '../redis/connection';
 import { REDIS } from '../redis/redis.module';
 import { httpRateLimitNamespace } from '../redis/keys';
 import { StoreConnection } from '../core/ports';
-import { errorBody, mapError } from './error-envelope';
+import { errorBody, mapError } from '../http/error-envelope';
 import { EnvelopeExceptionFilter } from './exception.filter';
-import { createValidationPipe } from './validation';
+import { createValidationPipe } from '../http/validation';
 import { NoBodyInterceptor } from './no-body';
 import { registerRequestLog } from './request-log';
 import { UnavailableError, ValidationError } from '../core/errors';
 import { CLAIM_LIMITS } from '../workers/external/dto/claim.dto';
 import { createClientErrorHandler } from './client-error';
-import { findBadJsonString, findBadParam, jsonDepthExceeds, MAX_JSON_DEPTH } from './json-guard';
+import { findBadJsonString, findBadParam, jsonDepthExceeds, MAX_JSON_DEPTH } from '../core/json-guard';
 import { installLeanAsyncBind } from './lean-async-bind';
 import { cacheValidationMetadata } from './validation-metadata-cache';
-import { assertEveryRouteDeclared } from '../auth/route-table';
+import { assertEveryRouteDeclared } from '../http/route-table';
 import { registerCrossSite } from '../auth/cross-site';
 import { AuthGuard } from '../auth/auth.guard';
 import { ROLES } from '../core/access';
@@ -91,7 +91,7 @@ const DOCS_PATHS = /^\/docs(\/|-json|\?|$)/;
  *   content type: 415); an empty body is treated as no body, prototype-poisoning keys
  *   are refused (400), and so are bodies nested deeper than MAX_JSON_DEPTH levels and
  *   strings (keys and values, of bodies, query strings and path parameters) holding
- *   NUL or a lone surrogate (src/http/json-guard.ts; 400 naming the field);
+ *   NUL or a lone surrogate (src/core/json-guard.ts; 400 naming the field);
  * - every error of the router and of Node's HTTP parser in the envelope too: bad URL
  *   400, over-long path segment 414, headers too large 431, malformed request 400,
  *   slow client 408 (see {@link serverTimeouts}; at most HTTP_MAX_CONNECTIONS sockets);
@@ -103,7 +103,7 @@ const DOCS_PATHS = /^\/docs(\/|-json|\?|$)/;
  * - optional per-client rate limit (API_RATE_LIMIT_MAX per API_RATE_LIMIT_WINDOW_MS,
  *   429 `rate_limited` with Retry-After), counted in Redis;
  * - OpenAPI at `/docs` (Swagger UI) and `/docs-json`, from the same DTOs and the
- *   response schemas (src/http/openapi/document.ts; api role only);
+ *   response schemas (src/server/openapi-document.ts; api role only);
  * - two process-wide fast paths for per-request library costs:
  *   {@link installLeanAsyncBind} and {@link cacheValidationMetadata}.
  * Used by main.ts for every role (a process without `api` has only the ops

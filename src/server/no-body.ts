@@ -1,7 +1,7 @@
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { Observable } from 'rxjs';
-import { readsBody } from '../auth/route-table';
+import { readsBody } from '../http/route-table';
 import { ValidationError } from '../core/errors';
 
 /**
