@@ -1,14 +1,9 @@
 import { RateLimitedError } from '../core/errors';
 import type { TokenBuckets } from '../core/ports/token-buckets';
 
-/** A token bucket: `perSec` requests per second on average, `burst` at once. */
-export interface RateLimit {
-  perSec: number;
-  burst: number;
-}
+import { RATE_LIMIT_MAX, type RateLimit } from '../core/api-key';
 
-/** Bounds of a limit (env and `POST /keys`). */
-export const RATE_LIMIT_MAX = 1_000_000;
+export { RATE_LIMIT_MAX, type RateLimit };
 
 /**
  * The token-bucket limit per API key (docs/security.md, "Limits per credential"), counted in Redis so

@@ -33,3 +33,12 @@ export function bearerToken(header: string | string[] | undefined): string | nul
   const m = /^Bearer[ \t]+(\S{1,512})[ \t]*$/i.exec(header);
   return m ? m[1] : null;
 }
+
+/** A token bucket: `perSec` requests per second on average, `burst` at once. */
+export interface RateLimit {
+  perSec: number;
+  burst: number;
+}
+
+/** Bounds of a limit (env and `POST /keys`). */
+export const RATE_LIMIT_MAX = 1_000_000;

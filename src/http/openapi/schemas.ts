@@ -1,7 +1,7 @@
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { ROLES } from '../../core/access';
 import { JOB_STATUSES } from '../../core/job-status';
-import { RATE_LIMIT_MAX } from '../../auth/key-rate-limiter';
+import { RATE_LIMIT_MAX } from '../../core/api-key';
 
 /**
  * Response schemas of the OpenAPI document (components.schemas), written as
