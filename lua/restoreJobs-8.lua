@@ -43,7 +43,7 @@ if redis.call('GET', KEYS[8]) ~= token then return {'lock_lost'} end
 if redis.call('EXISTS', KEYS[7]) == 1 then return {'already_restored'} end
 redis.call('PEXPIRE', KEYS[8], clamp(ARGV[3], 1, MAX_LEASE_MS, 30000))
 
--- The audit writers' consumer group (MKSTREAM creates the stream when missing).
+-- The mirror writers' consumer group (MKSTREAM creates the stream when missing).
 local g = redis.pcall('XGROUP', 'CREATE', KEYS[4], ARGV[6], '0', 'MKSTREAM')
 if type(g) == 'table' and g.err and not string.find(g.err, 'BUSYGROUP', 1, true) then
   return redis.error_reply('restoreJobs: XGROUP CREATE failed: ' .. g.err)

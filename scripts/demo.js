@@ -73,7 +73,7 @@ async function submit(api, list, progress, hooks) {
   return { ids, rejected };
 }
 
-/** Stats in the /dashboard/stats shape from the audit mirror, for builds without that endpoint. */
+/** Stats in the /dashboard/stats shape from the history mirror, for builds without that endpoint. */
 async function statsFromMirror(pg) {
   const { rows } = await pg.query('SELECT queue, status, count(*)::int AS n FROM jobs GROUP BY 1, 2');
   const queues = {};

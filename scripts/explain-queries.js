@@ -20,7 +20,7 @@ const { Client } = require('pg');
 const { dropDatabase } = require('./lib/cleanup');
 
 const dist = (p) => require(path.resolve(__dirname, '../dist', p));
-const { openAuditStore, MIGRATIONS } = dist('postgres/data-source');
+const { openPostgres, MIGRATIONS } = dist('postgres/data-source');
 const { epochMs } = dist('history/common');
 const { GET_JOB_SQL } = dist('history/get-job');
 const { listJobsSql } = dist('history/list-jobs');
@@ -226,7 +226,7 @@ async function main() {
   const url = new URL(BASE);
   url.pathname = `/sluice_explain_${crypto.randomBytes(3).toString('hex')}`;
   const t0 = Date.now();
-  const { dataSource, applied } = await openAuditStore(url.toString(), 2);
+  const { dataSource, applied } = await openPostgres(url.toString(), 2);
   await dataSource.destroy();
   const c = new Client({ connectionString: url.toString() });
   await c.connect();

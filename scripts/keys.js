@@ -26,13 +26,13 @@ async function main() {
   const { loadConfig } = dist('config/config');
   const { createRedis } = dist('redis/connection');
   const { createRedisStores } = dist('redis/stores');
-  const { openAuditStore } = dist('postgres/data-source');
+  const { openPostgres } = dist('postgres/data-source');
   const { KeyStore } = dist('auth/key-store');
   const { isRole, ROLES } = dist('core/access');
   if (!['create', 'list', 'revoke'].includes(cmd)) throw new Error(usage);
   const config = loadConfig(process.env);
   const redis = createRedis(config, { name: 'sluice-keys-cli' });
-  const { dataSource } = await openAuditStore(config.databaseUrl, 2);
+  const { dataSource } = await openPostgres(config.databaseUrl, 2);
   const store = new KeyStore(createRedisStores(redis, config.redisPrefix).apiKeys, dataSource);
   try {
     const project = opt('project', 'default');

@@ -10,7 +10,7 @@
  * ROLE=worker,scheduler,audit (WORKER_CONCURRENCY=--concurrency) and one
  * with ROLE=api (--single: one process with ROLE=all). Sends --n POST /jobs
  * over --connections keep-alive connections, keeps the id of every accepted
- * job (201), waits until every one is terminal in the audit mirror, then
+ * job (201), waits until every one is terminal in the history mirror, then
  * checks each against PostgreSQL (`jobs`, `dead_letter_jobs`; GET /jobs/:id
  * for stragglers): completed or in the DLQ, else lost. Prints accepted,
  * completed, failed, lost, req/s, latency p50/p99 and one `LOAD {json}` line;

@@ -16,7 +16,7 @@ if (!existsSync(path.join(dist, 'restore/restore.js'))) {
   process.exit(1);
 }
 const { loadConfig } = require(path.join(dist, 'config/config'));
-const { openAuditStore } = require(path.join(dist, 'postgres/data-source'));
+const { openPostgres } = require(path.join(dist, 'postgres/data-source'));
 const { createRedis } = require(path.join(dist, 'redis/connection'));
 const { RedisScripts } = require(path.join(dist, 'redis/scripts'));
 const { createRedisStores } = require(path.join(dist, 'redis/stores'));
@@ -38,7 +38,7 @@ function parseArgs(argv) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const config = loadConfig(process.env);
-  const { dataSource } = await openAuditStore(config.databaseUrl, 4);
+  const { dataSource } = await openPostgres(config.databaseUrl, 4);
   const redis = createRedis(config, { name: 'sluice-restore' });
   try {
     const scripts = new RedisScripts(redis);

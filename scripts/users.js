@@ -18,7 +18,7 @@ if (!existsSync(path.join(dist, 'auth/user-store.js'))) {
   process.exit(1);
 }
 const { loadConfig } = require(path.join(dist, 'config/config'));
-const { openAuditStore } = require(path.join(dist, 'postgres/data-source'));
+const { openPostgres } = require(path.join(dist, 'postgres/data-source'));
 const { createRedis } = require(path.join(dist, 'redis/connection'));
 const { createRedisStores } = require(path.join(dist, 'redis/stores'));
 const { ROLES } = require(path.join(dist, 'core/access'));
@@ -116,7 +116,7 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   const config = loadConfig(process.env);
   const password = args.command === 'list' ? null : await readPassword();
-  const { dataSource } = await openAuditStore(config.databaseUrl, 2);
+  const { dataSource } = await openPostgres(config.databaseUrl, 2);
   try {
     const users = new UserStore(dataSource);
     if (args.command === 'list') {

@@ -1,8 +1,8 @@
 import { BeforeApplicationShutdown, DynamicModule, Injectable, Module, Optional } from '@nestjs/common';
 import type { SluiceConfig } from './config/config';
-import { AuditDbModule } from './postgres/postgres.module';
-import { AuditModule } from './mirror/mirror.module';
-import { AuditService } from './mirror/mirror.service';
+import { PostgresModule } from './postgres/postgres.module';
+import { MirrorModule } from './mirror/mirror.module';
+import { MirrorService } from './mirror/mirror.service';
 import { AuthModule } from './auth/auth.module';
 import { KeysApiModule } from './auth/keys-api.module';
 import { UsersApiModule } from './auth/users-api.module';
@@ -35,7 +35,7 @@ import { WorkersModule } from './workers/runtime/workers.module';
 class ShutdownOrder implements BeforeApplicationShutdown {
   constructor(
     @Optional() private readonly worker?: WorkerService,
-    @Optional() private readonly mirror?: AuditService,
+    @Optional() private readonly mirror?: MirrorService,
   ) {}
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -63,10 +63,10 @@ export class AppModule {
       // Every HTTP route of every role goes through its one guard.
       AuthModule,
     ];
-    if (config.roles.has('api')) imports.push(AuditDbModule, JobsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule, KeysApiModule, UsersApiModule, OplogModule);
+    if (config.roles.has('api')) imports.push(PostgresModule, JobsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule, KeysApiModule, UsersApiModule, OplogModule);
     if (config.roles.has('worker')) imports.push(WorkersModule);
-    if (config.roles.has('scheduler')) imports.push(AuditDbModule, MaintenanceModule, SchedulerRunnerModule);
-    if (config.roles.has('audit')) imports.push(AuditDbModule, AuditModule);
+    if (config.roles.has('scheduler')) imports.push(PostgresModule, MaintenanceModule, SchedulerRunnerModule);
+    if (config.roles.has('audit')) imports.push(PostgresModule, MirrorModule);
     return { module: AppModule, imports, providers: [ShutdownOrder] };
   }
 }

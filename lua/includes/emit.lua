@@ -9,7 +9,7 @@
 -- The header packs every field that comes from a fixed vocabulary or is an
 -- integer (never a '|'; o, which may hold one, only ever last) into one:
 -- each field of an entry costs Redis a listpack element on XADD and two
--- bulk strings in every XREADGROUP reply, and the audit writer two strings
+-- bulk strings in every XREADGROUP reply, and the mirror writer two strings
 -- to parse (entryFields in src/audit/projection.ts splits it back).
 -- Free-form values (worker ids of external workers, errors, data) stay
 -- fields of their own.

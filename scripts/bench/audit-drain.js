@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /*
- * One drain of the audit writer with its CPU split, for A/B runs of two builds:
- * N jobs enqueued and processed with no writer, then one AuditWriter (on this
+ * One drain of the mirror writer with its CPU split, for A/B runs of two builds:
+ * N jobs enqueued and processed with no writer, then one MirrorWriter (on this
  * process's main thread) drains the streams. Prints one JSON line: events,
  * events/s, and CPU per event in µs of this process (Node), of every
  * `postgres` process (/proc, Linux) and of Redis (INFO cpu).
@@ -23,8 +23,8 @@ const { normalizeEnqueue } = require(`${dist}/core/job-options`);
 const { HandlerMap } = require(`${dist}/core/handler`);
 const { WorkerRuntime } = require(`${dist}/workers/runtime/worker-runtime`);
 const { RedisWakeWaiter } = require(`${dist}/redis/wake/wake-waiter`);
-const { AuditWriter } = require(`${dist}/mirror/mirror-writer`);
-const { openAuditStore } = require(`${dist}/postgres/data-source`);
+const { MirrorWriter } = require(`${dist}/mirror/mirror-writer`);
+const { openPostgres } = require(`${dist}/postgres/data-source`);
 const { readBacklog } = require(`${dist}/mirror/backlog`);
 const { deletePrefix, dropDatabase } = require('../lib/cleanup');
 
@@ -63,7 +63,7 @@ async function main() {
   const store = stores.jobs;
   const url = new URL(PG_URL);
   url.pathname = `/sluice_bench_drain_${process.pid}`;
-  const { dataSource: db } = await openAuditStore(url.toString(), 10);
+  const { dataSource: db } = await openPostgres(url.toString(), 10);
   if (process.env.PAYLOAD_INDEX) await db.query(require(`${dist}/queues/payload-search`).payloadIndexSql(process.env.PAYLOAD_INDEX));
   if (process.env.LIVE === '1') await stores.liveEvents.markListening(3_600_000);
   const payloadOf = (i) =>
@@ -88,7 +88,7 @@ async function main() {
   const r0 = await redisCpu(redis);
   const p0 = postgresCpu();
   const t0 = performance.now();
-  const w = new AuditWriter(stores, db, { writerId: 'bench-drain', idleMs: 2 });
+  const w = new MirrorWriter(stores, db, { writerId: 'bench-drain', idleMs: 2 });
   w.start();
   while ((await readBacklog(stores)).pending > 0) await sleep(5);
   const secs = (performance.now() - t0) / 1000;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /*
- * The audit writer alone in its own process, as `ROLE=audit` runs it in
+ * The mirror writer alone in its own process, as `ROLE=audit` runs it in
  * docker-compose; driven by scripts/bench/audit.js over IPC:
  *   fork(this, [redisPrefix, databaseUrl]) → 'ready'; parent sends 'go'
  *   (start mirroring), then 'stop' (stop and exit).
@@ -12,8 +12,8 @@ const path = require('node:path');
 const dist = path.resolve(__dirname, '../../dist');
 const { createRedis } = require(`${dist}/redis/connection`);
 const { createRedisStores } = require(`${dist}/redis/stores`);
-const { AuditWriter } = require(`${dist}/mirror/mirror-writer`);
-const { openAuditStore } = require(`${dist}/postgres/data-source`);
+const { MirrorWriter } = require(`${dist}/mirror/mirror-writer`);
+const { openPostgres } = require(`${dist}/postgres/data-source`);
 
 const [prefix, databaseUrl] = process.argv.slice(2);
 (async () => {
@@ -22,8 +22,8 @@ const [prefix, databaseUrl] = process.argv.slice(2);
     redisClusterNodes: null,
   });
   const stores = createRedisStores(redis, prefix);
-  const { dataSource } = await openAuditStore(databaseUrl, 10);
-  const writer = new AuditWriter(stores, dataSource, {
+  const { dataSource } = await openPostgres(databaseUrl, 10);
+  const writer = new MirrorWriter(stores, dataSource, {
     writerId: `child-${process.pid}`,
     idleMs: 2,
   });

@@ -2,7 +2,7 @@
 /*
  * Audit mirror benchmark (after `npm run build`; Redis at REDIS_URL, Postgres at PG_URL):
  *  1. throughput: N jobs enqueued and processed with no writer running, then an
- *     AuditWriter drains the streams: events/s into PostgreSQL;
+ *     MirrorWriter drains the streams: events/s into PostgreSQL;
  *  2. lag: a steady 5,000 jobs/s for 20 s with a worker and the writer on (in a
  *     worker thread, then on the worker's event loop): p50/p99 of the age of
  *     the oldest unmirrored event, sampled every 50 ms;
@@ -24,9 +24,9 @@ const { normalizeEnqueue } = require(`${dist}/core/job-options`);
 const { HandlerMap } = require(`${dist}/core/handler`);
 const { WorkerRuntime } = require(`${dist}/workers/runtime/worker-runtime`);
 const { RedisWakeWaiter } = require(`${dist}/redis/wake/wake-waiter`);
-const { AuditWriter } = require(`${dist}/mirror/mirror-writer`);
-const { AuditWriterThread } = require(`${dist}/mirror/writer-thread`);
-const { openAuditStore } = require(`${dist}/postgres/data-source`);
+const { MirrorWriter } = require(`${dist}/mirror/mirror-writer`);
+const { MirrorWriterThread } = require(`${dist}/mirror/writer-thread`);
+const { openPostgres } = require(`${dist}/postgres/data-source`);
 const { readBacklog } = require(`${dist}/mirror/backlog`);
 const { Queue, Worker } = require('bullmq');
 const IORedis = require('ioredis');
@@ -48,7 +48,7 @@ let seq = 0;
 async function freshDb() {
   const u = new URL(PG_URL);
   u.pathname = `/sluice_bench_${process.pid}_${seq++}`;
-  const { dataSource } = await openAuditStore(u.toString(), 10);
+  const { dataSource } = await openPostgres(u.toString(), 10);
   return {
     db: dataSource,
     url: u.toString(),
@@ -82,7 +82,7 @@ function sluice() {
       return rt;
     },
     writer(db) {
-      const w = new AuditWriter(stores, db, { writerId: `w${seq++}`, idleMs: 2 });
+      const w = new MirrorWriter(stores, db, { writerId: `w${seq++}`, idleMs: 2 });
       w.start();
       return w;
     },
@@ -121,11 +121,11 @@ async function throughput() {
   return { events, rate };
 }
 
-/** Starts the audit writer in a worker thread (ROLE=all's default); same stop() as an AuditWriter. */
+/** Starts the mirror writer in a worker thread (ROLE=all's default); same stop() as an MirrorWriter. */
 function threadWriter(s, url) {
   const quiet = { debug() {}, info() {}, warn() {}, error: (o, m) => console.error(m, o) };
   const config = { redisUrl: REDIS_URL, redisClusterNodes: null, redisPrefix: s.prefix, databaseUrl: url, logLevel: 'warn', maxRetries: 3, idempotencyTtlMs: 86400000, keepCompletedCount: -1, keepCompletedMs: -1, auditThreadNice: Number(process.env.AUDIT_THREAD_NICE ?? 10) };
-  const th = new AuditWriterThread(path.join(dist, 'mirror/writer-thread.js'), config, `thread-${seq++}`, quiet);
+  const th = new MirrorWriterThread(path.join(dist, 'mirror/writer-thread.js'), config, `thread-${seq++}`, quiet);
   th.start();
   return th;
 }

@@ -26,7 +26,7 @@ const { generateSql } = require('../explain-queries');
 const { pickPort, isolation, startServer, waitReady, cleanup } = require('../lib/server');
 
 const dist = (p) => require(path.resolve(__dirname, '../../dist', p));
-const { openAuditStore } = dist('postgres/data-source');
+const { openPostgres } = dist('postgres/data-source');
 
 const JOBS = Number(process.env.JOBS || 1_000_000);
 const LOADS = Number(process.env.LOADS || 7);
@@ -41,7 +41,7 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function seed(databaseUrl) {
   const t0 = Date.now();
-  const { dataSource } = await openAuditStore(databaseUrl, 2);
+  const { dataSource } = await openPostgres(databaseUrl, 2);
   await dataSource.destroy();
   const c = new Client({ connectionString: databaseUrl });
   await c.connect();

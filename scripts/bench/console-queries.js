@@ -13,7 +13,7 @@
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const dist = (p) => require(path.resolve(__dirname, '../../dist', p));
-const { openAuditStore } = dist('postgres/data-source');
+const { openPostgres } = dist('postgres/data-source');
 const { finishSeriesSql, seriesBuckets } = dist('history/finish-series');
 const { dlqGroupsSql } = dist('history/dlq-groups');
 const { listDlqSql } = dist('history/list-dlq');
@@ -46,7 +46,7 @@ async function time(db, sql, params) {
 async function main() {
   const url = new URL(PG_URL);
   url.pathname = `/sluice_bench_console_${process.pid}`;
-  const { dataSource: db } = await openAuditStore(url.toString(), 4);
+  const { dataSource: db } = await openPostgres(url.toString(), 4);
   try {
     const q = QUEUES.map((x) => `'${x}'`).join(',');
     // Per-second counters: the last 2 hours, every queue every second.

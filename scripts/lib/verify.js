@@ -1,5 +1,5 @@
 /*
- * Accounting of accepted jobs against the audit mirror (the `jobs` and
+ * Accounting of accepted jobs against the history mirror (the `jobs` and
  * `dead_letter_jobs` tables of the run's own database), with GET /jobs/:id as
  * the second witness for any job the mirror has not caught up with. A job is
  * accounted for when it is `completed` or in the dead-letter queue (`failed`);

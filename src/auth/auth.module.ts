@@ -1,7 +1,7 @@
 import { Global, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { APP_GUARD, Reflector } from '@nestjs/core';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB } from '../postgres/postgres.module';
+import { POSTGRES_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import { ApiKeyStore, ProjectRegistry, SessionRecords, TokenBuckets } from '../core/ports';
@@ -22,7 +22,7 @@ import { ProjectStore } from './project-store';
   providers: [
     {
       provide: KeyStore,
-      inject: [ApiKeyStore, { token: AUDIT_DB, optional: true }],
+      inject: [ApiKeyStore, { token: POSTGRES_DB, optional: true }],
       useFactory: (store: ApiKeyStore, db?: DataSource) => new KeyStore(store, db ?? null),
     },
     {
@@ -32,7 +32,7 @@ import { ProjectStore } from './project-store';
     },
     {
       provide: ProjectStore,
-      inject: [ProjectRegistry, { token: AUDIT_DB, optional: true }],
+      inject: [ProjectRegistry, { token: POSTGRES_DB, optional: true }],
       useFactory: (registry: ProjectRegistry, db?: DataSource) => new ProjectStore(registry, db ?? null),
     },
     {
@@ -51,7 +51,7 @@ export class AuthModule implements OnApplicationBootstrap, OnApplicationShutdown
     private readonly projects: ProjectStore,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
-    @Optional() @Inject(AUDIT_DB) private readonly db?: DataSource,
+    @Optional() @Inject(POSTGRES_DB) private readonly db?: DataSource,
   ) {}
 
   /**

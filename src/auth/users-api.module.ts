@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB, AuditDbModule } from '../postgres/postgres.module';
+import { POSTGRES_DB, PostgresModule } from '../postgres/postgres.module';
 import { LoginAttempts } from '../core/ports';
 import { LoginController } from './login.controller';
 import { LoginLimiter } from './login-limiter';
@@ -16,10 +16,10 @@ import { UsersService } from './users.service';
  * the guard reads it on every route).
  */
 @Module({
-  imports: [AuditDbModule],
+  imports: [PostgresModule],
   controllers: [UsersController, LoginController],
   providers: [
-    { provide: UserStore, inject: [AUDIT_DB], useFactory: (db: DataSource) => new UserStore(db) },
+    { provide: UserStore, inject: [POSTGRES_DB], useFactory: (db: DataSource) => new UserStore(db) },
     { provide: LoginLimiter, inject: [LoginAttempts], useFactory: (attempts: LoginAttempts) => new LoginLimiter(attempts) },
     UsersService,
     LoginService,

@@ -36,9 +36,9 @@ export interface SluiceConfig {
   /** Finished jobs kept in Redis after mirroring; -1 = none (deleted once mirrored). */
   keepCompletedCount: number;
   keepCompletedMs: number;
-  /** Run the audit writer in a worker thread when this process also runs other roles (AUDIT_THREAD, default true). */
+  /** Run the mirror writer in a worker thread when this process also runs other roles (AUDIT_THREAD, default true). */
   auditThread: boolean;
-  /** Nice value (0..19) of the audit writer thread while the mirror is more than 2 s behind (AUDIT_THREAD_NICE, default 10; 0 = never). */
+  /** Nice value (0..19) of the mirror writer thread while the mirror is more than 2 s behind (AUDIT_THREAD_NICE, default 10; 0 = never). */
   auditThreadNice: number;
   /** History kept in PostgreSQL, days. */
   retentionDays: number;

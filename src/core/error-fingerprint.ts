@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
  * Jobs whose messages differ only in such values (an id, an amount, a host
  * port, a quoted name) share a fingerprint: they failed for one cause.
  *
- * Computed once when a job dies (the audit writer, src/mirror/projection.ts)
+ * Computed once when a job dies (the mirror writer, src/mirror/projection.ts)
  * and again, by this same function, when a live failed job is read from
  * Redis (src/http/api-job.ts): both must agree, so this is the one place
  * the rules live.
@@ -81,7 +81,7 @@ export const FINGERPRINT_PATTERN = /^[0-9a-f]{16}$/;
  * The job object's `fingerprint` (API.md v1.1): for a `failed` job the one
  * stored when it entered the DLQ (`stored`), else computed from its
  * `lastError` (a live job read from Redis; a missing message counts as
- * empty, as the audit writer counts it); null for any other status.
+ * empty, as the mirror writer counts it); null for any other status.
  */
 export function jobFingerprint(job: { status: string; lastError: string | null; fingerprint?: string | null }): string | null {
   if (job.status !== 'failed') return null;

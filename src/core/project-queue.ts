@@ -7,7 +7,7 @@ import { LIMITS } from './job-options';
  * `default`, `<project>/<queue>` for any other. Project and queue names both
  * match `^[a-z0-9][a-z0-9_-]{0,63}$`, so neither holds a `/` and the two forms
  * never collide. Everything below the HTTP API (the Redis keys
- * `<prefix>:{<qualified>}:<kind>`, the Lua scripts, the audit writer, the
+ * `<prefix>:{<qualified>}:<kind>`, the Lua scripts, the mirror writer, the
  * PostgreSQL `queue` columns, workers' QUEUES, metrics) works with qualified
  * names; the API maps a client's bare queue name and its principal's
  * project to the qualified name on the way in, and back on the way out.

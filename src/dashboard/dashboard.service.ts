@@ -42,7 +42,7 @@ export class DashboardService {
       Promise.all(names.map((n) => this.store.settings(n))),
       this.workers.list(project),
       this.history.throughput(sole ? null : project),
-      this.history.auditLag(),
+      this.history.mirrorLag(),
     ]);
     const queues: DashboardStats['queues'] = {};
     names.forEach((n, i) => {

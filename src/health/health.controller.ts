@@ -2,7 +2,7 @@ import { Controller, Get, Inject, Optional } from '@nestjs/common';
 import { Access } from '../http/access.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB } from '../postgres/postgres.module';
+import { POSTGRES_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { UnavailableError } from '../core/errors';
@@ -33,7 +33,7 @@ export class HealthController {
     private readonly redis: StoreConnection,
     @Inject(SLUICE_CONFIG) config: SluiceConfig,
     // Absent in a process whose roles use no PostgreSQL (ROLE=worker).
-    @Optional() @Inject(AUDIT_DB) private readonly db?: DataSource,
+    @Optional() @Inject(POSTGRES_DB) private readonly db?: DataSource,
   ) {
     this.pgNeeded = needsPostgres(config.roles);
   }

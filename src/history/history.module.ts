@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { JobStore, MirrorStream, QueueStore, StoreConnection } from '../core/ports';
-import { AUDIT_DB, AuditDbModule } from '../postgres/postgres.module';
+import { POSTGRES_DB, PostgresModule } from '../postgres/postgres.module';
 import { HistoryQueries } from './';
 
 /**
@@ -9,11 +9,11 @@ import { HistoryQueries } from './';
  * api role: reads jobs from Redis while live, from PostgreSQL after.
  */
 @Module({
-  imports: [AuditDbModule],
+  imports: [PostgresModule],
   providers: [
     {
       provide: HistoryQueries,
-      inject: [AUDIT_DB, JobStore, QueueStore, MirrorStream, StoreConnection],
+      inject: [POSTGRES_DB, JobStore, QueueStore, MirrorStream, StoreConnection],
       useFactory: (db: DataSource, jobs: JobStore, queues: QueueStore, mirror: MirrorStream, connection: StoreConnection) =>
         new HistoryQueries(db, { jobs, queues, mirror, connection }),
     },

@@ -3,7 +3,7 @@ import type { Job } from '../core/job';
 import type { JobStore, MirrorStream, QueueStore, StoreConnection } from '../core/ports';
 import { backfillFingerprints } from '../postgres/fingerprint-backfill';
 import { inProject } from '../core/project-queue';
-import { auditLag } from './audit-lag';
+import { mirrorLag } from './mirror-lag';
 import { dlqGroups, DlqGroup } from './dlq-groups';
 import { waitForMirror } from './mirror-barrier';
 import { getJob } from './get-job';
@@ -16,7 +16,7 @@ import { queueCounts, QueueCounts, sumCounts } from './queue-counts';
 import { throughput, Throughput } from './throughput';
 
 export type { DlqGroup, JobEvent, JobExecution, JobLogLine, ListDlqFilter, ListJobsFilter, Page, QueueCounts, Throughput };
-export { auditLag, dlqGroups, getJob, jobEvents, jobExecutions, jobLogs, listDlq, listJobs, queueCounts, sumCounts, throughput };
+export { mirrorLag, dlqGroups, getJob, jobEvents, jobExecutions, jobLogs, listDlq, listJobs, queueCounts, sumCounts, throughput };
 
 /** The live (hot-store) side the history reads beside PostgreSQL. */
 export interface LiveStores {
@@ -137,7 +137,7 @@ export class HistoryQueries {
   }
 
   /** Age of the oldest unmirrored audit event, ms, and the backlog size. */
-  auditLag(): Promise<{ lagMs: number; pending: number }> {
-    return auditLag(this.live.queues, this.live.mirror);
+  mirrorLag(): Promise<{ lagMs: number; pending: number }> {
+    return mirrorLag(this.live.queues, this.live.mirror);
   }
 }

@@ -103,7 +103,7 @@ export interface Page<T> {
  * from an index and stopped by LIMIT — no OFFSET, no sort of the matches
  * (plans in docs/query-plans.md). `jobs` keeps three secondary indexes
  * (migration 1796000900000-LeanJobIndexes: each one is paid for by every
- * row the audit writer writes), so:
+ * row the mirror writer writes), so:
  * - no filter: the primary key, backwards (UUIDv7 ids sort by creation time);
  * - a status with a queue and/or a type: `jobs_queue_status_id` or
  *   `jobs_type_status_id` directly;

@@ -4,7 +4,7 @@ import { compareIds } from '../core/stream-ids';
 import { sleep } from '../core/sleep';
 
 /**
- * Read-your-writes for the history endpoints: waits until the audit writers
+ * Read-your-writes for the history endpoints: waits until the mirror writers
  * have mirrored every event that was in the given queues' streams when the
  * call started, so a client that saw a job `completed` in Redis then finds
  * its events, executions and counts in PostgreSQL.

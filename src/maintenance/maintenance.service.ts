@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB } from '../postgres/postgres.module';
+import { POSTGRES_DB } from '../postgres/postgres.module';
 import { pruneFinishes, pruneFinishMinutes, pruneHistory, pruneOperatorAudit } from './retention';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
@@ -48,7 +48,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     private readonly store: JobStore,
     private readonly queues: QueueStore,
     private readonly scheduler: SchedulerRegistry,
-    @Optional() @Inject(AUDIT_DB) private readonly db?: DataSource,
+    @Optional() @Inject(POSTGRES_DB) private readonly db?: DataSource,
     @Optional() private readonly metrics?: SchedulerMetrics,
   ) {}
 

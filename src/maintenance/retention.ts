@@ -7,7 +7,7 @@ const DEADLOCK_DETECTED = '40P01';
 /**
  * How long one prune statement waits for a lock before it gives way (ms).
  * Shorter than PostgreSQL's default deadlock_timeout (1 s), so when the
- * pruner and an audit writer wait on each other (the writer on a `jobs` row
+ * pruner and an mirror writer wait on each other (the writer on a `jobs` row
  * the prune is deleting, the prune on a `job_counts` row the writer's
  * earlier statement updated) the prune always gives up first: the writer's
  * batch is delayed by at most this, never aborted.
@@ -44,7 +44,7 @@ const PRUNE_SQL = `WITH old AS MATERIALIZED (${PRUNE_CANDIDATES_SQL}), ev AS (DE
  * finished before the cutoff with their events, executions and logs.
  * Jobs in the dead-letter queue are kept (their DLQ copy is the point).
  *
- * Yields to the audit writers: rows a writer holds are skipped (`FOR UPDATE
+ * Yields to the mirror writers: rows a writer holds are skipped (`FOR UPDATE
  * SKIP LOCKED`, which also re-checks a row's status as committed, so a job
  * moved out of a terminal state meanwhile is never deleted), and a batch that
  * waits on a lock longer than {@link PRUNE_LOCK_TIMEOUT_MS}, or is chosen as

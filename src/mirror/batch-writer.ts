@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { copyNumber, copyText, copyTime } from '../postgres/copy-text';
 import { numArray, textArray } from '../postgres/pg-array';
 import { BatchMessage, sendBatch } from '../postgres/pg-batch';
-import type { AuditBatch, EventRow, ExecutionEnd, ExecutionStart, JobInsert, JobPatch, LogRow } from './projection';
+import type { MirrorBatch, EventRow, ExecutionEnd, ExecutionStart, JobInsert, JobPatch, LogRow } from './projection';
 
 /** Bits of JobPatch.mask: which columns a patch sets (others stay as they are). */
 const PATCH_COLUMNS = ['status', 'attempts', 'workerId', 'executionSeq', 'startedAt', 'finishedAt', 'runAt', 'lastError', 'result', 'progress', 'payload'] as const;
@@ -28,13 +28,13 @@ export interface PlannedStatement {
 
 /**
  * Writes one projected batch with {@link batchMessage} — the same single
- * message the audit writer sends — through `m` (a DataSource: one
+ * message the mirror writer sends — through `m` (a DataSource: one
  * implicit transaction; or an EntityManager inside the caller's transaction).
  * Idempotent unless `fresh`: events and logs are keyed by their stream
  * entry id; job rows change only for events newer than the newest one they hold.
  * @throws whatever PostgreSQL answers (nothing of the batch is written).
  */
-export async function writeBatch(m: DataSource | EntityManager, b: AuditBatch, fresh = false): Promise<void> {
+export async function writeBatch(m: DataSource | EntityManager, b: MirrorBatch, fresh = false): Promise<void> {
   await sendBatch(m, batchMessage(planBatch(b, fresh)));
 }
 
@@ -184,7 +184,7 @@ const copyOf = (sql: string, copy: string): PlannedStatement => ({ sql, params: 
 
 /**
  * The statements that write a projected batch, in order, with their
- * parameters encoded. Pure: the audit writer runs it for the next batch
+ * parameters encoded. Pure: the mirror writer runs it for the next batch
  * while the current one is in PostgreSQL.
  *
  * `fresh`: the batch's entries were never delivered before (read with
@@ -200,7 +200,7 @@ const copyOf = (sql: string, copy: string): PlannedStatement => ({ sql, params: 
  * {@link UNIQUE_VIOLATION}, nothing of the batch is written, and the caller
  * writes it again with `fresh = false` (the idempotent form).
  */
-export function planBatch(b: AuditBatch, fresh = false): PlannedStatement[] {
+export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
   const out: PlannedStatement[] = [];
   const onEntry = 'ON CONFLICT (queue, stream_ms, stream_seq) DO NOTHING';
   const txt = <T>(rows: T[], f: (r: T) => string | null | undefined) => textArray(rows.map(f));

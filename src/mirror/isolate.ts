@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import { batchMessage, planBatch } from './batch-writer';
 import { sendBatch } from '../postgres/pg-batch';
 import { batchFault, sqlState } from '../postgres/pg-errors';
-import { AuditBatch, project, StreamEntry } from './projection';
+import { MirrorBatch, project, StreamEntry } from './projection';
 import type { Refusal } from './quarantine';
 
 /** What an isolation wrote and what it gave up on. */
@@ -40,11 +40,11 @@ function fullMessage(e: unknown): string {
  *   (src/postgres/pg-errors.ts): nothing is refused then, and what was written
  *   is written again (idempotently) on the retry.
  */
-export async function isolate(db: DataSource, entries: StreamEntry[], known?: { batch?: AuditBatch; error?: unknown }): Promise<Isolation> {
+export async function isolate(db: DataSource, entries: StreamEntry[], known?: { batch?: MirrorBatch; error?: unknown }): Promise<Isolation> {
   const written: StreamEntry[] = [];
   const refused: Refusal[] = [];
-  const step = async (part: StreamEntry[], batch?: AuditBatch, knownError?: unknown): Promise<void> => {
-    let b: AuditBatch;
+  const step = async (part: StreamEntry[], batch?: MirrorBatch, knownError?: unknown): Promise<void> => {
+    let b: MirrorBatch;
     let message;
     try {
       b = batch ?? project(part);

@@ -1,4 +1,4 @@
-import type { AuditBatch } from './projection';
+import type { MirrorBatch } from './projection';
 
 /** What changed for one job in a written batch: bits of {@link JobChange}[4]. */
 export const CHANGE_EVENTS = 1;
@@ -6,7 +6,7 @@ export const CHANGE_LOGS = 2;
 export const CHANGE_PROGRESS = 4;
 
 /**
- * One job changed by a batch the audit writer committed:
+ * One job changed by a batch the mirror writer committed:
  * `[id, queue, status (null when no event of the batch names one), updatedAt ms, bits]`.
  * Bits: {@link CHANGE_EVENTS} new history events, {@link CHANGE_LOGS} new
  * log lines, {@link CHANGE_PROGRESS} a progress update.
@@ -15,12 +15,12 @@ export type JobChange = [string, string, string | null, number, number];
 
 /**
  * The jobs a committed batch changed, one entry per job (its newest state in
- * the batch), as the JSON the audit writer publishes on the job-changes
+ * the batch), as the JSON the mirror writer publishes on the job-changes
  * channel (src/dashboard/live/live-hub.ts reads it). Pure; one Map
  * operation per event and log row of the batch (measured in
  * docs/benchmarks.md, "Live updates"). Null when the batch changed nothing.
  */
-export function jobChangesMessage(batch: Pick<AuditBatch, 'events' | 'logs'>): string | null {
+export function jobChangesMessage(batch: Pick<MirrorBatch, 'events' | 'logs'>): string | null {
   if (!batch.events.length && !batch.logs.length) return null;
   const byJob = new Map<string, JobChange>();
   for (const e of batch.events) {

@@ -1,12 +1,12 @@
 import { Registry } from 'prom-client';
-import { AuditMetrics, AuditMetricsBuffer, isAuditMetricsDelta } from './mirror-metrics';
+import { MirrorMetrics, MirrorMetricsBuffer, isMirrorMetricsDelta } from './mirror-metrics';
 
 const value = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
 
-describe('AuditMetrics', () => {
+describe('MirrorMetrics', () => {
   it('counts batches, entries, sizes, quarantined entries, isolations and failures, on the registry passed in and one more', async () => {
     const own = new Registry();
-    const m = new AuditMetrics(own);
+    const m = new MirrorMetrics(own);
     const proc = new Registry();
     m.registerOn(proc); // the integrator's one line: the process's /metrics registry
     m.batch(1000, 0, false);
@@ -25,7 +25,7 @@ describe('AuditMetrics', () => {
   });
 
   it("a thread's buffer adds up its writer's reports into one delta, which the parent applies", async () => {
-    const buffer = new AuditMetricsBuffer();
+    const buffer = new MirrorMetricsBuffer();
     expect(buffer.take()).toBeNull();
     buffer.batch(5, 0, false);
     buffer.batch(7, 2, true);
@@ -35,9 +35,9 @@ describe('AuditMetrics', () => {
     expect(buffer.take()).toBeNull();
     // Through a structured clone, as postMessage sends it.
     const sent = structuredClone(d);
-    expect(isAuditMetricsDelta(sent)).toBe(true);
-    expect(isAuditMetricsDelta('started')).toBe(false);
-    const m = new AuditMetrics();
+    expect(isMirrorMetricsDelta(sent)).toBe(true);
+    expect(isMirrorMetricsDelta('started')).toBe(false);
+    const m = new MirrorMetrics();
     m.apply(sent!);
     const text = await m.registry.metrics();
     expect(value(text, 'sluice_audit_batches_total')).toBe(2);
@@ -47,7 +47,7 @@ describe('AuditMetrics', () => {
 
   it('a buffer full of batch sizes asks to be reported', () => {
     let full = 0;
-    const buffer = new AuditMetricsBuffer(() => full++);
+    const buffer = new MirrorMetricsBuffer(() => full++);
     for (let i = 0; i < 10_000; i++) buffer.batch(1, 0, false);
     expect(full).toBe(1);
   });

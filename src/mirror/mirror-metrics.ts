@@ -1,10 +1,10 @@
 import { Counter, Histogram, Registry } from 'prom-client';
 
 /**
- * What the audit writer reports, once per batch (never per entry): the
- * sink it is given in AuditWriterOptions.metrics.
+ * What the mirror writer reports, once per batch (never per entry): the
+ * sink it is given in MirrorWriterOptions.metrics.
  */
-export interface AuditWriterMetrics {
+export interface MirrorWriterMetrics {
   /**
    * A batch done: `entries` acknowledged, of which `quarantined` were
    * quarantined (src/mirror/quarantine.ts); `isolated`: PostgreSQL refused the
@@ -16,7 +16,7 @@ export interface AuditWriterMetrics {
 }
 
 /** The writer's counts since the last report, as a worker thread sends them to its parent (src/mirror/writer-thread.ts). */
-export interface AuditMetricsDelta {
+export interface MirrorMetricsDelta {
   kind: 'sluice-audit-metrics';
   /** Entries of each batch, in order (one number per batch). */
   sizes: number[];
@@ -29,7 +29,7 @@ export interface AuditMetricsDelta {
 const BATCH_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 750, 1000];
 
 /**
- * The audit writer's Prometheus metrics, registered on the registry passed
+ * The mirror writer's Prometheus metrics, registered on the registry passed
  * in (and on more with {@link registerOn}):
  * - `sluice_audit_batches_total` counter: batches mirrored (written and acknowledged);
  * - `sluice_audit_entries_total` counter: stream entries mirrored (quarantined ones included);
@@ -41,7 +41,7 @@ const BATCH_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 750, 1000];
  *   PostgreSQL or Redis unavailable (the batch waits in Redis and is retried).
  * Fed by the writer on the main thread, or by the deltas its worker thread sends ({@link apply}).
  */
-export class AuditMetrics implements AuditWriterMetrics {
+export class MirrorMetrics implements MirrorWriterMetrics {
   readonly registry: Registry;
   private readonly batches = new Counter({ name: 'sluice_audit_batches_total', help: 'Audit batches mirrored to PostgreSQL', registers: [] });
   private readonly entries = new Counter({ name: 'sluice_audit_entries_total', help: 'Events-stream entries mirrored (written or quarantined)', registers: [] });
@@ -82,7 +82,7 @@ export class AuditMetrics implements AuditWriterMetrics {
   }
 
   /** Adds the counts a writer thread reported. */
-  apply(d: AuditMetricsDelta): void {
+  apply(d: MirrorMetricsDelta): void {
     if (d.sizes.length) {
       this.batches.inc(d.sizes.length);
       let n = 0;
@@ -103,17 +103,17 @@ const MAX_SIZES = 10_000;
 
 /**
  * The writer thread's side: adds up what the writer reports and hands it
- * over as one {@link AuditMetricsDelta} per {@link take} (the thread posts
+ * over as one {@link MirrorMetricsDelta} per {@link take} (the thread posts
  * one a second), so the parent's registry gets one message per interval,
  * not one per batch.
  */
-export class AuditMetricsBuffer implements AuditWriterMetrics {
-  private d: AuditMetricsDelta = AuditMetricsBuffer.empty();
+export class MirrorMetricsBuffer implements MirrorWriterMetrics {
+  private d: MirrorMetricsDelta = MirrorMetricsBuffer.empty();
 
   /** @param onFull called when the buffer holds MAX_SIZES batches (report now). */
   constructor(private readonly onFull?: () => void) {}
 
-  private static empty(): AuditMetricsDelta {
+  private static empty(): MirrorMetricsDelta {
     return { kind: 'sluice-audit-metrics', sizes: [], quarantined: 0, isolated: 0, failures: 0 };
   }
 
@@ -129,15 +129,15 @@ export class AuditMetricsBuffer implements AuditWriterMetrics {
   }
 
   /** The counts since the last call, or null when there is nothing to report. */
-  take(): AuditMetricsDelta | null {
+  take(): MirrorMetricsDelta | null {
     const d = this.d;
     if (!d.sizes.length && !d.failures) return null;
-    this.d = AuditMetricsBuffer.empty();
+    this.d = MirrorMetricsBuffer.empty();
     return d;
   }
 }
 
 /** Whether a message from the writer thread is a metrics delta. */
-export function isAuditMetricsDelta(m: unknown): m is AuditMetricsDelta {
-  return typeof m === 'object' && m !== null && (m as AuditMetricsDelta).kind === 'sluice-audit-metrics';
+export function isMirrorMetricsDelta(m: unknown): m is MirrorMetricsDelta {
+  return typeof m === 'object' && m !== null && (m as MirrorMetricsDelta).kind === 'sluice-audit-metrics';
 }

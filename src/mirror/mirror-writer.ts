@@ -3,12 +3,12 @@ import type { LiveEvents, MirrorStream, QueueOwnership, QueueStore, StoreConnect
 import { jobChangesMessage } from './job-changes';
 import { silentLogger as silent, type Logger } from '../core/logger';
 import { sleep } from '../core/sleep';
-import type { AuditWriterMetrics } from './mirror-metrics';
+import type { MirrorWriterMetrics } from './mirror-metrics';
 import { batchMessage, planBatch, UNIQUE_VIOLATION } from './batch-writer';
 import { isolate } from './isolate';
 import { BatchMessage, sendBatch } from '../postgres/pg-batch';
 import { batchFault, logSafeMessage, sqlState } from '../postgres/pg-errors';
-import { AuditBatch, entryFields, project, StreamEntry } from './projection';
+import { MirrorBatch, entryFields, project, StreamEntry } from './projection';
 import { logQuarantine, Refusal, writeQuarantine } from './quarantine';
 import { compareIds } from '../core/stream-ids';
 
@@ -21,7 +21,7 @@ export interface MirrorStores {
   liveEvents: LiveEvents;
 }
 
-export interface AuditWriterOptions {
+export interface MirrorWriterOptions {
   writerId: string;
   /** Max stream entries per Postgres transaction (≤ 1000; more is taken as 1000: lua/ackEvents-1.lua gets one batch's ids as arguments). */
   batchSize?: number;
@@ -38,7 +38,7 @@ export interface AuditWriterOptions {
   keepCompletedMs?: number;
   /**
    * Called when the writer takes a queue over, before it mirrors any of its
-   * entries, with the queue's audit lock held under `writerId` (the restore
+   * entries, with the queue's mirror lock held under `writerId` (the restore
    * check: src/restore/restore.ts). If it throws, the lock is released and the
    * queue is tried again on the next ownership round.
    */
@@ -46,14 +46,14 @@ export interface AuditWriterOptions {
   /** Called after each batch written, with the age of its oldest entry (ms, in Redis time: entry ids carry it, and the host's clock offset is measured). */
   onBatch?: (lagMs: number) => void;
   /** Fed once per batch (src/mirror/mirror-metrics.ts). */
-  metrics?: AuditWriterMetrics;
+  metrics?: MirrorWriterMetrics;
 }
 
 
 /** A batch read and made ready for PostgreSQL: its projection, and the one message that writes it. */
 interface Prepared {
   entries: StreamEntry[];
-  batch: AuditBatch;
+  batch: MirrorBatch;
   message: BatchMessage | null;
   /** Read with `>` (never delivered before): the message inserts with COPY, without ON CONFLICT (planBatch's `fresh`). */
   fresh: boolean;
@@ -139,7 +139,7 @@ function oldestMs(entries: StreamEntry[]): number {
  *   (src/mirror/quarantine.ts) and acknowledged, so no entry stops the mirror.
  * - Retention: once mirrored, completed/cancelled job hashes leave Redis.
  */
-export class AuditWriter {
+export class MirrorWriter {
   private running = false;
   private loopDone: Promise<void> = Promise.resolve();
   private owned = new Set<string>();
@@ -156,7 +156,7 @@ export class AuditWriter {
   constructor(
     private readonly stores: MirrorStores,
     private readonly db: DataSource,
-    private readonly opts: AuditWriterOptions,
+    private readonly opts: MirrorWriterOptions,
     private readonly log: Logger = silent,
   ) {}
 
@@ -273,7 +273,7 @@ export class AuditWriter {
    * @returns the projection of what was written (its `finished` jobs leave Redis on acknowledgement).
    * @throws when PostgreSQL or Redis is unavailable (nothing acked: the batch is retried).
    */
-  private async write(p: Prepared): Promise<AuditBatch> {
+  private async write(p: Prepared): Promise<MirrorBatch> {
     const { entries, batch, message, fresh } = p;
     let written = batch;
     let refused: Refusal[] = batch.rejected.length ? batch.rejected.map((r) => ({ entry: r.entry, code: 'projection', message: r.reason })) : [];
@@ -419,7 +419,7 @@ export class AuditWriter {
    * that refetches on the notice sees the change in PostgreSQL. Fire and
    * forget: a lost notice costs a client one refresh (it polls as a fallback).
    */
-  private announce(batch: AuditBatch): void {
+  private announce(batch: MirrorBatch): void {
     if (!this.liveListeners) return;
     const msg = jobChangesMessage(batch);
     if (msg !== null) this.stores.liveEvents.publish(msg).catch(() => undefined);

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
-import { AuditService } from './mirror.service';
+import { MirrorService } from './mirror.service';
 
 /** The `audit` role. */
-@Module({ providers: [AuditService], exports: [AuditService] })
-export class AuditModule {}
+@Module({ providers: [MirrorService], exports: [MirrorService] })
+export class MirrorModule {}

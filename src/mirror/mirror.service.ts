@@ -7,15 +7,15 @@ import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
 import { LiveEvents, MirrorStream, QueueOwnership, QueueStore, RestoreStore, StoreConnection, WorkerRegistryStore } from '../core/ports';
 import { readBacklog } from './backlog';
-import { AuditMetrics } from './mirror-metrics';
+import { MirrorMetrics } from './mirror-metrics';
 import type { Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '../metrics/metrics.module';
-import { AuditWriter, type MirrorStores } from './mirror-writer';
-import { AUDIT_DB } from '../postgres/postgres.module';
+import { MirrorWriter, type MirrorStores } from './mirror-writer';
+import { POSTGRES_DB } from '../postgres/postgres.module';
 import { formatRestoreReport, QueueRestorer, type RestoreStores } from '../restore/restore';
 import { createRoleWriter, roleRestorer } from './role-writer';
 import { mirrorWorkers } from '../workers/registry/worker-history';
-import { AuditWriterThread } from './writer-thread';
+import { MirrorWriterThread } from './writer-thread';
 import { join } from 'node:path';
 
 /** How often the worker registry is copied into the `workers` table. */
@@ -23,26 +23,26 @@ const WORKERS_INTERVAL_MS = 5_000;
 /** Longest wait on shutdown for the streams to be mirrored. */
 const SHUTDOWN_DRAIN_MS = 3_000;
 
-/** The `audit` role: runs an AuditWriter (retention pruning runs in the scheduler role). */
+/** The `audit` role: runs an MirrorWriter (retention pruning runs in the scheduler role). */
 @Injectable()
-export class AuditService implements OnApplicationBootstrap {
+export class MirrorService implements OnApplicationBootstrap {
   readonly writerId = `audit-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   /**
    * The writer's metrics (batches, batch sizes, quarantined entries…),
    * whether it runs on this thread or in its worker thread, on a registry of
    * their own: put them on the process's `/metrics` registry with
-   * `auditService.metrics.registerOn(registry)`.
+   * `mirrorService.metrics.registerOn(registry)`.
    */
-  readonly metrics = new AuditMetrics();
-  private writer?: AuditWriter;
-  private thread?: AuditWriterThread;
+  readonly metrics = new MirrorMetrics();
+  private writer?: MirrorWriter;
+  private thread?: MirrorWriterThread;
   private workersTimer?: NodeJS.Timeout;
   private readonly stores: MirrorStores & RestoreStores;
 
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
-    @Inject(AUDIT_DB) private readonly db: DataSource,
+    @Inject(POSTGRES_DB) private readonly db: DataSource,
     queues: QueueStore,
     mirror: MirrorStream,
     ownership: QueueOwnership,
@@ -63,7 +63,7 @@ export class AuditService implements OnApplicationBootstrap {
    * which runs the same check on each queue it takes over later.
    */
   async onApplicationBootstrap(): Promise<void> {
-    // A queue whose audit lock another process holds is not waited for long:
+    // A queue whose mirror lock another process holds is not waited for long:
     // that process is restoring it, or this writer checks it when it takes it over.
     const restorer = roleRestorer(this.db, this.stores, this.log);
     try {
@@ -84,7 +84,7 @@ export class AuditService implements OnApplicationBootstrap {
       this.log.error({ err: (e as Error).message }, 'restore check failed');
     }
     if (this.useThread()) {
-      this.thread = new AuditWriterThread(
+      this.thread = new MirrorWriterThread(
         join(__dirname, 'writer-thread.js'),
         this.config,
         this.writerId,

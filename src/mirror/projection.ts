@@ -1,5 +1,5 @@
 /**
- * Turns events-stream entries into the rows the audit writer stores. Pure:
+ * Turns events-stream entries into the rows the mirror writer stores. Pure:
  * no I/O, so the mapping is unit-tested on its own.
  *
  * Stream entry fields (see lua/includes/emit.lua), as entryFields() returns
@@ -175,7 +175,7 @@ export interface DlqChange {
   failedAt: number;
 }
 
-export interface AuditBatch {
+export interface MirrorBatch {
   events: EventRow[];
   logs: LogRow[];
   inserts: JobInsert[];
@@ -187,7 +187,7 @@ export interface AuditBatch {
   finished: { queue: string; jobId: string; status: 'completed' | 'cancelled' }[];
   /**
    * Entries the projection cannot read (see {@link unreadable}), in stream
-   * order: they make no row; the audit writer quarantines them
+   * order: they make no row; the mirror writer quarantines them
    * (src/mirror/quarantine.ts). Every other entry makes exactly one
    * job_events or job_logs row.
    */
@@ -253,11 +253,11 @@ function outcomeOf(e: string, reason: string | null): ExecutionEnd['outcome'] | 
  * within the batch are merged in order, so each job gets at most one patch.
  * Entries it cannot read go to `rejected` and make no row.
  */
-export function project(entries: StreamEntry[]): AuditBatch {
-  const batch: AuditBatch = { events: [], logs: [], inserts: [], patches: [], starts: [], ends: [], dlq: [], finished: [], rejected: [] };
+export function project(entries: StreamEntry[]): MirrorBatch {
+  const batch: MirrorBatch = { events: [], logs: [], inserts: [], patches: [], starts: [], ends: [], dlq: [], finished: [], rejected: [] };
   const patches = new Map<string, JobPatch>();
   const dlq = new Map<string, DlqChange>();
-  const finished = new Map<string, AuditBatch['finished'][number] | null>();
+  const finished = new Map<string, MirrorBatch['finished'][number] | null>();
   for (const entry of entries) {
     const { queue, id, fields: f } = entry;
     const jobId = f.j;
@@ -367,7 +367,7 @@ export function project(entries: StreamEntry[]): AuditBatch {
   batch.patches = foldPatches(batch.inserts, [...patches.values()]);
   batch.ends = foldStarts(batch.starts, batch.ends);
   batch.dlq = [...dlq.values()];
-  batch.finished = [...finished.values()].filter((v): v is AuditBatch['finished'][number] => v !== null);
+  batch.finished = [...finished.values()].filter((v): v is MirrorBatch['finished'][number] => v !== null);
   return batch;
 }
 

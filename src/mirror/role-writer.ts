@@ -1,11 +1,11 @@
 import type { DataSource } from 'typeorm';
 import type { SluiceConfig } from '../config/config';
 import type { Logger } from '../logging/logger';
-import type { AuditWriterMetrics } from './mirror-metrics';
-import { AuditWriter, type MirrorStores } from './mirror-writer';
+import type { MirrorWriterMetrics } from './mirror-metrics';
+import { MirrorWriter, type MirrorStores } from './mirror-writer';
 import { formatRestoreReport, QueueRestorer, type RestoreStores } from '../restore/restore';
 
-/** A queue whose audit lock another process holds is not waited for long: that process is restoring it. */
+/** A queue whose mirror lock another process holds is not waited for long: that process is restoring it. */
 export const RESTORE_LOCK_WAIT_MS = 2000;
 
 /** The restore check of the audit role (src/restore/restore.ts), with its log lines tagged. */
@@ -14,8 +14,8 @@ export function roleRestorer(db: DataSource, stores: RestoreStores, log: Logger)
 }
 
 /**
- * The AuditWriter the `audit` role runs — on the main thread
- * (AuditService) or in its worker thread (src/mirror/writer-thread.ts): the
+ * The MirrorWriter the `audit` role runs — on the main thread
+ * (MirrorService) or in its worker thread (src/mirror/writer-thread.ts): the
  * retention settings of the configuration, and the restore check on each
  * queue it takes over (logged when it rebuilt the queue), fed `metrics`
  * once per batch (src/mirror/mirror-metrics.ts). Not started.
@@ -28,9 +28,9 @@ export function createRoleWriter(
   log: Logger,
   restorer: QueueRestorer = roleRestorer(db, stores, log),
   onBatch?: (lagMs: number) => void,
-  metrics?: AuditWriterMetrics,
-): AuditWriter {
-  return new AuditWriter(
+  metrics?: MirrorWriterMetrics,
+): MirrorWriter {
+  return new MirrorWriter(
     stores,
     db,
     {

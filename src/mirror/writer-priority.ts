@@ -7,7 +7,7 @@ export const YIELD_LAG_MS = 2_000;
 export const RESUME_LAG_MS = 500;
 
 /**
- * CPU priority of the audit writer thread of a `ROLE=all` process, from how
+ * CPU priority of the mirror writer thread of a `ROLE=all` process, from how
  * far behind the mirror is. While the writer keeps up (lag under
  * {@link RESUME_LAG_MS}) it runs at normal priority, so the lag stays low;
  * once it is more than {@link YIELD_LAG_MS} behind — the host is saturated,

@@ -3,7 +3,7 @@ import type { SluiceConfig } from '../config/config';
 import { createLogger, Logger, prettyLogs } from '../logging/logger';
 import { createRedis } from '../redis/connection';
 import { createRedisStores } from '../redis/stores';
-import { AuditMetricsBuffer, isAuditMetricsDelta, type AuditMetrics } from './mirror-metrics';
+import { MirrorMetricsBuffer, isMirrorMetricsDelta, type MirrorMetrics } from './mirror-metrics';
 import { createDataSource } from '../postgres/data-source';
 import { createRoleWriter } from './role-writer';
 import { WriterPriority } from './writer-priority';
@@ -55,7 +55,7 @@ const RESTART_DELAY_MS = 1_000;
 export const METRICS_INTERVAL_MS = 1_000;
 
 /**
- * The audit writer of a process that also runs workers or the API
+ * The mirror writer of a process that also runs workers or the API
  * (`ROLE=all`), in a worker thread of its own: reading, projecting and
  * encoding a batch is ~20 µs of CPU per event (~60 µs per job) in chunks of
  * up to ~15 ms, which on the workers' event loop would cap processing and
@@ -66,7 +66,7 @@ export const METRICS_INTERVAL_MS = 1_000;
  * writer id, so the new thread takes its queues back and writes them again
  * (idempotent).
  */
-export class AuditWriterThread {
+export class MirrorWriterThread {
   private worker?: Worker;
   private stopping = false;
   private restartTimer?: NodeJS.Timeout;
@@ -74,7 +74,7 @@ export class AuditWriterThread {
 
   /**
    * @param file the compiled thread entry (this module as `.js`).
-   * @param metrics gets the counts the thread's writer reports (AuditMetricsDelta messages, about one a second).
+   * @param metrics gets the counts the thread's writer reports (MirrorMetricsDelta messages, about one a second).
    * @throws nothing; a thread that fails to start is retried.
    */
   constructor(
@@ -82,7 +82,7 @@ export class AuditWriterThread {
     private readonly config: WriterThreadConfig,
     readonly writerId: string,
     private readonly log: Logger,
-    private readonly metrics?: AuditMetrics,
+    private readonly metrics?: MirrorMetrics,
   ) {}
 
   start(): void {
@@ -93,7 +93,7 @@ export class AuditWriterThread {
     this.readyPromise = new Promise((resolve) => {
       w.on('message', (m) => {
         if (m === 'started') resolve();
-        else if (isAuditMetricsDelta(m)) this.metrics?.apply(m);
+        else if (isMirrorMetricsDelta(m)) this.metrics?.apply(m);
       });
       w.once('exit', () => resolve());
     });
@@ -129,7 +129,7 @@ export class AuditWriterThread {
   }
 }
 
-/** The thread's side: builds its own clients and runs an AuditWriter until told to stop. */
+/** The thread's side: builds its own clients and runs an MirrorWriter until told to stop. */
 async function runThread(data: ThreadData): Promise<void> {
   const { config, writerId } = data;
   const log = threadLogger(data);
@@ -147,7 +147,7 @@ async function runThread(data: ThreadData): Promise<void> {
     const d = buffer.take();
     if (d) parentPort!.postMessage(d);
   };
-  const buffer = new AuditMetricsBuffer(report);
+  const buffer = new MirrorMetricsBuffer(report);
   const metricsTimer = setInterval(report, METRICS_INTERVAL_MS);
   metricsTimer.unref();
   const writer = createRoleWriter(stores, db, config, writerId, log, undefined, (lagMs) => priority.observe(lagMs), buffer);

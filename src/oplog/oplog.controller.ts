@@ -3,7 +3,7 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiAnswer } from '../http/openapi/decorators';
 import type { FastifyRequest } from 'fastify';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB } from '../postgres/postgres.module';
+import { POSTGRES_DB } from '../postgres/postgres.module';
 import { Access } from '../http/access.decorator';
 import { principalOf } from '../auth/principal';
 import { PageQueryDto } from '../http/page-query.dto';
@@ -13,7 +13,7 @@ import { listOplog, type ApiOplogEntry } from './oplog-queries';
 @ApiTags('audit log')
 @Controller('audit-log')
 export class OplogController {
-  constructor(@Inject(AUDIT_DB) private readonly db: DataSource) {}
+  constructor(@Inject(POSTGRES_DB) private readonly db: DataSource) {}
 
   /** 200 `{items, nextCursor}`, newest first; 400 names a bad limit or cursor. */
   @Get()

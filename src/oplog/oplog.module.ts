@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Module, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { Gauge } from 'prom-client';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB, AuditDbModule } from '../postgres/postgres.module';
+import { POSTGRES_DB, PostgresModule } from '../postgres/postgres.module';
 import { LOGGER } from '../config/config.module';
 import type { Logger } from '../logging/logger';
 import { SluiceMetrics } from '../metrics/sluice-metrics';
@@ -17,12 +17,12 @@ import { OplogFlusher } from './oplog-flusher';
  * `sluice_operator_audit_dropped` (records dropped because the buffer was full, all replicas, since the counter was made).
  */
 @Module({
-  imports: [AuditDbModule],
+  imports: [PostgresModule],
   controllers: [OplogController],
   providers: [
     {
       provide: OplogFlusher,
-      inject: [OplogBuffer, AUDIT_DB, LOGGER],
+      inject: [OplogBuffer, POSTGRES_DB, LOGGER],
       useFactory: (buffer: OplogBuffer, db: DataSource, log: Logger) => new OplogFlusher(buffer, db, log),
     },
   ],

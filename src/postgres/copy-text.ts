@@ -4,7 +4,7 @@
  * null, and a backslash, newline, carriage return or tab inside a value
  * written as `\\`, `\n`, `\r`, `\t`.
  *
- * Why COPY: the audit writer's fresh inserts (job_events, job_logs, jobs,
+ * Why COPY: the mirror writer's fresh inserts (job_events, job_logs, jobs,
  * job_executions) were `INSERT … SELECT FROM unnest(array literals)`, where
  * PostgreSQL parses every element of every array literal and then runs the
  * executor per row; COPY's row path is cheaper (measured on 30,000

@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { AUDIT_ENTITIES } from './entities';
+import { POSTGRES_ENTITIES } from './entities';
 import { AuditSchema1796000000000 } from './migrations/1796000000000-AuditSchema';
 import { QueueEpochs1796000200000 } from './migrations/1796000200000-QueueEpochs';
 import { HistoryQueries1796000300000 } from './migrations/1796000300000-HistoryQueries';
@@ -39,7 +39,7 @@ export function createDataSource(databaseUrl: string, poolSize = 10): DataSource
   return new DataSource({
     type: 'postgres',
     url: databaseUrl,
-    entities: AUDIT_ENTITIES,
+    entities: POSTGRES_ENTITIES,
     migrations: MIGRATIONS,
     migrationsTableName: 'sluice_migrations',
     synchronize: false,
@@ -105,7 +105,7 @@ export async function dropDatabase(databaseUrl: string): Promise<void> {
  * (serialized across processes by a Postgres advisory lock).
  * @returns the initialized data source and the names of the migrations applied.
  */
-export async function openAuditStore(databaseUrl: string, poolSize = 10): Promise<{ dataSource: DataSource; applied: string[] }> {
+export async function openPostgres(databaseUrl: string, poolSize = 10): Promise<{ dataSource: DataSource; applied: string[] }> {
   await ensureDatabase(databaseUrl);
   // At least 2: the advisory lock holds one connection while the migrations run on another.
   const dataSource = createDataSource(databaseUrl, Math.max(2, poolSize));

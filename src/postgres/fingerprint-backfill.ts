@@ -8,7 +8,7 @@ interface Queryable {
 /**
  * Gives dead-letter rows that have none their fingerprint (errorFingerprint
  * of `last_error`, src/core/error-fingerprint.ts): rows made before
- * migration 1796001400000 and rows an audit writer of an older version
+ * migration 1796001400000 and rows an mirror writer of an older version
  * still writes during a rolling upgrade. At most `max` rows per call, read
  * through the `dead_letter_jobs_fingerprint` index; a row without an
  * error gets the fingerprint of the empty message (as the writer and

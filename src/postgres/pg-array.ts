@@ -1,5 +1,5 @@
 /**
- * PostgreSQL array literals for the audit writer's unnest parameters.
+ * PostgreSQL array literals for the mirror writer's unnest parameters.
  *
  * Format: PostgreSQL manual, "8.15.6 Array Input and Output Syntax" —
  * `{e1,e2,...}`; an element in double quotes may hold anything once `"` and

@@ -3,9 +3,9 @@ import type { DataSource } from 'typeorm';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
-import { openAuditStore } from './data-source';
+import { openPostgres } from './data-source';
 
-export const AUDIT_DB = Symbol('AUDIT_DB');
+export const POSTGRES_DB = Symbol('POSTGRES_DB');
 
 /**
  * The PostgreSQL connection of the roles that need it (audit, api): the
@@ -15,12 +15,12 @@ export const AUDIT_DB = Symbol('AUDIT_DB');
 @Module({
   providers: [
     {
-      provide: AUDIT_DB,
+      provide: POSTGRES_DB,
       inject: [SLUICE_CONFIG, LOGGER],
       useFactory: async (c: SluiceConfig, log: Logger) => {
         let opened;
         try {
-          opened = await openAuditStore(c.databaseUrl);
+          opened = await openPostgres(c.databaseUrl);
         } catch (e) {
           const safe = c.databaseUrl.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
           throw new Error(`cannot use PostgreSQL (DATABASE_URL=${safe}): ${(e as Error).message}`);
@@ -31,10 +31,10 @@ export const AUDIT_DB = Symbol('AUDIT_DB');
       },
     },
   ],
-  exports: [AUDIT_DB],
+  exports: [POSTGRES_DB],
 })
-export class AuditDbModule implements OnApplicationShutdown {
-  constructor(@Inject(AUDIT_DB) private readonly db: DataSource) {}
+export class PostgresModule implements OnApplicationShutdown {
+  constructor(@Inject(POSTGRES_DB) private readonly db: DataSource) {}
 
   async onApplicationShutdown(): Promise<void> {
     await this.db.destroy().catch(() => undefined);

@@ -16,8 +16,8 @@ export interface QueueKeys {
   rateLimit: string;
   /** Finished jobs kept in Redis under KEEP_COMPLETED_* (sorted by finish time). */
   done: string;
-  /** Lock held by the audit writer that mirrors this queue's stream (also by a restore). */
-  auditLock: string;
+  /** Lock held by the mirror writer that mirrors this queue's stream (also by a restore). */
+  mirrorLock: string;
   /**
    * Epoch marker: a string set when the queue is first taken over by an audit
    * writer (and recorded in PostgreSQL's `queues` table) or when a restore
@@ -40,7 +40,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     wake: base + 'wake',
     rateLimit: base + 'rl',
     done: base + 'done',
-    auditLock: base + 'auditlock',
+    mirrorLock: base + 'auditlock',
     epoch: base + 'epoch',
   };
 }
@@ -57,11 +57,11 @@ export const workerKey = (prefix: string, id: string): string => `${prefix}:work
 /** Pub/sub channel on which cancel requests for active jobs are announced. */
 export const cancelChannel = (prefix: string): string => `${prefix}:cancel`;
 
-/** Pub/sub channel announcing a queue name the first time it is registered (audit writers take it over at once). */
+/** Pub/sub channel announcing a queue name the first time it is registered (mirror writers take it over at once). */
 export const newQueueChannel = (prefix: string): string => `${prefix}:queues:new`;
 
 /**
- * Pub/sub channel on which audit writers announce the jobs each committed
+ * Pub/sub channel on which mirror writers announce the jobs each committed
  * batch changed (src/mirror/job-changes.ts), for the console's live updates.
  */
 export const jobChangesChannel = (prefix: string): string => `${prefix}:jobs:changed`;

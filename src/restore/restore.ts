@@ -21,7 +21,7 @@ import { sleep } from '../core/sleep';
  * epoch (marker + row): that is how the marker is "written when the queue is
  * first used".
  *
- * Restoring one queue (holding the queue's audit lock, so no audit writer
+ * Restoring one queue (holding the queue's mirror lock, so no mirror writer
  * mirrors it meanwhile and PostgreSQL's view of the queue stays still):
  * - non-terminal jobs (`jobs` rows waiting, delayed, active) are sent to
  *   lua/restoreJobs-8.lua in chunks, in their original sequence order: the
@@ -31,7 +31,7 @@ import { sleep } from '../core/sleep';
  *   jobs come back waiting in that order within their priority; delayed jobs
  *   come back delayed with their runAt; active jobs come back waiting with
  *   their attempt refunded and a `stalled` event (reason `restored`) that the
- *   audit mirror records (or `cancelled` when a cancel request was pending).
+ *   history mirror records (or `cancelled` when a cancel request was pending).
  * - dead-letter jobs (`dead_letter_jobs`, completed by their `jobs` row when
  *   it still exists) come back as `failed` hashes in the DLQ set, so DLQ
  *   retries work.
@@ -69,7 +69,7 @@ export interface QueueRestoreReport {
    * intact: the marker exists, nothing to do; created: a queue PostgreSQL did
    * not know, new epoch recorded; restored: Redis state rebuilt; planned: a
    * dry run found the state lost (counts = what would be restored); busy:
-   * another process holds the queue's audit lock; error: see `error`.
+   * another process holds the queue's mirror lock; error: see `error`.
    */
   action: 'intact' | 'created' | 'restored' | 'planned' | 'busy' | 'error';
   epoch: string | null;
@@ -80,9 +80,9 @@ export interface QueueRestoreReport {
 export interface RestoreOptions {
   /** Jobs per script call (one atomic step each). Default 500. */
   chunkSize?: number;
-  /** The audit lock's lease while restoring, renewed by every chunk. Default 30000 ms. */
+  /** The mirror lock's lease while restoring, renewed by every chunk. Default 30000 ms. */
   lockTtlMs?: number;
-  /** How long to wait for a queue's audit lock held by someone else. Default 15000 ms. */
+  /** How long to wait for a queue's mirror lock held by someone else. Default 15000 ms. */
   lockWaitMs?: number;
   log?: Logger;
 }
@@ -198,8 +198,8 @@ export class QueueRestorer {
 
   /**
    * Checks one queue's epoch marker and acts on it (see the file comment).
-   * @param opts.lockToken the caller already holds the queue's audit lock with
-   *   this value (an audit writer taking the queue over); else the lock is
+   * @param opts.lockToken the caller already holds the queue's mirror lock with
+   *   this value (an mirror writer taking the queue over); else the lock is
    *   taken for the restore and released after it.
    * @throws when Redis or PostgreSQL fail (a partial restore is completed by the next run).
    */
@@ -264,7 +264,7 @@ export class QueueRestorer {
     return c;
   }
 
-  /** Takes the queue's audit lock; 'intact' when someone else restored it meanwhile. */
+  /** Takes the queue's mirror lock; 'intact' when someone else restored it meanwhile. */
   private async acquire(queue: string, token: string): Promise<'held' | 'intact' | 'busy'> {
     const deadline = Date.now() + (this.opts.lockWaitMs ?? 15_000);
     for (;;) {

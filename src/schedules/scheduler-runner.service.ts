@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { AUDIT_DB } from '../postgres/postgres.module';
+import { POSTGRES_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import { JobStore, ScheduleSignals, type Clock, type Subscription } from '../core/ports';
@@ -36,7 +36,7 @@ export class SchedulerRunnerService implements OnApplicationBootstrap, OnApplica
   constructor(
     @Inject(SLUICE_CONFIG) config: SluiceConfig,
     @Inject(LOGGER) log: Logger,
-    @Inject(AUDIT_DB) db: DataSource,
+    @Inject(POSTGRES_DB) db: DataSource,
     @Inject(SCHEDULE_CLOCK) clock: Clock,
     store: JobStore,
     private readonly signals: ScheduleSignals,

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { AuditDbModule } from '../postgres/postgres.module';
+import { PostgresModule } from '../postgres/postgres.module';
 import { systemClock } from '../core/ports';
 import { SCHEDULE_CLOCK } from './schedule-clock';
 import { SchedulesController } from './schedules.controller';
@@ -7,7 +7,7 @@ import { SchedulesService } from './schedules.service';
 
 /** HTTP: `/schedules` (api role). Schedules live in PostgreSQL. */
 @Module({
-  imports: [AuditDbModule],
+  imports: [PostgresModule],
   controllers: [SchedulesController],
   providers: [SchedulesService, { provide: SCHEDULE_CLOCK, useValue: systemClock }],
   exports: [SchedulesService],

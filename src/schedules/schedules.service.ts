@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { v7 as uuidv7 } from 'uuid';
-import { AUDIT_DB } from '../postgres/postgres.module';
+import { POSTGRES_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import { SluiceError, ValidationError } from '../core/errors';
@@ -36,7 +36,7 @@ export class SchedulesService {
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
-    @Inject(AUDIT_DB) db: DataSource,
+    @Inject(POSTGRES_DB) db: DataSource,
     private readonly signals: ScheduleSignals,
     @Inject(SCHEDULE_CLOCK) private readonly clock: Clock,
     private readonly store: JobStore,

@@ -10,7 +10,7 @@ import { startTestApi, TestApi } from '../support/http';
  * forms), wrong types, nulls and nested objects, sent to `POST /jobs`,
  * `POST /jobs/batch` and `PUT /queues/:name` of a full stack (api, worker,
  * audit). Every answer is 2xx or a 4xx envelope, never 5xx; an accepted job
- * reads back with GET; and after each accepted body the audit mirror has
+ * reads back with GET; and after each accepted body the history mirror has
  * caught up within 1 s (a value that broke the writer's batch would stop it).
  * Deterministic: seed FC_SEED (default below), printed by fast-check on failure;
  * runs FC_RUNS (default 200).

@@ -51,7 +51,7 @@ describe('C19 pause means pause (e2e)', () => {
     expect(q.paused).toBe(true);
     expect(q.counts.active).toBe(0);
     expect(q.counts.waiting + q.counts.delayed).toBe(2);
-    await waitUntil('audit caught up', async () => (await history.auditLag()).pending === 0, 15_000);
+    await waitUntil('audit caught up', async () => (await history.mirrorLag()).pending === 0, 15_000);
     for (const id of ids) {
       expect(await events(id)).not.toContain('claimed');
       expect((await api.http.get(`/jobs/${id}/executions`)).body.items).toEqual([]);
@@ -61,7 +61,7 @@ describe('C19 pause means pause (e2e)', () => {
     for (const id of ids) await waitUntil(`job ${id} completed`, async () => (await job(id)).status === 'completed', 15_000);
     // Give a duplicate run the time to show up before counting.
     await sleep(500);
-    await waitUntil('audit caught up', async () => (await history.auditLag()).pending === 0, 15_000);
+    await waitUntil('audit caught up', async () => (await history.mirrorLag()).pending === 0, 15_000);
     for (const id of ids) {
       const ev = await events(id);
       expect(ev.filter((e) => e === 'claimed')).toHaveLength(1);

@@ -113,7 +113,7 @@ describe('SluiceClient (e2e)', () => {
   it('enqueueBatch enqueues all; list follows nextCursor over more than two pages', async () => {
     const jobs = await client.enqueueBatch(Array.from({ length: 7 }, (_, i) => ({ type: 'diag.echo', queue: 'cl-list', payload: { i } })));
     expect(jobs.map((j) => j.payload)).toEqual(Array.from({ length: 7 }, (_, i) => ({ i })));
-    // The list is served from PostgreSQL: wait for the audit writer.
+    // The list is served from PostgreSQL: wait for the mirror writer.
     await waitUntil('all listed', async () => (await client.listPage({ queue: 'cl-list', limit: 500 })).items.length === 7 || undefined);
 
     const counting = via();

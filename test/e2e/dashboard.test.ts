@@ -32,7 +32,7 @@ describe('dashboard (e2e)', () => {
     for (const j of [...completed, failed]) {
       await waitUntil(`job ${j.id} finished`, async () => ['completed', 'failed'].includes((await api.http.get(`/jobs/${j.id}`)).body.status), 15_000);
     }
-    await waitUntil('audit caught up', async () => (await history.auditLag()).pending === 0, 15_000);
+    await waitUntil('audit caught up', async () => (await history.mirrorLag()).pending === 0, 15_000);
 
     const res = await api.http.get('/dashboard/stats');
     expect(res.status).toBe(200);
@@ -52,7 +52,7 @@ describe('dashboard (e2e)', () => {
   it('recent: the last jobs by updatedAt, newest first, at most 20', async () => {
     await Promise.all(Array.from({ length: 22 }, (_, n) => post({ type: 'diag.echo', queue: 'dq', payload: { batch: n } })));
     const history = api.app.get(HistoryQueries);
-    await waitUntil('22 more jobs completed and mirrored', async () => (await history.queueCounts(['dq'])).dq.completed >= 25 && (await history.auditLag()).pending === 0, 20_000);
+    await waitUntil('22 more jobs completed and mirrored', async () => (await history.queueCounts(['dq'])).dq.completed >= 25 && (await history.mirrorLag()).pending === 0, 20_000);
     const last = await post({ type: 'diag.echo', queue: 'dq', payload: { last: true } });
     await waitUntil('last job mirrored as completed', async () => {
       const r = await api.http.get('/dashboard/recent');

@@ -6,7 +6,7 @@ type J = { id: string; status: string; queue: string; type: string; lastError: s
 type G = { fingerprint: string; sample: string; count: number; types: string[]; queues: string[]; firstAt: string; lastAt: string };
 
 /**
- * API.md v1.1 "Dead-letter groups" on the full stack: the audit writer
+ * API.md v1.1 "Dead-letter groups" on the full stack: the mirror writer
  * stores each failure's fingerprint when it mirrors the `failed` event; the
  * job object read live from Redis computes it from lastError, and the two
  * agree; GET /jobs/dlq/groups aggregates them; POST /jobs/dlq/retry takes a

@@ -26,7 +26,7 @@ describe('external worker protocol (e2e)', () => {
 
   /** The job's audit trail once every event of the stream is in Postgres. */
   async function settledEvents(id: string) {
-    await waitUntil('audit caught up', async () => (await history.auditLag()).pending === 0, 15_000);
+    await waitUntil('audit caught up', async () => (await history.mirrorLag()).pending === 0, 15_000);
     return (await history.jobEvents(id)).items;
   }
   const enqueue = async (queue: string, extra: Record<string, unknown> = {}) => {

@@ -7,7 +7,7 @@ type JobNote = { id: string; queue: string; status: string; updatedAt: string };
 
 /**
  * `GET /dashboard/events` (Server-Sent Events) read by a real HTTP client:
- * counts and job changes (published by the audit writer after each commit),
+ * counts and job changes (published by the mirror writer after each commit),
  * the `?job=` stream of one job's events, logs and progress, heartbeats,
  * the connection cap.
  */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module';
-import { openAuditStore } from '../../src/postgres/data-source';
+import { openPostgres } from '../../src/postgres/data-source';
 import { loadConfig } from '../../src/config/config';
 import { createHttpApp } from '../../src/server/http-app';
 import { createLogger } from '../../src/logging/logger';
@@ -62,7 +62,7 @@ afterAll(async () => {
 });
 
 const rowsOf = async (): Promise<{ request_id: string; n: string }[]> => {
-  if (!db?.isInitialized) db = (await openAuditStore(dbUrl, 2)).dataSource;
+  if (!db?.isInitialized) db = (await openPostgres(dbUrl, 2)).dataSource;
   return db.query(`SELECT request_id, count(*) AS n FROM operator_audit GROUP BY request_id`);
 };
 

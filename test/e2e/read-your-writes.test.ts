@@ -4,7 +4,7 @@ import { waitUntil } from '../support/timing';
 /**
  * A client that watched a job finish (GET /jobs/:id reads Redis) and then asks
  * for its history (PostgreSQL) must find it, also on a brand-new queue: the
- * history endpoints wait for the audit mirror to catch up.
+ * history endpoints wait for the history mirror to catch up.
  */
 describe('history reads see what the client already saw (e2e)', () => {
   let api: TestApi;

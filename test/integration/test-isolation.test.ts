@@ -4,7 +4,7 @@
  * what a test makes carries this run's id so the global teardown finds
  * what is left. Real PostgreSQL.
  */
-import { openAuditStore } from '../../src/postgres/data-source';
+import { openPostgres } from '../../src/postgres/data-source';
 import { loadConfig } from '../../src/config/config';
 import { PG_BASE_URL, freshDatabaseUrl } from '../support/postgres';
 import { PROCESS_TEST_DB, startSluice } from '../support/process';
@@ -14,10 +14,10 @@ import { TEST_RUN } from '../support/run';
 test('a connection to the default database (loadConfig with no DATABASE_URL) is refused before anything is created', async () => {
   const { databaseUrl } = loadConfig({ ROLE: 'api' });
   expect(new URL(databaseUrl).pathname).toBe('/sluice');
-  await expect(openAuditStore(databaseUrl, 1)).rejects.toThrow(/refused to connect to database "sluice"/);
+  await expect(openPostgres(databaseUrl, 1)).rejects.toThrow(/refused to connect to database "sluice"/);
   const other = new URL(PG_BASE_URL);
   other.pathname = '/sluice';
-  await expect(openAuditStore(other.toString(), 1)).rejects.toThrow(/refused to connect to database "sluice"/);
+  await expect(openPostgres(other.toString(), 1)).rejects.toThrow(/refused to connect to database "sluice"/);
 });
 
 test('a process is never started on the default database', async () => {

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { dropDatabase, openAuditStore } from '../../src/postgres/data-source';
+import { dropDatabase, openPostgres } from '../../src/postgres/data-source';
 import { TEST_RUN } from './run';
 
 export const PG_BASE_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /**
  * URL of a fresh database name on the test server (created on first use by
- * openAuditStore): `sluice_test_<name>_<run>_<hex>` (run: test/support/run.ts);
+ * openPostgres): `sluice_test_<name>_<run>_<hex>` (run: test/support/run.ts);
  * the global teardown drops any of the run's databases left behind and fails the run.
  */
 export function freshDatabaseUrl(name: string, base = PG_BASE_URL): string {
@@ -25,7 +25,7 @@ export interface TestDb {
 /** A migrated, private database; close() drops it. */
 export async function openTestDb(name: string): Promise<TestDb> {
   const url = freshDatabaseUrl(name);
-  const { dataSource } = await openAuditStore(url, 5);
+  const { dataSource } = await openPostgres(url, 5);
   return {
     url,
     dataSource,

@@ -27,7 +27,7 @@ const PRESENCE_TTL_MS = 10_000;
  * Live updates for the console (`GET /dashboard/events`, Server-Sent
  * Events; DESIGN.md "The operator console"). One per API process.
  *
- * Source: the audit writers publish, after each committed batch, the jobs
+ * Source: the mirror writers publish, after each committed batch, the jobs
  * it changed (src/mirror/job-changes.ts) on one pub/sub channel ({@link LiveEvents}), while a
  * presence key says some API process has listeners. This
  * hub subscribes once (one Redis connection, whatever the number of

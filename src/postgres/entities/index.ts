@@ -6,5 +6,5 @@ import { JobEntity } from './job.entity';
 import { ScheduleEntity } from './schedule.entity';
 import { WorkerEntity } from './worker.entity';
 
-export const AUDIT_ENTITIES = [JobEntity, JobEventEntity, JobExecutionEntity, DeadLetterJobEntity, JobLogEntity, WorkerEntity, ScheduleEntity];
+export const POSTGRES_ENTITIES = [JobEntity, JobEventEntity, JobExecutionEntity, DeadLetterJobEntity, JobLogEntity, WorkerEntity, ScheduleEntity];
 export { DeadLetterJobEntity, JobEventEntity, JobExecutionEntity, JobLogEntity, JobEntity, ScheduleEntity, WorkerEntity };

@@ -15,19 +15,19 @@ export class RedisQueueOwnership implements QueueOwnership {
   constructor(private readonly ctx: RedisContext) {}
 
   async take(queue: string, owner: string, ttlMs: number): Promise<boolean> {
-    return (await this.ctx.redis.set(this.ctx.keys(queue).auditLock, owner, 'PX', ttlMs, 'NX')) === 'OK';
+    return (await this.ctx.redis.set(this.ctx.keys(queue).mirrorLock, owner, 'PX', ttlMs, 'NX')) === 'OK';
   }
 
   async renew(queue: string, owner: string, ttlMs: number): Promise<boolean> {
-    return (await this.ctx.scripts.run<number>('renewLock', [this.ctx.keys(queue).auditLock], [owner, ttlMs])) === 1;
+    return (await this.ctx.scripts.run<number>('renewLock', [this.ctx.keys(queue).mirrorLock], [owner, ttlMs])) === 1;
   }
 
   async release(queue: string, owner: string): Promise<void> {
-    await this.ctx.scripts.run('releaseLock', [this.ctx.keys(queue).auditLock], [owner]).catch(() => undefined);
+    await this.ctx.scripts.run('releaseLock', [this.ctx.keys(queue).mirrorLock], [owner]).catch(() => undefined);
   }
 
   holder(queue: string): Promise<string | null> {
-    return this.ctx.redis.get(this.ctx.keys(queue).auditLock);
+    return this.ctx.redis.get(this.ctx.keys(queue).mirrorLock);
   }
 }
 
@@ -110,7 +110,7 @@ export class RedisMirrorStream implements MirrorStream {
 
   async tail(queue: string): Promise<{ lastId: string | null; owned: boolean }> {
     const k = this.ctx.keys(queue);
-    const [last, owner] = await Promise.all([this.redis.xrevrange(k.events, '+', '-', 'COUNT', 1), this.redis.exists(k.auditLock)]);
+    const [last, owner] = await Promise.all([this.redis.xrevrange(k.events, '+', '-', 'COUNT', 1), this.redis.exists(k.mirrorLock)]);
     return { lastId: last.length ? last[0][0] : null, owned: owner === 1 };
   }
 

@@ -34,7 +34,7 @@ export class RedisRestoreStore implements RestoreStore {
     }
     const out = await this.ctx.scripts.run<(string | number)[]>(
       'restoreJobs',
-      [k.waiting, k.delayed, k.failed, k.events, k.wake, k.meta, k.epoch, k.auditLock],
+      [k.waiting, k.delayed, k.failed, k.events, k.wake, k.meta, k.epoch, k.mirrorLock],
       args,
     );
     if (out[0] !== 'ok') return { status: out[0] as 'lock_lost' | 'already_restored' };

@@ -11,7 +11,7 @@
  * completed exactly once, with its own payload as result). Five rounds in a
  * row, on the same processes.
  *
- * Then the same in the system of record: an in-process AuditWriter mirrors
+ * Then the same in the system of record: an in-process MirrorWriter mirrors
  * the round's stream into a fresh PostgreSQL database, and `job_executions`
  * must hold exactly one row per job (execution 1, outcome `completed`, run by
  * the worker the stream says claimed it), `job_events` exactly one
@@ -19,7 +19,7 @@
  * the Redis checks of each round, not during it: it XDELs what it mirrors,
  * and the checks above read the stream.
  */
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { workersKey } from '../../../src/redis/keys';
 import { outbox } from '../../support/mirror';
 import { openTestDb, TestDb } from '../../support/postgres';
@@ -43,7 +43,7 @@ const queueOf = (round: number) => `c25-r${round}`;
 let t: TestStore;
 let db: TestDb;
 let procs: SluiceProcess[] = [];
-let writer: AuditWriter | undefined;
+let writer: MirrorWriter | undefined;
 
 beforeAll(async () => {
   t = await openStore('c25');
@@ -57,12 +57,12 @@ afterAll(async () => {
 });
 
 /**
- * Mirrors the round's stream into PostgreSQL with an in-process audit writer
+ * Mirrors the round's stream into PostgreSQL with an in-process mirror writer
  * (drained: XLEN 0, nothing pending) and returns, per job of `queue`, its
  * job_executions rows and its count of `completed` job_events.
  */
 async function mirror(queue: string, round: number) {
-  writer = new AuditWriter(t.stores, db.dataSource, { writerId: `c25-audit-r${round}`, idleMs: 20 });
+  writer = new MirrorWriter(t.stores, db.dataSource, { writerId: `c25-audit-r${round}`, idleMs: 20 });
   writer.start();
   await waitUntil(
     `round ${round}: the stream mirrored to PostgreSQL`,

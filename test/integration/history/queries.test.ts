@@ -4,7 +4,7 @@
  *
  * 1. Over the engine: jobs driven through the Lua scripts (complete with
  *    progress and logs, fail into the DLQ, cancel waiting, cancel requested
- *    while active, delayed, waiting), mirrored by a real AuditWriter; then
+ *    while active, delayed, waiting), mirrored by a real MirrorWriter; then
  *    getJob (Redis while live, Postgres after pruning, ids not mirrored yet),
  *    events / executions / logs in the API shapes, the DLQ, counts,
  *    throughput and audit lag. Every job read from Postgres equals the job
@@ -24,7 +24,7 @@ import { errorFingerprint } from '../../../src/core/error-fingerprint';
 import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { DataSource } from 'typeorm';
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { createDataSource, ensureDatabase, MIGRATIONS } from '../../../src/postgres/data-source';
 import { HistoryQueries } from '../../../src/history';
 import { THROUGHPUT_SQL } from '../../../src/history/throughput';
@@ -70,7 +70,7 @@ async function claim(queue: string, id: string) {
 
 /** Steps a real writer until every stream is mirrored. */
 async function mirror(): Promise<number> {
-  const w = new AuditWriter(t.stores, db.dataSource, { writerId: `aw-q-${randomBytes(3).toString('hex')}` });
+  const w = new MirrorWriter(t.stores, db.dataSource, { writerId: `aw-q-${randomBytes(3).toString('hex')}` });
   await (w as any).refreshOwnership();
   let total = 0;
   for (let n = await w.runOnce(); n > 0; n = await w.runOnce()) total += n;
@@ -216,7 +216,7 @@ describe('over the engine and the audit writer', () => {
     const all = await h.listDlq();
     expect(all.nextCursor).toBeNull();
     expect(all.items).toHaveLength(1);
-    // The DLQ copy also carries the fingerprint the audit writer stored when the job failed.
+    // The DLQ copy also carries the fingerprint the mirror writer stored when the job failed.
     expect(all.items[0]).toEqual({ ...before.get(ids.B), fingerprint: errorFingerprint('Error: boom') });
     expect(all.items[0]).toMatchObject({ status: 'failed', lastError: 'Error: boom', payload: { n: 2 } });
     expect((await h.listDlq({ queue: 'qa', type: 't.bad' })).items.map((j) => j.id)).toEqual([ids.B]);
@@ -236,15 +236,15 @@ describe('over the engine and the audit writer', () => {
       nothing: { waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0, cancelled: 0 },
     });
     expect(await h.throughput()).toEqual({ completedPerMin: 1, failedPerMin: 1 });
-    expect(await h.auditLag()).toEqual({ lagMs: 0, pending: 0 });
+    expect(await h.mirrorLag()).toEqual({ lagMs: 0, pending: 0 });
     await enq({ queue: 'qc', type: 't.ok' });
     await sleep(60);
-    const lag = await h.auditLag();
+    const lag = await h.mirrorLag();
     expect(lag.pending).toBe(1);
     expect(lag.lagMs).toBeGreaterThanOrEqual(50);
     await mirror();
     expect((await h.queueCounts(['qc'])).qc.waiting).toBe(2);
-    expect(await h.auditLag()).toEqual({ lagMs: 0, pending: 0 });
+    expect(await h.mirrorLag()).toEqual({ lagMs: 0, pending: 0 });
   });
 });
 
@@ -460,7 +460,7 @@ describe('counters', () => {
         await qr.connect();
         try {
           await qr.startTransaction();
-          // Like the audit writer: new jobs, then status changes, then the DLQ follows the projection.
+          // Like the mirror writer: new jobs, then status changes, then the DLQ follows the projection.
           const fresh = Array.from({ length: 30 }, (_, k) => ({ id: v7At(t0 + i * 1000 + k), queue, type: 'ct', status: pick(['waiting', 'delayed']), ms: t0 + i * 1000 + k }));
           await insertJobs(qr, fresh);
           const changed: { id: string }[] = await qr.query(

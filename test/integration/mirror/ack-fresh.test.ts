@@ -1,5 +1,5 @@
 /**
- * The audit writer's two cheap paths, on real Redis and PostgreSQL, each
+ * The mirror writer's two cheap paths, on real Redis and PostgreSQL, each
  * with the case that must take the safe path instead:
  * - acknowledging a batch trims the stream (XTRIM MINID) when nothing older
  *   is pending, and deletes entry by entry (XDEL) when something is, so no
@@ -8,7 +8,7 @@
  *   row exists all the same it is written again in the idempotent form:
  *   nothing lost, nothing doubled.
  */
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { MIRROR_GROUP } from '../../../src/redis/keys';
 import { planBatch, UNIQUE_VIOLATION, writeBatch } from '../../../src/mirror/batch-writer';
 import { project } from '../../../src/mirror/projection';
@@ -127,7 +127,7 @@ describe('fresh batches', () => {
     // all with `>` and must not fail on them for good, nor write them twice.
     const entries = await captureStreams(t.redis, t, [q]);
     await writeBatch(db.dataSource, project(entries.slice(0, 10)), false);
-    const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'fresh-w' });
+    const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'fresh-w' });
     let n = 0;
     try {
       await (w as any).refreshOwnership();
@@ -150,7 +150,7 @@ describe('fresh batches', () => {
     const q = 'fresh-plain';
     const t = await openStore('audit-fresh-plain');
     await t.store.enqueue(Array.from({ length: 50 }, () => normalizeEnqueue({ type: 'x', queue: q }, 1e6)));
-    const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'plain-w', batchSize: 20 });
+    const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'plain-w', batchSize: 20 });
     await (w as any).refreshOwnership();
     let n = 0;
     for (let k; (k = await w.runOnce()) > 0; ) n += k;

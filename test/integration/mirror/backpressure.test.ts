@@ -1,6 +1,6 @@
 /**
  * Load shedding on the audit backlog (API.md: 503 `unavailable` when the
- * audit backlog is over its bound). While no audit writer mirrors the
+ * audit backlog is over its bound). While no mirror writer mirrors the
  * streams (as when PostgreSQL is unreachable) events wait in Redis; once
  * they are more than AUDIT_MAX_BACKLOG, enqueue throws UnavailableError and
  * writes nothing; after a writer has drained the streams into PostgreSQL,
@@ -18,7 +18,7 @@ import { NestFactory } from '@nestjs/core';
 import pino from 'pino';
 import { AppModule } from '../../../src/app.module';
 import { BacklogGuard } from '../../../src/mirror/backlog';
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { BacklogModule, BacklogService } from '../../../src/mirror/backlog.module';
 import { ALL_ROLES, loadConfig } from '../../../src/config/config';
 import { UnavailableError } from '../../../src/core/errors';
@@ -34,7 +34,7 @@ jest.setTimeout(60_000);
 
 let db: TestDb;
 const stores: TestStore[] = [];
-const writers: AuditWriter[] = [];
+const writers: MirrorWriter[] = [];
 beforeAll(async () => {
   db = await openTestDb('backpressure');
 });
@@ -70,8 +70,8 @@ async function prefixState(redis: RedisClient, prefix: string): Promise<Record<s
 }
 
 /** A writer mirroring every queue of `t`'s prefix into the test database. */
-function startWriter(t: TestStore, id: string): AuditWriter {
-  const w = new AuditWriter(t.stores, db.dataSource, { writerId: id, idleMs: 20 });
+function startWriter(t: TestStore, id: string): MirrorWriter {
+  const w = new MirrorWriter(t.stores, db.dataSource, { writerId: id, idleMs: 20 });
   writers.push(w);
   w.start();
   return w;

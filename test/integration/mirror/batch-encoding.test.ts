@@ -1,10 +1,10 @@
 /**
- * The audit writer's own encoding (src/postgres/pg-array.ts, batchScript in
+ * The mirror writer's own encoding (src/postgres/pg-array.ts, batchScript in
  * src/mirror/batch-writer.ts) on real PostgreSQL and Redis: any text a client
  * or handler can produce reaches the mirror unchanged, a NUL character
  * cannot stall the writer, and a batch script is all-or-nothing.
  */
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { batchMessage, batchScript, planBatch } from '../../../src/mirror/batch-writer';
 import { copyNumber, copyText, copyTime } from '../../../src/postgres/copy-text';
 import { createDataSource } from '../../../src/postgres/data-source';
@@ -169,7 +169,7 @@ describe('through the writer', () => {
     const { jobs } = await t.store.claim(q, 1, 5000, 'w1');
     await t.store.progress(q, r.id, jobs[0].lockToken, 'w1', { text }, [{ level: 'info', message: text }]);
     expect(await t.store.fail(q, r.id, jobs[0].lockToken, { error: text, retryable: false, delayMs: 0, reason: 'error', workerId: 'w1' })).toBe('failed');
-    const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'enc-a' });
+    const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'enc-a' });
     await (w as any).refreshOwnership();
     while ((await w.runOnce()) > 0);
     await w.stop();
@@ -188,7 +188,7 @@ describe('through the writer', () => {
     const q = 'enc-far';
     const runAt = 3e14; // year 11,476
     const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q, runAt }, 1e6)]);
-    const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'enc-far' });
+    const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'enc-far' });
     await (w as any).refreshOwnership();
     while ((await w.runOnce()) > 0);
     await w.stop();
@@ -204,7 +204,7 @@ describe('through the writer', () => {
     const token = (id: string) => jobs.find((j) => j.id === id)!.lockToken;
     await t.store.fail(q, a.id, token(a.id), { error: 'bad\u0000byte', retryable: false, delayMs: 0, reason: 'error', workerId: 'w1' });
     await t.store.complete(q, 'w1', [{ id: b.id, lockToken: token(b.id), result: { ok: true } }]);
-    const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'enc-b' });
+    const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'enc-b' });
     await (w as any).refreshOwnership();
     expect(await w.runOnce()).toBe(6);
     await w.stop();

@@ -1,5 +1,5 @@
 /**
- * The audit mirror, transition by transition, on real Redis and a real
+ * The history mirror, transition by transition, on real Redis and a real
  * PostgreSQL database (fresh and migrated).
  *
  * Part 1 drives every transition through the store (the Lua scripts):
@@ -7,7 +7,7 @@
  * complete, retry_scheduled (to delayed and to waiting), failed (error and
  * lease expired), stalled (reaper), released, cancel of a waiting, a delayed
  * and an active job, retried_from_dlq. The events streams are read (XRANGE,
- * nothing consumed) before the audit writer runs; then a real AuditWriter
+ * nothing consumed) before the mirror writer runs; then a real MirrorWriter
  * loop (small batches, so a job's events span several transactions) mirrors
  * them, and the test compares: exactly one job_events row per stream entry,
  * same fields, in stream order per job; one job_executions row per
@@ -19,7 +19,7 @@
  * (the same entries twice, older batches after newer ones) against the
  * real schema: the projection never goes backwards and no row is added.
  */
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { writeBatch } from '../../../src/mirror/batch-writer';
 import { project, StreamEntry } from '../../../src/mirror/projection';
 import { EnqueueInput, normalizeEnqueue } from '../../../src/core/job-options';
@@ -68,7 +68,7 @@ async function claimOne(s: TestStore, queue: string, id: string, leaseMs = LEASE
 /** Runs a real writer loop (batches of `batchSize`) until every stream is mirrored, then stops it. */
 async function mirror(batchSize: number): Promise<number> {
   const queues = await t.stores.queues.list();
-  const w = new AuditWriter(t.stores, db.dataSource, {
+  const w = new MirrorWriter(t.stores, db.dataSource, {
     writerId: `aw-${batchSize}-${Date.now()}`,
     batchSize,
     idleMs: 5,

@@ -1,6 +1,6 @@
 /**
  * PostgreSQL goes away for 20 s in the middle of a 5,000-job run and comes
- * back: the audit mirror loses nothing.
+ * back: the history mirror loses nothing.
  *
  * A private PostgreSQL (test/support/private-postgres.ts: the shared server
  * is never stopped) and one `ROLE=audit,worker,scheduler` process (dist)

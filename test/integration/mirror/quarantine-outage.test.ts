@@ -1,6 +1,6 @@
 /**
  * PostgreSQL unavailable is never a reason to quarantine: with a private
- * PostgreSQL stopped under a running audit writer, and a bad entry among
+ * PostgreSQL stopped under a running mirror writer, and a bad entry among
  * 400 good ones in the stream, the writer quarantines nothing and
  * acknowledges nothing while the server is down (it backs off, the entries
  * wait in Redis), and once it is back it writes the 400 and quarantines the
@@ -8,9 +8,9 @@
  */
 import { Registry } from 'prom-client';
 import type { DataSource } from 'typeorm';
-import { AuditMetrics } from '../../../src/mirror/mirror-metrics';
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
-import { openAuditStore } from '../../../src/postgres/data-source';
+import { MirrorMetrics } from '../../../src/mirror/mirror-metrics';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
+import { openPostgres } from '../../../src/postgres/data-source';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { outbox } from '../../support/mirror';
 import { v7At } from '../../support/postgres';
@@ -26,7 +26,7 @@ let ds: DataSource;
 beforeAll(async () => {
   pg = await privatePostgres('audit-quarantine-outage');
   await pg.start();
-  ds = (await openAuditStore(pg.url('sluice_quarantine_outage'), 4)).dataSource;
+  ds = (await openPostgres(pg.url('sluice_quarantine_outage'), 4)).dataSource;
   t = await openStore('audit-q-outage');
 });
 afterAll(async () => {
@@ -39,9 +39,9 @@ test('PostgreSQL down: nothing quarantined nor acknowledged; back: the good entr
   const q = 'qo';
   const lines: { msg: string }[] = [];
   const at = () => (_o: object, msg: string) => void lines.push({ msg });
-  const metrics = new AuditMetrics(new Registry());
+  const metrics = new MirrorMetrics(new Registry());
   await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
-  const w = new AuditWriter(t.stores, ds, { writerId: 'qo-w', metrics }, { debug: at(), info: at(), warn: at(), error: at() });
+  const w = new MirrorWriter(t.stores, ds, { writerId: 'qo-w', metrics }, { debug: at(), info: at(), warn: at(), error: at() });
   w.start();
   try {
     await waitUntil('the first entry mirrored', async () => (await t.redis.xlen(t.keys(q).events)) === 0, 10_000, 20);

@@ -1,13 +1,13 @@
 /**
  * The real writer thread (dist/mirror/writer-thread.js: run `npx nest build`
  * first) reports its writer's metrics to the parent: a bad entry it
- * quarantines shows in the parent's AuditMetrics registry, with the batches
+ * quarantines shows in the parent's MirrorMetrics registry, with the batches
  * it wrote, through the one-a-second messages of the thread.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { AuditMetrics } from '../../../src/mirror/mirror-metrics';
-import { AuditWriterThread, WriterThreadConfig } from '../../../src/mirror/writer-thread';
+import { MirrorMetrics } from '../../../src/mirror/mirror-metrics';
+import { MirrorWriterThread, WriterThreadConfig } from '../../../src/mirror/writer-thread';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { openTestDb, TestDb, v7At } from '../../support/postgres';
 import { openStore, REDIS_URL, TestStore } from '../../support/redis';
@@ -38,10 +38,10 @@ test("a quarantined entry reaches the parent's registry from the writer thread",
     redisUrl: REDIS_URL, redisClusterNodes: null, redisPrefix: t.prefix, databaseUrl: db.url, logLevel: 'silent',
     maxRetries: 3, idempotencyTtlMs: 86_400_000, keepCompletedCount: -1, keepCompletedMs: -1, auditThreadNice: 0,
   } as WriterThreadConfig;
-  const metrics = new AuditMetrics();
+  const metrics = new MirrorMetrics();
   const errors: string[] = [];
   const log = { debug() {}, info() {}, warn() {}, error: (_o: object, msg: string) => void errors.push(msg) } as any;
-  const th = new AuditWriterThread(FILE, config, 'qt-w', log, metrics);
+  const th = new MirrorWriterThread(FILE, config, 'qt-w', log, metrics);
   th.start();
   try {
     await th.whenReady();

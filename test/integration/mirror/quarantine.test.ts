@@ -1,5 +1,5 @@
 /**
- * The audit writer isolates what PostgreSQL refuses (src/mirror/mirror-writer.ts,
+ * The mirror writer isolates what PostgreSQL refuses (src/mirror/mirror-writer.ts,
  * src/mirror/quarantine.ts), on real Redis and PostgreSQL: a batch refused for
  * its data is bisected, the rest written in stream order, the refused entries
  * quarantined in `audit_quarantine` and acknowledged like written ones, so one
@@ -8,8 +8,8 @@
  * values. (PostgreSQL going away never quarantines: quarantine-outage.test.ts.)
  */
 import { Registry } from 'prom-client';
-import { AuditMetrics } from '../../../src/mirror/mirror-metrics';
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorMetrics } from '../../../src/mirror/mirror-metrics';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { LIMITS, normalizeEnqueue } from '../../../src/core/job-options';
 import { openTestDb, TestDb, v7At } from '../../support/postgres';
 import { openStore, TestStore } from '../../support/redis';
@@ -48,11 +48,11 @@ const header = (p: { e: string; f?: string; t?: string; a?: string; at?: string;
   [p.e, p.f ?? '', p.t ?? '', p.a ?? '0', p.at ?? String(Date.now()), p.j, p.x ?? '', p.ms ?? '', p.pr ?? '', p.ra ?? '', p.o ?? ''].join('|');
 
 async function writerFor(queue: string, name: string, batchSize = 1000, maxEntryChars?: number) {
-  const metrics = new AuditMetrics(new Registry());
+  const metrics = new MirrorMetrics(new Registry());
   const { lines, log } = recorder();
   // The queue must be registered (enqueue does it) for the writer to take it; delayed, so no claim takes it.
   await t.store.enqueue([normalizeEnqueue({ type: 'x', queue, runAt: Date.now() + 86_400_000 }, 1e6)]);
-  const w = new AuditWriter(t.stores, db.dataSource, { writerId: name, batchSize, metrics, maxEntryChars }, log as any);
+  const w = new MirrorWriter(t.stores, db.dataSource, { writerId: name, batchSize, metrics, maxEntryChars }, log as any);
   await (w as any).refreshOwnership();
   return { w, metrics, lines };
 }
@@ -65,7 +65,7 @@ const quarantined = async (queue: string) =>
 
 const eventCount = async (queue: string) => (await db.dataSource.query(`SELECT count(*)::int AS n FROM job_events WHERE queue = $1`, [queue]))[0].n as number;
 
-async function drain(w: AuditWriter): Promise<number> {
+async function drain(w: MirrorWriter): Promise<number> {
   let n = 0;
   for (let k; (k = await w.runOnce()) > 0; ) n += k;
   return n;

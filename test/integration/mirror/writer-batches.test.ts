@@ -1,11 +1,11 @@
 /**
- * The audit writer's read-ahead and batch cutting, on real Redis and
+ * The mirror writer's read-ahead and batch cutting, on real Redis and
  * PostgreSQL: entries read ahead are never dropped when the backlog is
  * served first (takeover of a dead writer's queues), and a batch of large
  * payloads is cut into several transactions instead of one script too long
  * to build.
  */
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { MIRROR_GROUP } from '../../../src/redis/keys';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { openTestDb, TestDb } from '../../support/postgres';
@@ -30,7 +30,7 @@ test('a read-ahead pending while taken-over entries are written first is kept: e
     const q = `ra-b${i}`;
     await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
     const k = t.keys(q);
-    await t.redis.set(k.auditLock, 'dead', 'PX', 350 * i);
+    await t.redis.set(k.mirrorLock, 'dead', 'PX', 350 * i);
     await t.redis.xgroup('CREATE', k.events, MIRROR_GROUP, '0', 'MKSTREAM');
     await (t.redis as any).xreadgroup('GROUP', MIRROR_GROUP, 'dead', 'COUNT', 100, 'STREAMS', k.events, '>');
   }
@@ -42,7 +42,7 @@ test('a read-ahead pending while taken-over entries are written first is kept: e
     if (q.startsWith('SET LOCAL')) await sleep(150);
     return query(q, p);
   };
-  const w = new AuditWriter(t.stores, ds, { writerId: 'ra-w', lockTtlMs: 300, idleMs: 5 });
+  const w = new MirrorWriter(t.stores, ds, { writerId: 'ra-w', lockTtlMs: 300, idleMs: 5 });
   try {
     w.start();
     const ids: string[] = [];
@@ -67,7 +67,7 @@ test('a batch over maxBatchChars is cut into several transactions, in order, not
   const q = 'cut';
   const payload = { blob: 'x'.repeat(4000) };
   const ids = (await t.store.enqueue(Array.from({ length: 30 }, () => normalizeEnqueue({ type: 'x', queue: q, payload }, 1e6)))).map((r) => r.id);
-  const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'cut-w', maxBatchChars: 20_000 });
+  const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'cut-w', maxBatchChars: 20_000 });
   await (w as any).refreshOwnership();
   const sizes: number[] = [];
   for (let n; (n = await w.runOnce()) > 0; ) sizes.push(n);

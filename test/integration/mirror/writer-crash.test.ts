@@ -1,5 +1,5 @@
 /**
- * An audit writer that dies mid-mirroring is replaced, and the mirror ends
+ * An mirror writer that dies mid-mirroring is replaced, and the mirror ends
  * exact: one job_events row per stream entry (no duplicate, no gap), every
  * stream drained (XLEN 0, nothing pending), every job's projection at its
  * final state. Real Redis, real PostgreSQL, real processes.
@@ -20,7 +20,7 @@
  *    (it dies before COMMIT), each replaced by a second writer.
  */
 import Redis from 'ioredis';
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { MIRROR_GROUP } from '../../../src/redis/keys';
 import { createDataSource, ensureDatabase } from '../../../src/postgres/data-source';
 import { normalizeEnqueue } from '../../../src/core/job-options';
@@ -400,10 +400,10 @@ describe('in process: a writer dying around its transaction is replaced', () => 
   }
 
   const writer = (id: string, db0 = db.dataSource) =>
-    new AuditWriter(t.stores, db0, { writerId: id, lockTtlMs: 300, batchSize: 100 });
+    new MirrorWriter(t.stores, db0, { writerId: id, lockTtlMs: 300, batchSize: 100 });
 
   /** Runs w until it has nothing left to write. */
-  async function drain(w: AuditWriter): Promise<void> {
+  async function drain(w: MirrorWriter): Promise<void> {
     await (w as any).refreshOwnership();
     while ((await w.runOnce()) > 0);
   }

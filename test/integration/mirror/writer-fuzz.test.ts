@@ -1,5 +1,5 @@
 /**
- * Fuzz: the audit mirror never stops, whatever the events streams hold.
+ * Fuzz: the history mirror never stops, whatever the events streams hold.
  * Real Redis, real PostgreSQL, the writer's own loop (read-ahead and all).
  * Random and hostile entries are written straight into two queues' events
  * streams — numbers huge, negative, 1e19, NaN; NUL, lone surrogates,
@@ -17,8 +17,8 @@
  */
 import { randomInt } from 'node:crypto';
 import { Registry } from 'prom-client';
-import { AuditMetrics } from '../../../src/mirror/mirror-metrics';
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorMetrics } from '../../../src/mirror/mirror-metrics';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { outbox } from '../../support/mirror';
 import { openTestDb, TestDb } from '../../support/postgres';
@@ -138,8 +138,8 @@ test(`hostile entries among valid jobs' events: the mirror never stops (seed ${S
   const lines: { level: string; msg: string; o: object }[] = [];
   const at = (level: string) => (o: object, msg: string) => void lines.push({ level, msg, o });
   const log = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-  const metrics = new AuditMetrics(new Registry());
-  let w: AuditWriter | undefined;
+  const metrics = new MirrorMetrics(new Registry());
+  let w: MirrorWriter | undefined;
   try {
     const jobs = new Map<string, ValidJob>();
     const hostile: { queue: string; id: string }[] = [];
@@ -149,7 +149,7 @@ test(`hostile entries among valid jobs' events: the mirror never stops (seed ${S
     };
     for (const q of QUEUES) await enqueue(q, 1); // registers the queues
     const batchSize = pick([7, 64, 1000]);
-    w = new AuditWriter(t.stores, db.dataSource, { writerId: 'fuzz-w', batchSize, metrics, idleMs: 2 }, log);
+    w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'fuzz-w', batchSize, metrics, idleMs: 2 }, log);
     w.start();
 
     for (let round = 0; round < ROUNDS; round++) {

@@ -1,5 +1,5 @@
 /**
- * The audit writer thread of a ROLE=all process (the compiled
+ * The mirror writer thread of a ROLE=all process (the compiled
  * dist/mirror/writer-thread.js, as the service starts it) yields the CPU
  * while the mirror is far behind and takes it back once caught up
  * (src/mirror/writer-priority.ts): read from the thread's own nice value in
@@ -7,7 +7,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AuditWriterThread, WriterThreadConfig } from '../../../src/mirror/writer-thread';
+import { MirrorWriterThread, WriterThreadConfig } from '../../../src/mirror/writer-thread';
 import { YIELD_LAG_MS } from '../../../src/mirror/writer-priority';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { outbox } from '../../support/mirror';
@@ -29,7 +29,7 @@ function threadNices(): number[] {
 linux('the writer thread yields while far behind', () => {
   let t: TestStore;
   let db: TestDb;
-  let th: AuditWriterThread | undefined;
+  let th: MirrorWriterThread | undefined;
   beforeAll(async () => {
     t = await openStore('prio');
     db = await openTestDb('prio');
@@ -51,7 +51,7 @@ linux('the writer thread yields while far behind', () => {
       redisUrl: REDIS_URL, redisClusterNodes: null, redisPrefix: t.prefix, databaseUrl: db.url, logLevel: 'warn', maxRetries: 3,
       idempotencyTtlMs: 86_400_000, keepCompletedCount: -1, keepCompletedMs: -1, auditThreadNice: NICE,
     } as WriterThreadConfig;
-    th = new AuditWriterThread(join(__dirname, '../../../dist/mirror/writer-thread.js'), config, 'w-prio', { debug() {}, info() {}, warn() {}, error() {} } as any);
+    th = new MirrorWriterThread(join(__dirname, '../../../dist/mirror/writer-thread.js'), config, 'w-prio', { debug() {}, info() {}, warn() {}, error() {} } as any);
     th.start();
     await th.whenReady();
     await drained();

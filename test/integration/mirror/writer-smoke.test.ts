@@ -1,4 +1,4 @@
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import { openTestDb, TestDb } from '../../support/postgres';
 import { openStore, TestStore } from '../../support/redis';
@@ -18,7 +18,7 @@ test('enqueue → claim → complete is mirrored: events, execution, projection;
   const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'x', payload: { n: 1, s: '\ud800' } }, 1e6)]);
   const c = await t.store.claim('default', 1, 5000, 'w1');
   await t.store.complete('default', 'w1', [{ id: r.id, lockToken: c.jobs[0].lockToken, result: { ok: true } }]);
-  const w = new AuditWriter(t.stores, db.dataSource, { writerId: 'aw1' });
+  const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'aw1' });
   await (w as any).refreshOwnership();
   expect(await w.runOnce()).toBe(3);
   const ev = await db.dataSource.query(`SELECT event, from_status, to_status FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [r.id]);

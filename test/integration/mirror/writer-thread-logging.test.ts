@@ -1,9 +1,9 @@
 /**
- * The audit writer thread logs the way the main thread does: pretty
+ * The mirror writer thread logs the way the main thread does: pretty
  * (pino-pretty) when the process's stdout is a TTY, JSON lines otherwise
  * (src/logging/logger.ts prettyLogs, src/mirror/writer-thread.ts threadLogger).
  * A thread's own stdout is never a TTY, so it takes its parent's mode.
- * The real AuditWriterThread from the build (dist/), on real Redis and a
+ * The real MirrorWriterThread from the build (dist/), on real Redis and a
  * fresh database, in a child process run once on a pseudo-terminal
  * (`script`) and once on a pipe.
  */
@@ -34,11 +34,11 @@ function program(prefix: string): string {
   return `
     const { loadConfig } = require(${JSON.stringify(`${DIST}/config/config.js`)});
     const { createLogger } = require(${JSON.stringify(`${DIST}/logging/logger.js`)});
-    const { AuditWriterThread } = require(${JSON.stringify(`${DIST}/mirror/writer-thread.js`)});
+    const { MirrorWriterThread } = require(${JSON.stringify(`${DIST}/mirror/writer-thread.js`)});
     const config = loadConfig({ REDIS_URL: ${JSON.stringify(REDIS_URL)}, REDIS_PREFIX: ${JSON.stringify(prefix)}, DATABASE_URL: ${JSON.stringify(db.url)}, LOG_LEVEL: 'info' });
     const log = createLogger('info');
     log.info('main thread line');
-    const t = new AuditWriterThread(${JSON.stringify(`${DIST}/mirror/writer-thread.js`)}, config, 'w-threadlog', log);
+    const t = new MirrorWriterThread(${JSON.stringify(`${DIST}/mirror/writer-thread.js`)}, config, 'w-threadlog', log);
     t.start();
     t.whenReady().then(() => new Promise((r) => setTimeout(r, 500))).then(() => t.stop()).then(() => setTimeout(() => process.exit(0), 300));
   `;

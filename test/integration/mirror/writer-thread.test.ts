@@ -1,5 +1,5 @@
 /**
- * AuditWriterThread's supervision (src/mirror/writer-thread.ts) with stand-in
+ * MirrorWriterThread's supervision (src/mirror/writer-thread.ts) with stand-in
  * thread files: a thread that dies is started again, stop() ends it for good,
  * and a thread that ignores 'stop' is terminated after the timeout. The real
  * thread, mirroring and draining on SIGTERM, runs in shutdown-mirror.test.ts
@@ -8,8 +8,8 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuditMetrics } from '../../../src/mirror/mirror-metrics';
-import { AuditWriterThread, WriterThreadConfig } from '../../../src/mirror/writer-thread';
+import { MirrorMetrics } from '../../../src/mirror/mirror-metrics';
+import { MirrorWriterThread, WriterThreadConfig } from '../../../src/mirror/writer-thread';
 import { sleep } from '../../support/redis';
 
 const dir = mkdtempSync(join(tmpdir(), 'sluice-thread-'));
@@ -29,7 +29,7 @@ function recorder() {
 
 test('a thread that exits is logged and started again (about once a second) until stop()', async () => {
   const { lines, log } = recorder();
-  const th = new AuditWriterThread(script('dies.js', 'process.exit(3);'), config, 'w-dies', log);
+  const th = new MirrorWriterThread(script('dies.js', 'process.exit(3);'), config, 'w-dies', log);
   th.start();
   await sleep(2_600);
   await th.stop();
@@ -52,7 +52,7 @@ test("stop() sends 'stop' and waits for the thread to exit", async () => {
      parentPort.on('message', (m) => { if (m === 'stop') setTimeout(() => { fs.writeFileSync(${JSON.stringify(marker)}, 'yes'); process.exit(0); }, 100); });`,
   );
   const { lines, log } = recorder();
-  const th = new AuditWriterThread(f, config, 'w-polite', log);
+  const th = new MirrorWriterThread(f, config, 'w-polite', log);
   th.start();
   await sleep(200);
   await th.stop();
@@ -63,7 +63,7 @@ test("stop() sends 'stop' and waits for the thread to exit", async () => {
 
 test('a thread that ignores stop is terminated after the timeout', async () => {
   const { log } = recorder();
-  const th = new AuditWriterThread(script('deaf.js', 'setInterval(() => {}, 1000);'), config, 'w-deaf', log);
+  const th = new MirrorWriterThread(script('deaf.js', 'setInterval(() => {}, 1000);'), config, 'w-deaf', log);
   th.start();
   await sleep(200);
   const t0 = Date.now();
@@ -72,7 +72,7 @@ test('a thread that ignores stop is terminated after the timeout', async () => {
   expect(Date.now() - t0).toBeLessThan(5_000);
 });
 
-test("the thread's metrics messages reach the parent's AuditMetrics (one message per interval, not per entry)", async () => {
+test("the thread's metrics messages reach the parent's MirrorMetrics (one message per interval, not per entry)", async () => {
   const f = script(
     'metrics.js',
     `const { parentPort } = require('node:worker_threads');
@@ -82,8 +82,8 @@ test("the thread's metrics messages reach the parent's AuditMetrics (one message
      setInterval(() => {}, 1000);`,
   );
   const { log } = recorder();
-  const metrics = new AuditMetrics();
-  const th = new AuditWriterThread(f, config, 'w-metrics', log, metrics);
+  const metrics = new MirrorMetrics();
+  const th = new MirrorWriterThread(f, config, 'w-metrics', log, metrics);
   th.start();
   await th.whenReady();
   for (let i = 0; i < 50 && !/sluice_audit_batches_total 3/.test(await metrics.registry.metrics()); i++) await sleep(20);

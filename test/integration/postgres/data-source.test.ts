@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { dropDatabase, ensureDatabase, openAuditStore } from '../../../src/postgres/data-source';
+import { dropDatabase, ensureDatabase, openPostgres } from '../../../src/postgres/data-source';
 import { freshDatabaseUrl } from '../../support/postgres';
 
 /**
@@ -25,7 +25,7 @@ describe('a missing database, opened by many at once', () => {
   it('is migrated once when ten stores open it together', async () => {
     const url = freshDatabaseUrl('race-open');
     urls.push(url);
-    const stores: { dataSource: DataSource; applied: string[] }[] = await Promise.all(Array.from({ length: 10 }, () => openAuditStore(url, 1)));
+    const stores: { dataSource: DataSource; applied: string[] }[] = await Promise.all(Array.from({ length: 10 }, () => openPostgres(url, 1)));
     try {
       const applied = stores.map((s) => s.applied.length);
       // One store applied every migration; the others found them applied.

@@ -20,7 +20,7 @@
  */
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
-import { AuditWriter } from '../../../src/mirror/mirror-writer';
+import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { QueueRestorer } from '../../../src/restore/restore';
 import type { Job } from '../../../src/core/job';
 import { normalizeEnqueue, EnqueueInput } from '../../../src/core/job-options';
@@ -53,7 +53,7 @@ const enq = (t: TestStore, input: EnqueueInput) =>
   t.store.enqueue([normalizeEnqueue(input, 1e6)]).then((r) => r[0].id);
 
 /** Mirrors every pending event of the writer's queues into PostgreSQL. */
-async function drain(w: AuditWriter): Promise<void> {
+async function drain(w: MirrorWriter): Promise<void> {
   await (w as any).refreshOwnership();
   while ((await w.runOnce()) > 0);
 }
@@ -121,7 +121,7 @@ describe('restore in process', () => {
     const restorer = new QueueRestorer(db.dataSource, t.stores, { chunkSize: 7 });
     // As in the audit role (audit.service.ts): the restore check runs when a writer takes a queue over.
     const writer = (writerId: string) =>
-      new AuditWriter(t.stores, db.dataSource, {
+      new MirrorWriter(t.stores, db.dataSource, {
         writerId,
         onAcquire: (queue) =>
           restorer.ensureQueue(queue, { lockToken: writerId }).then(() => undefined),
@@ -414,7 +414,7 @@ describe('restore with real processes', () => {
     ids.push(...(await Promise.all(dead.map((d) => enq(t, d)))));
     const deadIds = ids.slice(-2);
 
-    // The queue got its epoch when the audit writer took it over.
+    // The queue got its epoch when the mirror writer took it over.
     await waitUntil(
       'epoch marker',
       async () => (await t.redis.exists(t.keys(q).epoch)) === 1,

@@ -540,7 +540,7 @@ describe('enqueue: requests coalesced in one event-loop turn stay independent', 
     const first = await t.store.claim(q, 2, 30_000, 'w1'); // a and c (higher priority)
     expect(first.jobs.map((j) => j.id).sort()).toEqual([a, c].sort());
     await t.store.complete(q, 'w1', first.jobs.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
-    // What the audit writer does once they are mirrored (KEEP_COMPLETED_* unset).
+    // What the mirror writer does once they are mirrored (KEEP_COMPLETED_* unset).
     expect(await t.scripts.run('forgetJobs', [k.done, k.meta], [k.base, -1, -1, a, c])).toBe(2);
     const running = await t.store.claim(q, 1, 30_000, 'w2');
     expect(running.jobs.map((j) => j.id)).toEqual([b]);

@@ -6,7 +6,7 @@ import type { MirrorStream, QueueStore } from '../core/ports';
  *   mirrored (0 when fully caught up, Redis clock); `pending`: entries waiting.
  * @throws when Redis is unreachable.
  */
-export async function auditLag(queues: QueueStore, mirror: MirrorStream): Promise<{ lagMs: number; pending: number }> {
+export async function mirrorLag(queues: QueueStore, mirror: MirrorStream): Promise<{ lagMs: number; pending: number }> {
   const b = await mirror.backlog(await queues.list());
   return { lagMs: b.lagMs, pending: b.pending };
 }
