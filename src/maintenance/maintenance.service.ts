@@ -9,9 +9,9 @@ import type { Logger } from '../logging/logger';
 import { SchedulerMetrics } from '../metrics/scheduler-metrics';
 import { JobStore, QueueStore, WorkerRegistryStore } from '../core/ports';
 import { WorkerRegistry } from '../workers/registry/worker-registry';
+import { promoteDueJobs } from './promoter';
+import { reapExpiredLeases } from './reaper';
 
-/** Jobs moved per script call, so one call never blocks Redis for long. */
-const BATCH = 1000;
 /** Safety-net promotion period; workers already wake exactly when a delayed job is due. */
 const PROMOTE_INTERVAL_MS = 1000;
 /** Dead workers stay listed (status "dead") this long before the sweep drops them. */
@@ -22,12 +22,13 @@ const PRUNE_INTERVAL_MS = 3_600_000;
 const RETENTION_LOCK = 774412;
 
 /**
- * The scheduler role's periodic maintenance, registered with
+ * The scheduler role's periodic maintenance loops, one file each (as River's
+ * maintenance services), scheduled here with
  * @nestjs/schedule's SchedulerRegistry (intervals come from the config, so
  * static @Interval decorators do not fit):
- * - lease reaper every REAPER_INTERVAL_MS (stalled jobs back to waiting / DLQ),
- * - delayed promotion every second (a safety net; claims promote too),
- * - dead-worker sweep every minute,
+ * - lease reaper every REAPER_INTERVAL_MS (reaper.ts: stalled jobs back to waiting / DLQ),
+ * - delayed promotion every second (promoter.ts: a safety net; claims promote too),
+ * - dead-worker sweep every minute (src/workers/registry/worker-registry.ts),
  * - PostgreSQL retention pruning (src/maintenance/retention.ts) every hour: the job
  *   history and the operator audit log.
  * Each Redis pass is one atomic script per queue, so N replicas are safe: the
@@ -88,32 +89,16 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     for (const name of this.scheduler.getIntervals()) this.scheduler.deleteInterval(name);
   }
 
-  /** One pass of the reaper over every queue. Returns the jobs moved. */
+  /** One pass of the reaper over every queue (reaper.ts). Returns the jobs moved. */
   async reapAll(): Promise<number> {
-    let total = 0;
-    for (const q of await this.queues.list()) {
-      let r;
-      do {
-        r = await this.store.reapExpired(q, BATCH);
-        total += r.reaped;
-        this.metrics?.leasesReaped(q, r.reaped);
-      } while (r.reaped === BATCH);
-    }
+    const total = await reapExpiredLeases({ jobs: this.store, queues: this.queues }, (q, n) => this.metrics?.leasesReaped(q, n));
     if (total) this.log.info({ reaped: total }, 'reaper moved jobs with expired leases');
     return total;
   }
 
-  /** One pass of delayed promotion over every queue. Returns the jobs moved. */
-  async promoteAll(): Promise<number> {
-    let total = 0;
-    for (const q of await this.queues.list()) {
-      let r;
-      do {
-        r = await this.store.promoteDelayed(q, BATCH);
-        total += r.promoted;
-      } while (r.promoted === BATCH);
-    }
-    return total;
+  /** One pass of delayed promotion over every queue (promoter.ts). Returns the jobs moved. */
+  promoteAll(): Promise<number> {
+    return promoteDueJobs({ jobs: this.store, queues: this.queues });
   }
 
   /** Runs `fn` every `ms`, never overlapping itself, logging (not throwing) errors. */
