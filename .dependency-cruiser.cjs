@@ -17,90 +17,47 @@ const TOP = '^src/(server/|dashboard/|main\\.ts$|app\\.module\\.ts$)';
 /** npm packages that are frameworks or drivers, as dependency-cruiser resolves them (a path under node_modules). */
 const FRAMEWORKS = '(^|/)node_modules/(@nestjs|@fastify|fastify|ioredis|typeorm|pg|pino|prom-client|@opentelemetry|class-validator|class-transformer|rxjs)/';
 
+/** One forbidden dependency: `from` may not import `to` (dependency-cruiser's rule shape). */
+const rule = (name, comment, from, to) => ({ name, comment, severity: 'error', from, to });
+
 module.exports = {
   forbidden: [
-    {
-      name: 'no-circular',
-      comment: 'A cycle between modules means two rooms that should be one, or a port that is missing.',
-      severity: 'error',
-      from: { path: '^src/' },
-      to: { circular: true },
-    },
-    {
-      name: 'core-is-the-bottom',
-      comment: 'src/core imports only src/core.',
-      severity: 'error',
-      from: { path: '^src/core/' },
-      to: { path: '^src/', pathNot: '^src/core/' },
-    },
-    {
-      name: 'core-has-no-framework',
-      comment: 'src/core imports no framework (Nest, ioredis, TypeORM, pg, Fastify, pino, prom-client, OpenTelemetry, class-validator).',
-      severity: 'error',
-      from: { path: '^src/core/' },
-      to: { path: FRAMEWORKS },
-    },
-    {
-      name: 'bottom-stays-down',
-      comment: 'logging and config import only core and each other.',
-      severity: 'error',
-      from: { path: '^src/(logging|config)/' },
-      to: { path: '^src/', pathNot: '^src/(core|logging|config)/' },
-    },
-    {
-      name: 'adapters-stay-down',
-      comment: 'The adapters implement the ports of src/core; they import no feature, no HTTP and no other adapter.',
-      severity: 'error',
-      from: { path: '^src/(redis|postgres)/' },
-      to: { path: '^src/', pathNot: '^src/(core|logging|config)/|^src/$1/' },
-    },
-    {
-      name: 'ioredis-only-in-src-redis',
-      comment: 'Only src/redis knows ioredis (everything else goes through a port of src/core/ports).',
-      severity: 'error',
-      from: { path: '^src/', pathNot: '^src/redis/' },
-      to: { path: '(^|/)node_modules/ioredis/' },
-    },
-    {
-      name: 'features-use-ports-not-redis',
-      comment:
-        'Features depend on the ports (src/core/ports), never on src/redis. Composition roots may: the app module, the server, ' +
-        "and the mirror's worker thread (it builds its own stores).",
-      severity: 'error',
-      from: { path: FEATURES, pathNot: '^src/mirror/writer-thread\\.ts$' },
-      to: { path: '^src/redis/' },
-    },
-    {
-      name: 'http-kit-stays-below-features',
-      comment: 'src/http is what controllers share; it imports no feature and nothing from the top.',
-      severity: 'error',
-      from: { path: '^src/http/' },
-      to: { path: `${FEATURES}|${TOP}|^src/(redis|postgres)/` },
-    },
-    {
-      name: 'features-do-not-reach-the-top',
-      comment: 'Nothing below the top imports the server, the dashboard or the composition root.',
-      severity: 'error',
-      from: { path: '^src/', pathNot: TOP },
-      to: { path: TOP },
-    },
-    {
-      name: 'server-does-not-bundle-the-console',
-      comment: 'The console is its own app (Vite): the server only serves its built files.',
-      severity: 'error',
-      from: { path: '^src/', pathNot: '^src/dashboard/console/' },
-      to: { path: '^src/dashboard/console/' },
-    },
-    {
-      name: 'unplaced',
-      comment: 'Every file of src/ belongs to a layer: add a new folder to the groups of this file.',
-      severity: 'error',
-      from: {
+    rule('no-circular', 'A cycle between modules means two rooms that should be one, or a port that is missing.',
+      { path: '^src/' },
+      { circular: true }),
+    rule('core-is-the-bottom', 'src/core imports only src/core.',
+      { path: '^src/core/' },
+      { path: '^src/', pathNot: '^src/core/' }),
+    rule('core-has-no-framework', 'src/core imports no framework (Nest, ioredis, TypeORM, pg, Fastify, pino, prom-client, OpenTelemetry, class-validator).',
+      { path: '^src/core/' },
+      { path: FRAMEWORKS }),
+    rule('bottom-stays-down', 'logging and config import only core and each other.',
+      { path: '^src/(logging|config)/' },
+      { path: '^src/', pathNot: '^src/(core|logging|config)/' }),
+    rule('adapters-stay-down', 'The adapters implement the ports of src/core; they import no feature, no HTTP and no other adapter.',
+      { path: '^src/(redis|postgres)/' },
+      { path: '^src/', pathNot: '^src/(core|logging|config)/|^src/$1/' }),
+    rule('ioredis-only-in-src-redis', 'Only src/redis knows ioredis (everything else goes through a port of src/core/ports).',
+      { path: '^src/', pathNot: '^src/redis/' },
+      { path: '(^|/)node_modules/ioredis/' }),
+    rule('features-use-ports-not-redis', 'Features depend on the ports (src/core/ports), never on src/redis. Composition roots may: the app module, the server, ' + "and the mirror's worker thread (it builds its own stores).",
+      { path: FEATURES, pathNot: '^src/mirror/writer-thread\\.ts$' },
+      { path: '^src/redis/' }),
+    rule('http-kit-stays-below-features', 'src/http is what controllers share; it imports no feature and nothing from the top.',
+      { path: '^src/http/' },
+      { path: `${FEATURES}|${TOP}|^src/(redis|postgres)/` }),
+    rule('features-do-not-reach-the-top', 'Nothing below the top imports the server, the dashboard or the composition root.',
+      { path: '^src/', pathNot: TOP },
+      { path: TOP }),
+    rule('server-does-not-bundle-the-console', 'The console is its own app (Vite): the server only serves its built files.',
+      { path: '^src/', pathNot: '^src/dashboard/console/' },
+      { path: '^src/dashboard/console/' }),
+    rule('unplaced', 'Every file of src/ belongs to a layer: add a new folder to the groups of this file.',
+      {
         path: '^src/',
         pathNot: `^src/(core|logging|config|redis|postgres|http)/|${FEATURES}|${TOP}`,
       },
-      to: {},
-    },
+      {}),
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -1,13 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req } from '@nestjs/common';
 import { ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsISO8601, IsOptional, IsString, Length, Matches, Max, Min, ValidateNested } from 'class-validator';
+import { IsIn, IsISO8601, IsOptional, IsString, Length, Matches, ValidateNested } from 'class-validator';
 import type { FastifyRequest } from 'fastify';
 import { ROLES, type Role } from '../core/access';
 import { SluiceError, ValidationError } from '../core/errors';
 import { Access } from '../http/access.decorator';
 import { Audited } from '../http/audited.decorator';
 import { RATE_LIMIT_MAX } from './key-rate-limiter';
+import { IntInRange } from '../http/validation';
 import { KeyStore, type KeyRecord, type KeyView } from './key-store';
 import { principalOf } from './principal';
 import { ApiAnswer } from '../http/openapi/decorators';
@@ -18,16 +19,12 @@ export const MAX_KEY_LIFETIME_MS = 10 * 365 * 86_400_000;
 /** A key's own token bucket (`POST /keys` `rateLimit`). */
 export class KeyRateLimitDto {
   @ApiProperty({ minimum: 1, maximum: RATE_LIMIT_MAX, description: 'requests per second (refill rate), across every api replica' })
-  @IsInt({ message: `must be an integer 1..${RATE_LIMIT_MAX}` })
-  @Min(1, { message: `must be an integer 1..${RATE_LIMIT_MAX}` })
-  @Max(RATE_LIMIT_MAX, { message: `must be an integer 1..${RATE_LIMIT_MAX}` })
+  @IntInRange(1, RATE_LIMIT_MAX)
   perSec!: number;
 
   @ApiPropertyOptional({ minimum: 1, maximum: RATE_LIMIT_MAX, description: 'requests at once (bucket size); default perSec' })
   @IsOptional()
-  @IsInt({ message: `must be an integer 1..${RATE_LIMIT_MAX}` })
-  @Min(1, { message: `must be an integer 1..${RATE_LIMIT_MAX}` })
-  @Max(RATE_LIMIT_MAX, { message: `must be an integer 1..${RATE_LIMIT_MAX}` })
+  @IntInRange(1, RATE_LIMIT_MAX)
   burst?: number;
 }
 

@@ -1,7 +1,7 @@
-import { ValidationPipe } from '@nestjs/common';
+import { applyDecorators, ValidationPipe } from '@nestjs/common';
 import { Transform } from 'class-transformer';
 import type { ValidatorOptions } from '@nestjs/common/interfaces/external/validator-options.interface';
-import type { ValidationError as ClassValidatorError } from 'class-validator';
+import { IsInt, Max, Min, type ValidationError as ClassValidatorError } from 'class-validator';
 import { ValidationError } from '../core/errors';
 import type { ErrorDetail } from './error-envelope';
 import { nullFieldDetails } from './null-fields';
@@ -68,4 +68,18 @@ export function createValidationPipe(): ValidationPipe {
  */
 export function DecimalInt(): PropertyDecorator {
   return Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^-?[0-9]{1,16}$/.test(value) ? Number(value) : value));
+}
+
+/**
+ * An integer field within `min..max`, refused with one message naming the
+ * range (`must be an integer 1..500`) whichever bound fails.
+ */
+export function IntInRange(min: number, max: number): PropertyDecorator {
+  const message = `must be an integer ${min}..${max}`;
+  return applyDecorators(IsInt({ message }), Min(min, { message }), Max(max, { message }));
+}
+
+/** {@link IntInRange} for a query parameter: decimal digits only ({@link DecimalInt}). */
+export function QueryIntInRange(min: number, max: number): PropertyDecorator {
+  return applyDecorators(DecimalInt(), IntInRange(min, max));
 }

@@ -1,6 +1,6 @@
-import { DecimalInt } from '../../http/validation';
+import { QueryIntInRange } from '../../http/validation';
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { STEP_MAX_MS, STEP_MIN_MS } from '../../history/finish-series';
 import { LIMITS } from '../../core/job-options';
 
@@ -26,9 +26,6 @@ export class MetricsQueryDto {
 
   @ApiPropertyOptional({ minimum: STEP_MIN_MS, maximum: STEP_MAX_MS, description: 'bucket width, ms; at most 2000 points; default: the smallest of 1 s, 5 s, 10 s, 30 s, 1 min, 5 min, … giving ≤ 300 points' })
   @IsOptional()
-  @DecimalInt()
-  @IsInt({ message: `must be an integer ${STEP_MIN_MS}..${STEP_MAX_MS}` })
-  @Min(STEP_MIN_MS, { message: `must be an integer ${STEP_MIN_MS}..${STEP_MAX_MS}` })
-  @Max(STEP_MAX_MS, { message: `must be an integer ${STEP_MIN_MS}..${STEP_MAX_MS}` })
+  @QueryIntInRange(STEP_MIN_MS, STEP_MAX_MS)
   stepMs?: number;
 }

@@ -1,6 +1,6 @@
-import { DecimalInt } from '../../http/validation';
+import { QueryIntInRange } from '../../http/validation';
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsInt, IsObject, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { IsObject, IsOptional, IsString, Matches } from 'class-validator';
 import { GROUPS_LIMIT_DEFAULT, GROUPS_LIMIT_MAX } from '../../history/dlq-groups';
 import { FINGERPRINT_PATTERN } from '../../core/error-fingerprint';
 import { LIMITS } from '../../core/job-options';
@@ -44,10 +44,7 @@ export class DlqGroupsQueryDto {
 
   @ApiPropertyOptional({ minimum: 1, maximum: GROUPS_LIMIT_MAX, default: GROUPS_LIMIT_DEFAULT })
   @IsOptional()
-  @DecimalInt()
-  @IsInt({ message: `must be an integer 1..${GROUPS_LIMIT_MAX}` })
-  @Min(1, { message: `must be an integer 1..${GROUPS_LIMIT_MAX}` })
-  @Max(GROUPS_LIMIT_MAX, { message: `must be an integer 1..${GROUPS_LIMIT_MAX}` })
+  @QueryIntInRange(1, GROUPS_LIMIT_MAX)
   limit?: number;
 }
 

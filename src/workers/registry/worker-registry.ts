@@ -1,17 +1,9 @@
 import { hostname } from 'node:os';
-import type { WorkerRegistryStore } from '../../core/ports/workers';
+import type { WorkerEntry, WorkerRegistryStore } from '../../core/ports/workers';
 
-/** What GET /workers reports for one worker process. */
-export interface WorkerInfo {
-  id: string;
-  hostname: string;
-  pid: number;
-  queues: string[];
-  concurrency: number;
-  active: number;
-  startedAt: number;
-  lastHeartbeatAt: number;
-  status: 'running' | 'draining' | 'dead';
+/** What GET /workers reports for one worker process: its registry entry, or `dead` once its heartbeats stopped. */
+export interface WorkerInfo extends Omit<WorkerEntry, 'status' | 'ttlMs'> {
+  status: WorkerEntry['status'] | 'dead';
 }
 
 /** A dead worker's details stay readable this long after its last heartbeat (the sweep usually drops it first), ms. */
