@@ -3,7 +3,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { attemptedBy, DEFAULT_PROJECT } from '../auth/principal';
 import { routeTable, type RouteAccess } from '../http/route-table';
-import type { SluiceConfig } from '../config/config';
 import type { Logger } from '../logging/logger';
 import { OplogBuffer } from '../core/ports/oplog';
 import { AUDIT_RESULT_TARGET, type AuditTarget } from '../http/audited.decorator';
@@ -43,7 +42,7 @@ export interface RecorderStats {
  * is lost and counted here; both are logged (at most every 10 s) and exported.
  * Also runs the boot check {@link assertEveryChangeAudited}.
  */
-export function registerOperatorAudit(app: NestFastifyApplication, _config: Pick<SluiceConfig, 'redisPrefix'>, log: Logger): RecorderStats {
+export function registerOperatorAudit(app: NestFastifyApplication, log: Logger): RecorderStats {
   const table = routeTable(app);
   assertEveryChangeAudited(table);
   const stats: RecorderStats = { failed: 0 };

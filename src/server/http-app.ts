@@ -224,7 +224,7 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   }
   registerRequestLog(app, log);
   // The operator audit log's write path (and its boot check: every state-changing route declares @Audited/@NotAudited).
-  registerOperatorAudit(app, config, log);
+  registerOperatorAudit(app, log);
   app.useGlobalFilters(new EnvelopeExceptionFilter(log));
   app.useGlobalPipes(createValidationPipe());
   // A route without @Body takes none, or {} (after the guard: 401/403 first).
