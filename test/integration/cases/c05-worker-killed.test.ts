@@ -131,12 +131,13 @@ test('C5 worker killed mid-job: lease expires, job is stalled back to waiting, t
     w1.kill('SIGKILL');
     const killedAt = Date.now();
     expect(await w1.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    // Nobody renews the lease any more: the last expiry written by w1 stands.
+    // Read before w2 starts: on a loaded machine w2 may claim the job (a new
+    // lease) before a later read.
+    const leaseAtKill = Number(await t.redis.zscore(keys.active, id));
     const w2 = await startOnPrefix(t, { ...ENV, ROLE: 'worker' });
     procs.push(w2);
     id2 = await workerIdOf(w2);
-
-    // Nobody renews the lease any more: the last expiry written by w1 stands.
-    const leaseAtKill = Number(await t.redis.zscore(keys.active, id));
     const stalled = await waitForEvent(
       t,
       Q,
