@@ -59,6 +59,7 @@ function sluice() {
     name: 'Sluice',
     redis,
     store,
+    keys: (queue) => stores.ctx.keys(queue),
     async addSingle(n) {
       let next = 0;
       const t0 = performance.now();
