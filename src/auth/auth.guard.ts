@@ -8,6 +8,8 @@ import { ForbiddenError, SluiceError, UnauthorizedError } from '../core/errors';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { ACCESS_METADATA } from '../http/access.decorator';
+import { refuseUnreadBody } from '../http/no-body';
+import { readsBody } from '../http/route-table';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyStore, type KeyRecord } from './key-store';
 import { ProjectStore } from './project-store';
@@ -51,8 +53,8 @@ export const PROJECT_HEADER = 'x-sluice-project';
 @Injectable()
 export class AuthGuard implements CanActivate {
   private readonly metricsTokenHash: string | null;
-  /** Each handler's requirement, read once (the metadata never changes after boot). */
-  private readonly requirements = new WeakMap<object, readonly Requirement[] | null>();
+  /** Each handler's requirement and whether it reads a body, read once (the metadata never changes after boot). */
+  private readonly routes = new WeakMap<object, { required: readonly Requirement[] | null; takesBody: boolean }>();
 
   constructor(
     private readonly reflector: Reflector,
@@ -67,21 +69,26 @@ export class AuthGuard implements CanActivate {
 
   canActivate(ctx: ExecutionContext): boolean | Promise<boolean> {
     const handler = ctx.getHandler();
-    let required = this.requirements.get(handler);
-    if (required === undefined) {
-      required = this.reflector.getAllAndOverride<Requirement[] | undefined>(ACCESS_METADATA, [handler, ctx.getClass()]) ?? null;
-      this.requirements.set(handler, required);
+    let route = this.routes.get(handler);
+    if (route === undefined) {
+      const required = this.reflector.getAllAndOverride<Requirement[] | undefined>(ACCESS_METADATA, [handler, ctx.getClass()]) ?? null;
+      route = { required, takesBody: readsBody(ctx.getClass(), handler.name) };
+      this.routes.set(handler, route);
     }
+    const { required, takesBody } = route;
     if (!required) throw new SluiceError('forbidden', 'this route declares no access rule');
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
     const p = this.principalFor(req, required);
     if (p instanceof Promise) {
       return p.then((principal) => {
         (req as unknown as Record<symbol, Principal>)[PRINCIPAL] = principal;
+        if (!takesBody) refuseUnreadBody(req.body);
         return true;
       });
     }
     (req as unknown as Record<symbol, Principal>)[PRINCIPAL] = p;
+    // Credentials first (401/403), then the body a route without @Body refuses (API.md v1.2).
+    if (!takesBody) refuseUnreadBody(req.body);
     return true;
   }
 

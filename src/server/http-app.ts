@@ -15,7 +15,6 @@ import { StoreConnection } from '../core/ports';
 import { errorBody, mapError } from '../http/error-envelope';
 import { EnvelopeExceptionFilter } from './exception.filter';
 import { createValidationPipe } from '../http/validation';
-import { NoBodyInterceptor } from './no-body';
 import { registerRequestLog } from './request-log';
 import { UnavailableError, ValidationError } from '../core/errors';
 import { CLAIM_LIMITS } from '../workers/external/dto/claim.dto';
@@ -227,8 +226,6 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   registerOperatorAudit(app, log);
   app.useGlobalFilters(new EnvelopeExceptionFilter(log));
   app.useGlobalPipes(createValidationPipe());
-  // A route without @Body takes none, or {} (after the guard: 401/403 first).
-  app.useGlobalInterceptors(new NoBodyInterceptor());
 
   if (!config.roles.has('api')) return app; // ops endpoints only: no API to document
   const doc = buildOpenApiDocument(app);
