@@ -14,7 +14,10 @@ It speaks the external worker protocol (API.md, "External worker protocol"):
   Retryable with attempts left, the job is retried after its backoff;
   otherwise it goes to the dead-letter queue. A job whose cancel was
   requested (``DELETE /jobs/:id`` while it runs) is reported as failed with
-  message ``cancelled`` at once, and the server ends it ``cancelled``.
+  message ``cancelled`` at once, and the server ends it ``cancelled``;
+- release: ``POST /jobs/:id/release {lockToken, delayMs?}`` (API.md v1.2)
+  gives the job back without using an attempt: ``waiting`` at once (or
+  ``delayed`` by ``delayMs``), to run again elsewhere.
 
 As a script::
 
@@ -24,8 +27,9 @@ As a script::
 ``--handlers`` names a Python file with a ``register(worker)`` function that
 adds handlers with ``@worker.handler("type")``. Without it the example
 ``resize`` handler below is served. SIGTERM or SIGINT stops claiming, gives the
-running jobs ``--grace-ms`` to finish, fails the rest as retryable (they run
-again elsewhere) and exits 0; a second signal skips the rest of the grace.
+running jobs ``--grace-ms`` to finish, releases the rest (back to ``waiting``
+with their attempt not counted; they run again elsewhere) and exits 0; a
+second signal skips the rest of the grace.
 
 As a library::
 
@@ -167,6 +171,14 @@ class Client:
         if stack:
             error["stack"] = stack[:10000]
         return self.request("POST", f"/jobs/{job_id}/fail", {"lockToken": lock_token, "error": error, "retryable": retryable})
+
+    def release(self, job_id: str, lock_token: str, delay_ms: int = 0) -> Dict[str, Any]:
+        """Gives the job back without using an attempt; returns the job (``waiting``, ``delayed`` with ``delay_ms``, or
+        ``cancelled`` when a cancel was requested). Raises :class:`LeaseLost`."""
+        body: Dict[str, Any] = {"lockToken": lock_token}
+        if delay_ms:
+            body["delayMs"] = delay_ms
+        return self.request("POST", f"/jobs/{job_id}/release", body)
 
     def abort_claims(self) -> None:
         """Cuts the claims in flight short (the long poll at shutdown): they raise :class:`Aborted` at once.
@@ -359,7 +371,7 @@ class Job:
 
     @property
     def settled(self) -> bool:
-        """True once complete or fail was sent (or the lease was lost): nothing more is reported."""
+        """True once complete, fail or release was sent (or the lease was lost): nothing more is reported."""
         with self._lock:
             return self._settled
 
@@ -386,7 +398,8 @@ class Worker:
 
     ``lease_ms`` is the lease asked at claim (heartbeats every third of it);
     ``wait_ms`` the long poll (≤ 30000); ``grace_ms`` how long :meth:`run`
-    waits for running jobs after :meth:`stop` before failing them retryable.
+    waits for running jobs after :meth:`stop` before releasing them (their
+    attempt is not counted).
     ``client`` defaults to one on ``SLUICE_URL`` (default
     ``http://127.0.0.1:3000``) with ``SLUICE_API_KEY``.
     """
@@ -457,7 +470,7 @@ class Worker:
     def stop(self, reason: str = "stop") -> None:
         """Stops claiming (cuts the long poll short); a second call skips the rest of the grace. Safe from a signal handler."""
         if self._stop.is_set():
-            log.warning("%s again: failing running jobs now", reason)
+            log.warning("%s again: releasing running jobs now", reason)
             self._hurry.set()
             return
         self._stop.set()
@@ -514,7 +527,7 @@ class Worker:
         with self._running_lock:
             late = list(self._running.values())
         for job in late:
-            self._report(job, "fail", message="worker shutting down", retryable=True)
+            self._report(job, "release")
             job.done.set()
         log.info("worker %s stopped (%d job(s) handed back)", self.worker_id, len(late))
 
@@ -578,12 +591,14 @@ class Worker:
             log.warning("job %s: last progress not sent (%s)", job.id, e)
 
     def _report(self, job: Job, outcome: str, *, result: Any = None, message: str = "", stack: Optional[str] = None, retryable: bool = True) -> None:
-        """Sends complete or fail once per job; a later outcome (e.g. the handler's after a cancel) is dropped."""
+        """Sends complete, fail or release once per job; a later outcome (e.g. the handler's after a cancel) is dropped."""
         if not job._settle():
             return
         try:
             if outcome == "complete":
                 res = self.client.complete(job.id, job.lock_token, result)
+            elif outcome == "release":
+                res = self.client.release(job.id, job.lock_token)
             else:
                 res = self.client.fail(job.id, job.lock_token, message, stack, retryable)
             log.info("job %s (%s): %s -> %s", job.id, job.type, outcome, (res or {}).get("status"))
@@ -633,7 +648,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--concurrency", type=int, default=1, help="jobs run at once (threads), default 1")
     p.add_argument("--lease-ms", type=int, default=30000, help="lease asked at claim, ms; heartbeats every third of it")
     p.add_argument("--wait-ms", type=int, default=20000, help="long poll per claim, ms (<= 30000)")
-    p.add_argument("--grace-ms", type=int, default=30000, help="on SIGTERM/SIGINT: time running jobs get before they are failed retryable")
+    p.add_argument("--grace-ms", type=int, default=30000, help="on SIGTERM/SIGINT: time running jobs get before they are released (attempt not counted)")
     p.add_argument("--worker-id", default=None, help="default py-<host>-<pid>")
     p.add_argument("--handlers", action="append", default=[], help="Python file with register(worker); repeatable")
     p.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))

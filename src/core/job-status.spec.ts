@@ -76,9 +76,10 @@ describe('TRANSITIONS', () => {
     for (const s of JOB_STATUSES) expect(canTransition(s, 'cancelled')).toBe(['waiting', 'delayed', 'active'].includes(s));
   });
 
-  it('a running job cannot go back to delayed except by a retry', () => {
+  it('a running job goes back to delayed only by a retry or a release with a delay', () => {
     expect(TRANSITIONS.filter((t) => t.to === 'delayed' && t.from !== null)).toEqual([
       { from: 'active', to: 'delayed', event: 'retry_scheduled' },
+      { from: 'active', to: 'delayed', event: 'released' },
     ]);
   });
 
@@ -170,7 +171,7 @@ describe('TRANSITIONS matches what the Lua scripts emit', () => {
   it('finds the emits of every transition script', () => {
     const files = new Set(emits.map((e) => e.file));
     for (const f of ['cancelJob-4.lua', 'claimJobs-8.lua', 'completeJobs-5.lua', 'enqueueJobs-5.lua', 'failJob-7.lua',
-      'reapExpired-6.lua', 'releaseJobs-5.lua', 'retryJob-5.lua', 'updateProgress-1.lua', 'includes/promote.lua']) {
+      'reapExpired-6.lua', 'releaseJobs-6.lua', 'retryJob-5.lua', 'updateProgress-1.lua', 'includes/promote.lua']) {
       expect(files).toContain(f);
     }
   });

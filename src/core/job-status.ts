@@ -81,6 +81,8 @@ export const TRANSITIONS: readonly Transition[] = [
   // active for that instant), then `failed` into the DLQ, in one script call.
   { from: 'active', to: 'active', event: 'stalled' },
   { from: 'active', to: 'waiting', event: 'released' },
+  // An external worker's release with delayMs (POST /jobs/:id/release).
+  { from: 'active', to: 'delayed', event: 'released' },
   { from: 'active', to: 'cancelled', event: 'cancelled' },
   { from: 'active', to: 'active', event: 'cancel_requested' },
   { from: 'waiting', to: 'cancelled', event: 'cancelled' },

@@ -37,3 +37,21 @@ describe('entryFields', () => {
     expect(entryFields(['e', 'log', 'j', id, 'a', '1', 'at', '5', 'lvl', 'info', 'm', 'a|b'])).toEqual({ e: 'log', j: id, a: '1', at: '5', lvl: 'info', m: 'a|b' });
   });
 });
+
+describe('project: released', () => {
+  const id = '019ad6f1-2b3c-7d4e-8f90-123456789abc';
+  const entry = (h: string, rest: string[] = []) => ({ queue: 'q', id: '1796000000500-0', fields: entryFields(['h', h, ...rest]) });
+
+  it('refunds the attempt and ends the execution released; back to waiting keeps runAt', () => {
+    const b = project([entry(`released|active|waiting|2|1796000000500|${id}|2`, ['w', 'ext-1', 'r', 'worker'])]);
+    expect(b.patches).toEqual([expect.objectContaining({ id, status: 'waiting', attempts: 1, workerId: 'ext-1' })]);
+    expect(b.patches[0].runAt).toBeUndefined();
+    expect(b.ends).toEqual([expect.objectContaining({ jobId: id, executionSeq: 2, outcome: 'released', attempt: 2 })]);
+  });
+
+  it('released with a delay: delayed, runAt from the event', () => {
+    const b = project([entry(`released|active|delayed|1|1796000000500|${id}|1|||1796000060500`, ['w', 'ext-1', 'r', 'worker'])]);
+    expect(b.patches).toEqual([expect.objectContaining({ id, status: 'delayed', attempts: 0, runAt: 1796000060500 })]);
+    expect(b.ends).toEqual([expect.objectContaining({ outcome: 'released' })]);
+  });
+});

@@ -335,6 +335,8 @@ export function project(entries: StreamEntry[]): MirrorBatch {
         break;
       case 'released':
         p.attempts = Math.max(0, (attempt ?? 1) - 1);
+        // Released with a delay (POST /jobs/:id/release with delayMs): `delayed` until then.
+        if (num(f.ra) !== null) p.runAt = num(f.ra)!;
         break;
       case 'cancelled':
         p.finishedAt = at;

@@ -98,7 +98,8 @@ const DOCS_PATHS = /^\/docs(\/|-json|\?|$)/;
  * - one exception filter for the API.md error envelope and one validation
  *   pipe (class-validator DTOs, unknown fields rejected);
  * - 503 `unavailable` at once, without waiting on retries, while the Redis
- *   connection is not ready (except the ops endpoints);
+ *   connection is not ready (except the ops endpoints), and for a request that
+ *   arrives while the server is closing (instead of Fastify's own 503 body);
  * - optional per-client rate limit (API_RATE_LIMIT_MAX per API_RATE_LIMIT_WINDOW_MS,
  *   429 `rate_limited` with Retry-After), counted in Redis;
  * - OpenAPI at `/docs` (Swagger UI) and `/docs-json`, from the same DTOs and the
@@ -118,7 +119,8 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
     genReqId: requestId,
     requestIdHeader: false,
     logger: false,
-    return503OnClosing: true,
+    // Off: Fastify's own 503 while closing is not the error envelope; the first onRequest hook answers it instead.
+    return503OnClosing: false,
     // TRUST_PROXY (default off): req.ip and req.protocol from X-Forwarded-* only behind a proxy named there.
     trustProxy: config.trustProxy,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
@@ -177,8 +179,22 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
     const m = mapError(e);
     void reply.status(m.status).headers(m.headers).send(errorBody(m, String(req.id)));
   };
+  // Set as the server starts closing: preClose runs in the same tick as Fastify's own closing flag (before
+  // server.close()), so every request routed from then on sees it.
+  let closing = false;
+  fastify.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   fastify.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     void reply.header('x-request-id', req.id);
+    if (closing) {
+      // A request still arriving on an open connection in the last moments of shutdown (Fastify has already
+      // set `Connection: close`): 503 at once, without running the route (a load balancer retries elsewhere).
+      const m = mapError(new UnavailableError('the server is shutting down; retry on another instance'));
+      void reply.status(m.status).header('connection', 'close').send(errorBody(m, String(req.id)));
+      return;
+    }
     // Swagger UI's assets are relative: served from `/docs/` they would be looked for under /docs/docs/.
     if (req.url === '/docs/') {
       void reply.redirect('/docs', 301);

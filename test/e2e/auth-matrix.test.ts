@@ -163,6 +163,7 @@ describe('404 across projects', () => {
     'POST /jobs/:id/heartbeat': { lockToken: 'x' },
     'POST /jobs/:id/complete': { lockToken: 'x' },
     'POST /jobs/:id/fail': { lockToken: 'x', error: { message: 'x' } },
+    'POST /jobs/:id/release': { lockToken: 'x' },
     'PATCH /schedules/:id': { enabled: false },
     'PATCH /users/:id': { role: 'viewer' },
     'POST /queues/:name/claim': { workerId: 'matrix-w' },

@@ -261,15 +261,18 @@ describe('ExternalWorker as a child process (e2e)', () => {
     expect(await client.get(later)).toMatchObject({ status: 'waiting', attempts: 0 });
   });
 
-  it('SIGTERM with a job longer than the grace: it is aborted and failed retryable, exit 0 at the end of the grace', async () => {
+  it('SIGTERM with a job longer than the grace: it is aborted and released (waiting, attempt not used), exit 0 at the end of the grace', async () => {
     await external('cw-term2');
-    const id = await enqueue('cw-term2', 'sleep', { ms: 20_000 }, { maxAttempts: 3, backoff: { type: 'fixed', delayMs: 60_000, jitter: 'none' } });
+    // maxAttempts 1: had the attempt been used, the job would be dead-lettered.
+    const id = await enqueue('cw-term2', 'sleep', { ms: 20_000 }, { maxAttempts: 1 });
     const w = spawnWorker('cw-term2', { GRACE_MS: '500' });
     await started(w, id);
     const t0 = Date.now();
     w.proc.kill('SIGTERM');
     expect((await w.exited).code).toBe(0);
     expect(Date.now() - t0).toBeLessThan(3000);
-    expect(await client.get(id)).toMatchObject({ status: 'delayed', attempts: 1, lastError: 'worker shutting down' });
+    expect(await client.get(id)).toMatchObject({ status: 'waiting', attempts: 0, lastError: null });
+    expect(await eventsOf(id, 'released')).toEqual(['enqueued', 'claimed', 'released']);
+    expect(w.out()).toMatch(/release -> waiting/);
   });
 });

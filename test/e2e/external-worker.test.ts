@@ -16,7 +16,7 @@ describe('external worker protocol (e2e)', () => {
   beforeAll(async () => {
     api = await startTestApi('e2e-external', { ROLE: 'api,audit,scheduler', REAPER_INTERVAL_MS: '100' });
     history = api.app.get(HistoryQueries);
-    for (const q of ['ext', 'ext-fail', 'ext-fence', 'ext-stale', 'ext-abort', 'ext-pause', 'ext-delay', 'ext-replica']) {
+    for (const q of ['ext', 'ext-fail', 'ext-fence', 'ext-stale', 'ext-abort', 'ext-pause', 'ext-delay', 'ext-replica', 'ext-release']) {
       expect((await api.http.put(`/queues/${q}`).send({ external: true })).status).toBe(200);
     }
   });
@@ -248,6 +248,116 @@ describe('external worker protocol (e2e)', () => {
     expect(got.body.jobs.map((j: { id: string }) => j.id)).toEqual([job.id]);
     expect(took).toBeGreaterThanOrEqual(500);
     expect(took).toBeLessThan(10_000);
+  });
+
+  describe('POST /jobs/:id/release (API.md v1.2)', () => {
+    const release = (id: string, body: Record<string, unknown>) => api.http.post(`/jobs/${id}/release`).send(body);
+    /** The job's row as the mirror wrote it (PostgreSQL only), once the audit stream is drained. */
+    const mirrored = async (id: string) => {
+      await settledEvents(id);
+      const rows: { status: string; attempts: number; run_at: Date }[] = await history.db.query('SELECT status, attempts, run_at FROM jobs WHERE id = $1', [id]);
+      return { status: rows[0].status, attempts: rows[0].attempts, runAt: rows[0].run_at.toISOString() };
+    };
+
+    it('→ 200 waiting with the attempt not counted; event released and execution outcome released, mirrored', async () => {
+      const job = await enqueue('ext-release', { maxAttempts: 1 });
+      const [c] = (await claim('ext-release', {})).body.jobs;
+      expect(c).toMatchObject({ id: job.id, attempts: 1 });
+      const res = await release(c.id, { lockToken: c.lockToken });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ id: job.id, status: 'waiting', attempts: 0, lastError: null });
+      const events = await settledEvents(c.id);
+      expect(events.map((e) => [e.event, e.from, e.to])).toEqual([
+        ['enqueued', null, 'waiting'],
+        ['claimed', 'waiting', 'active'],
+        ['released', 'active', 'waiting'],
+      ]);
+      expect(events[2]).toMatchObject({ attempt: 1, workerId: 'ext-1', reason: 'worker' });
+      expect((await api.http.get(`/jobs/${c.id}/events`)).body.items.map((e: { event: string }) => e.event)).toContain('released');
+      const execs = await api.http.get(`/jobs/${c.id}/executions`);
+      expect(execs.status).toBe(200);
+      expect(execs.body.items).toEqual([expect.objectContaining({ attempt: 1, outcome: 'released' })]);
+      expect(await mirrored(c.id)).toMatchObject({ status: 'waiting', attempts: 0 });
+      // maxAttempts 1: the attempt was refunded, so the job still gets its one run.
+      const [again] = (await claim('ext-release', { workerId: 'ext-2' })).body.jobs;
+      expect(again).toMatchObject({ id: job.id, attempts: 1, workerId: 'ext-2' });
+      expect((await api.http.post(`/jobs/${c.id}/complete`).send({ lockToken: again.lockToken })).body.status).toBe('completed');
+    });
+
+    it('with delayMs → 200 delayed until now + delayMs (mirrored), then claimable again', async () => {
+      const job = await enqueue('ext-release');
+      const [c] = (await claim('ext-release', {})).body.jobs;
+      const before = Date.now();
+      const res = await release(c.id, { lockToken: c.lockToken, delayMs: 60_000 });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ id: job.id, status: 'delayed', attempts: 0 });
+      const runIn = Date.parse(res.body.runAt) - before;
+      expect(runIn).toBeGreaterThan(55_000);
+      expect(runIn).toBeLessThan(65_000);
+      expect((await claim('ext-release', {})).body.jobs).toEqual([]);
+      const row = await mirrored(c.id);
+      expect(row).toMatchObject({ status: 'delayed', attempts: 0 });
+      expect(row.runAt).toBe(res.body.runAt);
+      expect((await settledEvents(c.id)).map((e) => [e.event, e.to])).toEqual([['enqueued', 'waiting'], ['claimed', 'active'], ['released', 'delayed']]);
+
+      const short = await enqueue('ext-release');
+      const [d] = (await claim('ext-release', {})).body.jobs;
+      expect(d.id).toBe(short.id);
+      expect((await release(d.id, { lockToken: d.lockToken, delayMs: 500 })).body.status).toBe('delayed');
+      const t0 = Date.now();
+      const got = await claim('ext-release', { waitMs: 10_000 });
+      expect(got.body.jobs.map((j: { id: string }) => j.id)).toEqual([short.id]);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
+      expect(got.body.jobs[0].attempts).toBe(1);
+      await api.http.post(`/jobs/${short.id}/complete`).send({ lockToken: got.body.jobs[0].lockToken });
+    });
+
+    it('a wrong or stale lock token, or a job no longer held → 409 lease_lost and nothing changes', async () => {
+      await enqueue('ext-release');
+      const [c] = (await claim('ext-release', {})).body.jobs;
+      const eventsBefore = await settledEvents(c.id);
+      const wrong = await release(c.id, { lockToken: c.lockToken + 'x' });
+      expect(wrong.status).toBe(409);
+      expect(wrong.body.error.code).toBe('lease_lost');
+      expect((await api.http.get(`/jobs/${c.id}`)).body).toMatchObject({ status: 'active', attempts: 1 });
+      expect(await settledEvents(c.id)).toEqual(eventsBefore);
+      // Released once: the same token again is stale.
+      expect((await release(c.id, { lockToken: c.lockToken })).status).toBe(200);
+      const again = await release(c.id, { lockToken: c.lockToken });
+      expect(again.status).toBe(409);
+      expect(again.body.error.code).toBe('lease_lost');
+      // Reclaimed by another worker: the first token cannot release the new holder's job.
+      const [second] = (await claim('ext-release', { workerId: 'ext-2' })).body.jobs;
+      expect(second.id).toBe(c.id);
+      expect((await release(c.id, { lockToken: c.lockToken })).status).toBe(409);
+      expect((await api.http.get(`/jobs/${c.id}`)).body).toMatchObject({ status: 'active', workerId: 'ext-2' });
+      // Completed: no longer held.
+      expect((await api.http.post(`/jobs/${c.id}/complete`).send({ lockToken: second.lockToken })).status).toBe(200);
+      expect((await release(c.id, { lockToken: second.lockToken })).status).toBe(409);
+      expect((await api.http.get(`/jobs/${c.id}`)).body.status).toBe('completed');
+    });
+
+    it('unknown job → 404; bad bodies → 400', async () => {
+      const unknown = await release('01a22977-706d-723e-926f-fd3ef1eef745', { lockToken: 't' });
+      expect(unknown.status).toBe(404);
+      expect(unknown.body.error.code).toBe('not_found');
+      expect((await release('not-a-uuid', { lockToken: 't' })).status).toBe(404);
+      await enqueue('ext-release');
+      const [c] = (await claim('ext-release', {})).body.jobs;
+      for (const [body, want] of [
+        [{}, ['lockToken']],
+        [{ lockToken: c.lockToken, delayMs: -1 }, ['delayMs']],
+        [{ lockToken: c.lockToken, delayMs: 31_536_000_001 }, ['delayMs']],
+        [{ lockToken: c.lockToken, delayMs: 1.5 }, ['delayMs']],
+        [{ lockToken: c.lockToken, delayMs: '10' }, ['delayMs']],
+        [{ lockToken: c.lockToken, extra: 1 }, ['extra']],
+      ] as const) {
+        const res = await release(c.id, body);
+        expect([res.status, paths(res.body)]).toEqual([400, want]);
+      }
+      expect((await api.http.get(`/jobs/${c.id}`)).body.status).toBe('active');
+      expect((await release(c.id, { lockToken: c.lockToken, delayMs: 31_536_000_000 })).body.status).toBe('delayed');
+    });
   });
 
   it('claim on one API replica, heartbeat and complete on another', async () => {

@@ -188,6 +188,7 @@ describe('two projects side by side', () => {
         as(p).post(`/jobs/${id}/heartbeat`, { lockToken: 'x' }),
         as(p).post(`/jobs/${id}/complete`, { lockToken: 'x' }),
         as(p).post(`/jobs/${id}/fail`, { lockToken: 'x', error: { message: 'x' } }),
+        as(p).post(`/jobs/${id}/release`, { lockToken: 'x' }),
       ];
       for (const r of await Promise.all(calls)) {
         expect(r.status).toBe(404);

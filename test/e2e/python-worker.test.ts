@@ -193,9 +193,10 @@ describePy('examples/python/worker.py (e2e)', () => {
     expect(await job(later)).toMatchObject({ status: 'waiting', attempts: 0 });
   });
 
-  it('SIGTERM with a job longer than the grace: it is failed retryable (runs again), exit 0 at the end of the grace', async () => {
+  it('SIGTERM with a job longer than the grace: it is released (waiting, attempt not used), exit 0 at the end of the grace', async () => {
     await external('py-term2');
-    const id = await enqueue('py-term2', 'py.slow', { ms: 20_000 }, { maxAttempts: 3, backoff: { type: 'fixed', delayMs: 60_000, jitter: 'none' } });
+    // maxAttempts 1: had the attempt been used, the job would be dead-lettered.
+    const id = await enqueue('py-term2', 'py.slow', { ms: 20_000 }, { maxAttempts: 1 });
     const w = startWorker(api.url, 'py-term2', ['--grace-ms', '500']);
     await withOutput(w, () => settled(id, 'active'));
     const t0 = Date.now();
@@ -203,7 +204,12 @@ describePy('examples/python/worker.py (e2e)', () => {
     const { code } = await w.exited;
     expect(code).toBe(0);
     expect(Date.now() - t0).toBeLessThan(4000);
-    expect(await job(id)).toMatchObject({ status: 'delayed', attempts: 1, lastError: 'worker shutting down' });
+    expect(await job(id)).toMatchObject({ status: 'waiting', attempts: 0, lastError: null });
+    const events = await waitUntil('released mirrored', async () => {
+      const ev: string[] = (await api.http.get(`/jobs/${id}/events`)).body.items.map((e: { event: string }) => e.event);
+      return ev.includes('released') ? ev : undefined;
+    });
+    expect(events).toEqual(['enqueued', 'claimed', 'released']);
   });
 
   it('SIGTERM while the server is unreachable (between retries): exit 0 at once, not after the wait', async () => {

@@ -212,6 +212,14 @@ export class SluiceClient {
     return (await this.send(this.raw.POST('/jobs/{id}/fail', { params: { path: { id } }, body, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data;
   }
 
+  /**
+   * `POST /jobs/:id/release` (API.md v1.2): gives the job back without using an attempt: `waiting`, or `delayed`
+   * by `delayMs` (`cancelled` when a cancel was requested). @throws LeaseLostError
+   */
+  async release(id: string, body: S['ReleaseDto'], opts: RequestOptions = {}): Promise<Job> {
+    return (await this.send(this.raw.POST('/jobs/{id}/release', { params: { path: { id } }, body, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data;
+  }
+
   // ---- plumbing
 
   private fetch(call: CallOptions): (req: Request) => Promise<Response> {

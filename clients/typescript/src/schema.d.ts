@@ -455,6 +455,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/{id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Give the job back without using an attempt (e.g. on shutdown) */
+        post: operations["releaseJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workers": {
         parameters: {
             query?: never;
@@ -894,6 +911,12 @@ export interface components {
             error: components["schemas"]["FailErrorDto"];
             /** @description false: straight to the dead-letter queue, whatever attempts are left (default true) */
             retryable?: boolean;
+        };
+        ReleaseDto: {
+            /** @description the lockToken the claim returned */
+            lockToken: string;
+            /** @description ms before the job may run again (it is delayed until then); default 0: waiting at once */
+            delayMs?: number;
         };
         KeyRateLimitDto: {
             /** @description requests per second (refill rate), across every api replica */
@@ -3511,6 +3534,57 @@ export interface operations {
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             /** @description The lease is lost (code lease_lost); nothing changed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    releaseJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReleaseDto"];
+            };
+        };
+        responses: {
+            /** @description The job: waiting (delayed with delayMs), its attempt not counted; cancelled when a cancel was requested. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description The lease is lost, or the job is no longer held (code lease_lost); nothing changed. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

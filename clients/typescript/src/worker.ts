@@ -49,7 +49,7 @@ export interface ExternalWorkerOptions {
   leaseMs?: number;
   /** Long poll per claim, ms, ≤ 30000 (default 20000). */
   waitMs?: number;
-  /** On stop: time running jobs get before they are aborted and failed retryable, ms (default 30000). */
+  /** On stop: time running jobs get before they are aborted and released (attempt not used), ms (default 30000). */
   graceMs?: number;
   /** Default `ts-<host>-<pid>-<random>`. */
   workerId?: string;
@@ -60,7 +60,7 @@ export interface ExternalWorkerOptions {
 interface Running {
   job: ClaimedJob;
   abort: AbortController;
-  /** Reported (complete/fail sent) or dropped (lease lost): nothing more is sent. */
+  /** Reported (complete/fail/release sent) or dropped (lease lost): nothing more is sent. */
   settled: boolean;
   progress?: number | Record<string, unknown>;
   logs: string[];
@@ -114,8 +114,9 @@ export class ExternalWorker {
   }
 
   /**
-   * Stops claiming (ends the long poll), waits up to `graceMs` for running jobs, then aborts the rest and fails
-   * them retryable (they run again elsewhere; the protocol has no release). A second call skips the rest of the grace.
+   * Stops claiming (ends the long poll), waits up to `graceMs` for running jobs, then aborts the rest and releases
+   * them (`POST /jobs/:id/release`: back to waiting with their attempt not used; they run again elsewhere). A second
+   * call skips the rest of the grace.
    * Resolves when the worker has stopped.
    */
   async stop(opts: { graceMs?: number } = {}): Promise<void> {
@@ -176,7 +177,7 @@ export class ExternalWorker {
     if (fatal) throw fatal;
   }
 
-  /** Waits for running jobs up to the grace, then fails the rest retryable. */
+  /** Waits for running jobs up to the grace, then releases the rest (their attempt is not counted). */
   private async drain(): Promise<void> {
     if (this.running.size > 0) {
       let timer: NodeJS.Timeout | undefined;
@@ -185,7 +186,7 @@ export class ExternalWorker {
       clearTimeout(timer);
     }
     const late = [...this.running.values()];
-    await Promise.all(late.map((r) => this.report(r, 'fail', { message: 'worker shutting down', retryable: true }, new WorkerStoppingError('worker shutting down'))));
+    await Promise.all(late.map((r) => this.report(r, 'release', {}, new WorkerStoppingError('worker shutting down'))));
     this.o.log('info', `worker ${this.workerId} stopped (${late.length} job(s) handed back)`);
   }
 
@@ -261,10 +262,10 @@ export class ExternalWorker {
   }
 
   /**
-   * Sends complete or fail once per job (later outcomes are dropped); aborts the handler's signal with
+   * Sends complete, fail or release once per job (later outcomes are dropped); aborts the handler's signal with
    * `abortReason` first when given. A lost lease or an unreachable server is logged: the lease expires and the job runs again.
    */
-  private async report(r: Running, outcome: 'complete' | 'fail', body: { result?: unknown; message?: string; stack?: string; retryable?: boolean }, abortReason?: Error): Promise<void> {
+  private async report(r: Running, outcome: 'complete' | 'fail' | 'release', body: { result?: unknown; message?: string; stack?: string; retryable?: boolean }, abortReason?: Error): Promise<void> {
     if (r.settled) return;
     r.settled = true;
     clearTimeout(r.timer);
@@ -274,7 +275,9 @@ export class ExternalWorker {
       const job =
         outcome === 'complete'
           ? await this.o.client.complete(id, { lockToken, result: body.result })
-          : await this.o.client.fail(id, { lockToken, error: { message: body.message ?? 'failed', stack: body.stack }, retryable: body.retryable });
+          : outcome === 'release'
+            ? await this.o.client.release(id, { lockToken })
+            : await this.o.client.fail(id, { lockToken, error: { message: body.message ?? 'failed', stack: body.stack }, retryable: body.retryable });
       this.o.log('info', `job ${id} (${r.job.type}): ${outcome} -> ${job.status}`);
     } catch (e) {
       const why = e instanceof LeaseLostError ? 'lease lost; the job is someone else’s now' : `${(e as Error).message}; its lease will expire and it runs again`;

@@ -60,6 +60,14 @@ export type CompleteOutcome = 'completed' | 'cancelled' | 'lease_lost' | 'not_fo
 /** Per-job outcome of {@link JobStore.release}. */
 export type ReleaseOutcome = 'released' | 'cancelled' | 'lease_lost' | 'not_found';
 
+/** How {@link JobStore.release} gives jobs back. */
+export interface ReleaseOptions {
+  /** Run again no sooner than this many ms from now (the job is `delayed`); 0 or absent: `waiting` at once. */
+  delayMs?: number;
+  /** Recorded on the `released` event: `shutdown` (an in-process worker stopping, the default) or `worker` (an external worker's call). */
+  reason?: 'shutdown' | 'worker';
+}
+
 /** What {@link JobStore.claimForWorker} returns: only what an in-process worker needs. */
 export interface WorkerClaimResult {
   jobs: WorkerJob[];
@@ -109,8 +117,12 @@ export abstract class JobStore {
   abstract complete(queue: string, workerId: string, acks: { id: string; lockToken: string; result: Json | undefined }[]): Promise<CompleteOutcome[]>;
   /** @throws LeaseLostError, JobNotFoundError */
   abstract fail(queue: string, id: string, lockToken: string, input: FailInput): Promise<JobStatus>;
-  /** Hands jobs back without using an attempt. */
-  abstract release(queue: string, workerId: string, leases: { id: string; lockToken: string }[]): Promise<ReleaseOutcome[]>;
+  /**
+   * Hands jobs back without using an attempt (refunded): `waiting` in their
+   * original place, or `delayed` with `opts.delayMs`; a job with a pending
+   * cancel request ends `cancelled`. Fenced by each lock token.
+   */
+  abstract release(queue: string, workerId: string, leases: { id: string; lockToken: string }[], opts?: ReleaseOptions): Promise<ReleaseOutcome[]>;
   /** @throws LeaseLostError */
   abstract progress(queue: string, id: string, lockToken: string, workerId: string, progress: Json | undefined, logs: { level: string; message: string }[]): Promise<void>;
   /** @throws JobNotFoundError, WrongStateError */

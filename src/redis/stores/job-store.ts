@@ -4,7 +4,7 @@ import type { Job, Json } from '../../core/job';
 import type { JobStatus } from '../../core/job-status';
 import type { NormalizedEnqueue } from '../../core/job-options';
 import type { JobTrace } from '../../core/trace-context';
-import type { AdmissionCheck, ClaimBlock, ClaimResult, CompleteOutcome, EnqueueResult, FailInput, JobBrief, LeaseStatus, ReleaseOutcome, WorkerClaimResult } from '../../core/ports/jobs';
+import type { AdmissionCheck, ClaimBlock, ClaimResult, CompleteOutcome, EnqueueResult, FailInput, JobBrief, LeaseStatus, ReleaseOptions, ReleaseOutcome, WorkerClaimResult } from '../../core/ports/jobs';
 import { JobStore } from '../../core/ports/jobs';
 import type { RedisContext } from '../context';
 import { ClaimEntry, decodeClaimed, decodeWorkerJob, JobDecodeError } from '../job-codec';
@@ -126,11 +126,11 @@ export class RedisJobStore implements JobStore {
     return status as JobStatus;
   }
 
-  async release(queue: string, workerId: string, leases: { id: string; lockToken: string }[]) {
+  async release(queue: string, workerId: string, leases: { id: string; lockToken: string }[], opts: ReleaseOptions = {}) {
     const k = this.ctx.keys(queue);
-    const args: (string | number)[] = [k.base, workerId];
+    const args: (string | number)[] = [k.base, workerId, Math.max(0, Math.floor(opts.delayMs ?? 0)), opts.reason ?? 'shutdown'];
     for (const l of leases) args.push(l.id, l.lockToken);
-    const out = await this.ctx.scripts.run<number[]>('releaseJobs', [k.active, k.waiting, k.events, k.wake, k.meta], args);
+    const out = await this.ctx.scripts.run<number[]>('releaseJobs', [k.active, k.waiting, k.events, k.wake, k.meta, k.delayed], args);
     return out.map((c) => (c === 1 ? 'released' : c === 2 ? 'cancelled' : c === ScriptErrorCode.LeaseLost ? 'lease_lost' : 'not_found') as ReleaseOutcome);
   }
 

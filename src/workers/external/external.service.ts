@@ -10,7 +10,7 @@ import { ExternalWorkerSeen, JobStore, QueueStore, WakeSignals, type WakeHub } f
 import { checkQueueName } from '../../queues/queue-name';
 import { inProject, qualify } from '../../core/project-queue';
 import type { ClaimDto } from './dto/claim.dto';
-import type { CompleteDto, FailDto, HeartbeatDto } from './dto/lease.dto';
+import type { CompleteDto, FailDto, HeartbeatDto, ReleaseDto } from './dto/lease.dto';
 import { JobLocation, JobLocator } from './job-locator';
 import { ExternalWorkerTracker } from './external-workers';
 import { recordClaims, spanClock } from '../../telemetry/job-spans';
@@ -31,7 +31,7 @@ export class TooManyLongPollsError extends SluiceError {
 
 /**
  * The external worker protocol (API.md): claim with optional long poll,
- * heartbeat (lease renewal, progress, logs), complete and fail. Every call
+ * heartbeat (lease renewal, progress, logs), complete, fail and release. Every call
  * after the claim carries the lock token and is fenced by the Lua scripts:
  * a stale or wrong token changes nothing and answers 409 `lease_lost`.
  * Every call acts in the caller's project: a claim names a queue of it, a
@@ -188,6 +188,29 @@ export class ExternalService implements OnModuleDestroy {
       if (e instanceof JobNotFoundError) throw new LeaseLostError(id);
       throw e;
     }
+    this.locator.forget(loc.id);
+    return this.read(loc);
+  }
+
+  /**
+   * Gives the job back without using an attempt (API.md v1.2): `waiting` in
+   * its place, or `delayed` by `delayMs`; the attempt is refunded, the event
+   * is `released` (reason `worker`) and the execution ends `released`. A
+   * cancel requested meanwhile wins: the job ends `cancelled`.
+   * @returns the job after the call.
+   * @throws JobNotFoundError (404); LeaseLostError (409) when the token is stale or wrong, or the job is no
+   *   longer active.
+   */
+  async release(id: string, body: ReleaseDto, project: string): Promise<Job> {
+    const loc = await this.locate(id, project);
+    const workerId = loc.workerId ?? '';
+    this.tracker.seen(loc.workerId, loc.queue);
+    const [outcome] = await this.store.release(loc.queue, workerId, [{ id: loc.id, lockToken: body.lockToken }], {
+      delayMs: body.delayMs ?? 0,
+      reason: 'worker',
+    });
+    // not_found: Redis pruned the job, so it has long left `active`.
+    if (outcome === 'lease_lost' || outcome === 'not_found') throw new LeaseLostError(id);
     this.locator.forget(loc.id);
     return this.read(loc);
   }

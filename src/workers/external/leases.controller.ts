@@ -6,7 +6,7 @@ import { NotAudited, WORKER_PROTOCOL } from '../../http/audited.decorator';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiJob, iso, toApiJob } from '../../http/api-job';
 import { ApiAnswer, ApiErrors } from '../../http/openapi/decorators';
-import { CompleteDto, FailDto, HeartbeatDto } from './dto/lease.dto';
+import { CompleteDto, FailDto, HeartbeatDto, ReleaseDto } from './dto/lease.dto';
 import { ExternalService } from './external.service';
 
 /**
@@ -53,5 +53,17 @@ export class LeasesController {
   @ApiErrors([409, 'The lease is lost (code lease_lost); nothing changed.'])
   async fail(@Param('id') id: string, @Body() body: FailDto, @Req() req: FastifyRequest): Promise<ApiJob> {
     return toApiJob(await this.external.fail(id, body, principalOf(req).project));
+  }
+
+  /** 200 with the job (`waiting`, or `delayed` with `delayMs`; attempt not counted); 409 `lease_lost`. */
+  @Post(':id/release')
+  @Access('worker')
+  @NotAudited(WORKER_PROTOCOL)
+  @HttpCode(200)
+  @ApiOperation({ operationId: 'releaseJob', summary: 'Give the job back without using an attempt (e.g. on shutdown)' })
+  @ApiAnswer(200, 'Job', 'The job: waiting (delayed with delayMs), its attempt not counted; cancelled when a cancel was requested.')
+  @ApiErrors([409, 'The lease is lost, or the job is no longer held (code lease_lost); nothing changed.'])
+  async release(@Param('id') id: string, @Body() body: ReleaseDto, @Req() req: FastifyRequest): Promise<ApiJob> {
+    return toApiJob(await this.external.release(id, body, principalOf(req).project));
   }
 }

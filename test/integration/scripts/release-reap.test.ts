@@ -1,5 +1,5 @@
 /**
- * releaseJobs-5.lua, reapExpired-6.lua and extendLocks-1.lua through
+ * releaseJobs-6.lua, reapExpired-6.lua and extendLocks-1.lua through
  * RedisJobStore.release / reapExpired / extendLeases, on real Redis: leases,
  * heartbeats, refunds, stalled jobs and fencing by the lock token.
  */
@@ -37,6 +37,25 @@ describe('release', () => {
     const again = await t.store.claim(q, 5, 30_000, 'w2');
     expect(again.jobs.map((x) => x.id)).toEqual([id, later]);
     expect(again.jobs[0]).toMatchObject({ attempts: 1, executionSeq: 2, workerId: 'w2' });
+  });
+
+  it('with a delay: delayed until now + delay with the attempt refunded, the event carries runAt and the reason', async () => {
+    const q = newQueue();
+    const k = t.keys(q);
+    const { id, token } = await claimOne(q);
+    const now = await redisNow();
+    expect(await t.store.release(q, 'ext-1', [lease(id, token)], { delayMs: 60_000, reason: 'worker' })).toEqual(['released']);
+    const j = (await t.store.getJob(q, id))!;
+    expect(j).toMatchObject({ status: 'delayed', attempts: 0 });
+    expect(j.runAt).toBeGreaterThanOrEqual(now + 60_000);
+    expect(j.runAt).toBeLessThan(now + 65_000);
+    expect(Number(await t.redis.zscore(k.delayed, id))).toBe(j.runAt);
+    expect(await t.redis.zscore(k.waiting, id)).toBeNull();
+    expect(await t.redis.zscore(k.active, id)).toBeNull();
+    const ev = await events(q, id);
+    expect(efta(ev.slice(2))).toEqual([['released', 'active', 'delayed', 1]]);
+    expect(ev[2]).toMatchObject({ r: 'worker', w: 'ext-1', ra: String(j.runAt) });
+    expect((await t.store.claim(q, 1, 30_000, 'w2')).jobs).toEqual([]);
   });
 
   it('a refunded attempt does not use up maxAttempts', async () => {

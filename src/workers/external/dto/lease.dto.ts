@@ -17,7 +17,9 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
+import { LIMITS } from '../../../core/job-options';
 import { ApiJsonProperty } from '../../../http/openapi/decorators';
+import { IntInRange } from '../../../http/validation';
 import { CLAIM_LIMITS } from './claim.dto';
 
 /** Largest serialized `progress` object, bytes (API.md: "a small JSON object"). */
@@ -105,4 +107,17 @@ export class FailDto extends LeaseDto {
   @ValidateIf((o: FailDto) => o.retryable !== undefined)
   @IsBoolean()
   retryable?: boolean;
+}
+
+/** The `POST /jobs/:id/release` body (API.md v1.2). */
+export class ReleaseDto extends LeaseDto {
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: LIMITS.maxDelayMs,
+    description: 'ms before the job may run again (it is delayed until then); default 0: waiting at once',
+  })
+  @IsOptional()
+  @IntInRange(0, LIMITS.maxDelayMs)
+  delayMs?: number;
 }
