@@ -58,5 +58,5 @@ export function NotAudited(reason: string): MethodDecorator {
   return SetMetadata(AUDIT_METADATA, { exempt: reason } satisfies AuditDeclaration);
 }
 
-/** Why the external worker protocol (claim, heartbeat, complete, fail) is not audited. */
+/** Why the external worker protocol (claim, heartbeat, complete, fail, release) is not audited. */
 export const WORKER_PROTOCOL = 'external worker protocol: job processing, recorded in the job history (events, executions), and as frequent as jobs';
