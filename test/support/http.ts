@@ -6,7 +6,9 @@ import { createHttpApp } from '../../src/server/http-app';
 import { createLogger } from '../../src/logging/logger';
 import { openTestDb, TestDb } from './postgres';
 import { deleteByPrefix, REDIS_URL, testPrefix } from './redis';
-import { createRedis } from '../../src/redis/connection';
+import { createRedis, type RedisClient } from '../../src/redis/connection';
+import { REDIS_STORES } from '../../src/redis/redis.module';
+import type { RedisStores } from '../../src/redis/stores';
 import type Redis from 'ioredis';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { OpenApiValidator, validatingAgent } from './openapi-validator';
@@ -87,4 +89,16 @@ export async function startTestApi(name: string, env: Record<string, string> = {
       await db.close();
     },
   };
+}
+
+/**
+ * A test API (as {@link startTestApi}) with `queue` made external, and the
+ * app's own stores (src/redis/stores) for tests that look at Redis directly;
+ * they close with the app.
+ */
+export async function startExternalQueueApi(name: string, queue: string, env: Record<string, string> = {}): Promise<{ api: TestApi; stores: RedisStores; redis: RedisClient }> {
+  const api = await startTestApi(name, env);
+  const stores = api.app.get<RedisStores>(REDIS_STORES);
+  expect((await api.http.put(`/queues/${queue}`).send({ external: true })).status).toBe(200);
+  return { api, stores, redis: stores.ctx.redis };
 }

@@ -11,10 +11,10 @@
  * completes them), and a late complete from the silent worker gets 409
  * lease_lost.
  */
-import { startTestApi, TestApi } from '../../support/http';
-import { createRedis, RedisClient } from '../../../src/redis/connection';
-import { createRedisStores, RedisStores } from '../../../src/redis/stores';
-import { REDIS_URL, sleep, readEvents } from '../../support/redis';
+import { startExternalQueueApi, type TestApi } from '../../support/http';
+import type { RedisClient } from '../../../src/redis/connection';
+import type { RedisStores } from '../../../src/redis/stores';
+import { sleep, readEvents } from '../../support/redis';
 import { waitUntil } from '../../support/cases';
 
 const Q = 'c28';
@@ -35,15 +35,9 @@ let redis: RedisClient;
 let stores: RedisStores;
 
 beforeAll(async () => {
-  api = await startTestApi('c28', { ROLE: 'api,scheduler', REAPER_INTERVAL_MS: String(REAPER_MS) });
-  redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
-  stores = createRedisStores(redis, api.prefix);
-  expect((await api.http.put(`/queues/${Q}`).send({ external: true })).status).toBe(200);
+  ({ api, stores, redis } = await startExternalQueueApi('c28', Q, { ROLE: 'api,scheduler', REAPER_INTERVAL_MS: String(REAPER_MS) }));
 });
-afterAll(async () => {
-  redis?.disconnect();
-  await api?.close();
-});
+afterAll(() => api?.close());
 
 /** Claims `n` jobs (100 per call) for `workerId` with `leaseMs`. */
 async function claimN(workerId: string, n: number, leaseMs: number): Promise<Claimed[]> {

@@ -9,10 +9,10 @@
  * worker then "crashes" (goes silent): the job is reclaimed (`stalled`, back
  * to waiting) within lease + reaper interval of the last heartbeat.
  */
-import { startTestApi, TestApi } from '../../support/http';
-import { createRedis, RedisClient } from '../../../src/redis/connection';
-import { createRedisStores, RedisStores } from '../../../src/redis/stores';
-import { REDIS_URL, readEvents, sleep } from '../../support/redis';
+import { startExternalQueueApi, type TestApi } from '../../support/http';
+import type { RedisClient } from '../../../src/redis/connection';
+import type { RedisStores } from '../../../src/redis/stores';
+import { readEvents, sleep } from '../../support/redis';
 import { redisNow, waitUntil } from '../../support/cases';
 
 const Q = 'c30';
@@ -25,15 +25,9 @@ let redis: RedisClient;
 let stores: RedisStores;
 
 beforeAll(async () => {
-  api = await startTestApi('c30', { ROLE: 'api,scheduler', REAPER_INTERVAL_MS: String(REAPER_MS) });
-  redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
-  stores = createRedisStores(redis, api.prefix);
-  expect((await api.http.put(`/queues/${Q}`).send({ external: true })).status).toBe(200);
+  ({ api, stores, redis } = await startExternalQueueApi('c30', Q, { ROLE: 'api,scheduler', REAPER_INTERVAL_MS: String(REAPER_MS) }));
 });
-afterAll(async () => {
-  redis?.disconnect();
-  await api?.close();
-});
+afterAll(() => api?.close());
 
 test('C30 50 heartbeats in 1 s leave one lease length after the last; a crash is reclaimed within lease + reaper interval', async () => {
   const enq = await api.http.post('/jobs').send({ type: 'ext.work', queue: Q, payload: {}, maxAttempts: 3 });

@@ -10,10 +10,9 @@
  * a replayed answer shows the job's current state, not the state at first
  * submission, on POST /jobs and POST /jobs/batch.
  */
-import { startTestApi, TestApi } from '../../support/http';
-import { createRedis, RedisClient } from '../../../src/redis/connection';
-import { createRedisStores, RedisStores } from '../../../src/redis/stores';
-import { REDIS_URL } from '../../support/redis';
+import { startExternalQueueApi, type TestApi } from '../../support/http';
+import type { RedisClient } from '../../../src/redis/connection';
+import type { RedisStores } from '../../../src/redis/stores';
 import { waitUntil } from '../../support/cases';
 
 const Q = 'c31';
@@ -24,15 +23,9 @@ let redis: RedisClient;
 let stores: RedisStores;
 
 beforeAll(async () => {
-  api = await startTestApi('c31', { ROLE: 'api,audit,scheduler', IDEMPOTENCY_TTL_MS: String(IDEM_TTL_MS) });
-  redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
-  stores = createRedisStores(redis, api.prefix);
-  expect((await api.http.put(`/queues/${Q}`).send({ external: true })).status).toBe(200);
+  ({ api, stores, redis } = await startExternalQueueApi('c31', Q, { ROLE: 'api,audit,scheduler', IDEMPOTENCY_TTL_MS: String(IDEM_TTL_MS) }));
 });
-afterAll(async () => {
-  redis?.disconnect();
-  await api?.close();
-});
+afterAll(() => api?.close());
 
 const body = (key: string, payload: Record<string, unknown>) => ({ type: 'ext.work', queue: Q, payload, idempotencyKey: key });
 /** What "nothing written" compares: the queue's counts, its idempotency keys, its jobs in PostgreSQL. */
