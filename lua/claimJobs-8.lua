@@ -10,7 +10,8 @@
   ARGV[8] '1' when the caller holds no job right now (it may take a job that must run alone)
 
   Returns {code, hintMs, job...}: code 0 ok, 1 paused, 2 maxConcurrency reached,
-  3 rate limited (hintMs = window left), 4 external queue (in-process workers
+  3 rate limited (hintMs = window left), 1 also while the restore fence
+  holds (includes/fence.lua; hintMs = when to try again), 4 external queue (in-process workers
   never claim), 5 solo: the one job returned must run alone (its last lease
   expired: it may be what crashed its worker, so it must not take other jobs
   down with it again), 6 isolate: the next job must run alone and the caller
@@ -32,6 +33,7 @@
 @include "job"
 @include "promote"
 @include "wake"
+@include "fence"
 
 local prefix = ARGV[1]
 local now = nowMs()
@@ -40,7 +42,9 @@ local now = nowMs()
 -- caller ever gets, and a rate-limit counter without expiry.
 local n = clamp(ARGV[2], 1, 1000, 1)
 local lease = now + clamp(ARGV[3], 1, MAX_LEASE_MS, 30000)
-local meta = redis.call('HMGET', KEYS[4], 'paused', 'mc', 'rlMax', 'rlDur', 'ext')
+local meta = redis.call('HMGET', KEYS[4], 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'vr')
+-- Not checked against PostgreSQL since Redis restarted: claim nothing yet (answered as paused).
+if fenced(meta[6]) then return {1, FENCE_RETRY_MS} end
 -- A limit that is not a number (a hand-edited hash) is no limit.
 local mc = clamp(meta[2], 1, 1e9, nil)
 local rlMax = clamp(meta[3], 1, 1e9, nil)

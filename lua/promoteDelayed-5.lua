@@ -14,8 +14,11 @@
 @include "score"
 @include "wake"
 @include "job"
+@include "fence"
 @include "promote"
 
+-- The restore fence (includes/fence.lua): nothing moves until the queue is checked.
+if fenced(redis.call('HGET', ARGV[1] .. 'meta', 'vr')) then return {0, FENCE_RETRY_MS} end
 local now = nowMs()
 local n = promoteDue(ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, clamp(ARGV[2], 1, 100000, 1000))
 if n > 0 then wake(KEYS[5]) end

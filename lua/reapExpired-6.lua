@@ -21,8 +21,11 @@
 @include "score"
 @include "wake"
 @include "job"
+@include "fence"
 
 local prefix = ARGV[1]
+-- The restore fence (includes/fence.lua): nothing moves until the queue is checked.
+if fenced(redis.call('HGET', prefix .. 'meta', 'vr')) then return {0, FENCE_RETRY_MS} end
 local now = nowMs()
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, clamp(ARGV[2], 1, 100000, 1000))
 local reaped = 0

@@ -11,7 +11,8 @@
           epoch and sets the marker to it
   ARGV[5] lowest acceptable last id of the events stream ("ms-seq", the newest
           entry PostgreSQL holds for the queue) or ''
-  ARGV[6] audit consumer group name (created at '0' if missing)
+  ARGV[6] audit consumer group name (created at ARGV[5], or '0', if missing;
+          raised to ARGV[5] when behind)
   then 16 fields per job, in sequence order:
     id, kind (waiting | delayed | active | cancel | failed; cancel = active with
     a pending cancel request), type, payload JSON, priority,
@@ -37,16 +38,24 @@
 @include "score"
 @include "wake"
 @include "job"
+@include "group"
 
 local prefix, token = ARGV[1], ARGV[2]
 if redis.call('GET', KEYS[8]) ~= token then return {'lock_lost'} end
 if redis.call('EXISTS', KEYS[7]) == 1 then return {'already_restored'} end
 redis.call('PEXPIRE', KEYS[8], clamp(ARGV[3], 1, MAX_LEASE_MS, 30000))
 
--- The mirror writers' consumer group (MKSTREAM creates the stream when missing).
-local g = redis.pcall('XGROUP', 'CREATE', KEYS[4], ARGV[6], '0', 'MKSTREAM')
-if type(g) == 'table' and g.err and not string.find(g.err, 'BUSYGROUP', 1, true) then
-  return redis.error_reply('restoreJobs: XGROUP CREATE failed: ' .. g.err)
+-- The mirror writers' consumer group (MKSTREAM creates the stream when
+-- missing), positioned at the newest entry PostgreSQL holds: every entry up
+-- to ARGV[5] is in PostgreSQL, and a group behind PostgreSQL is how the
+-- restore watch (src/restore/loss-watch.ts) tells a rewound Redis.
+local g = redis.pcall('XGROUP', 'CREATE', KEYS[4], ARGV[6], ARGV[5] ~= '' and ARGV[5] or '0', 'MKSTREAM')
+if type(g) == 'table' and g.err then
+  if not string.find(g.err, 'BUSYGROUP', 1, true) then
+    return redis.error_reply('restoreJobs: XGROUP CREATE failed: ' .. g.err)
+  end
+  local last = lastDelivered(KEYS[4], ARGV[6])
+  if ARGV[5] ~= '' and last and idLess(last, ARGV[5]) then redis.call('XGROUP', 'SETID', KEYS[4], ARGV[6], ARGV[5]) end
 end
 
 -- Stream ids compare as (ms, seq); both parts are exact as doubles.

@@ -8,6 +8,7 @@ const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
   LOCK_TTL_SECONDS: 'lockTtlMs',
   HEARTBEAT_INTERVAL_MS: 'heartbeatIntervalMs',
   REAPER_INTERVAL_MS: 'reaperIntervalMs',
+  REDIS_CHECK_INTERVAL_MS: 'redisCheckIntervalMs',
   SHUTDOWN_GRACE_MS: 'shutdownGraceMs',
   MAX_RETRIES: 'maxRetries',
   MAX_PAYLOAD_BYTES: 'maxPayloadBytes',

@@ -25,6 +25,8 @@ export interface SluiceConfig {
   lockTtlMs: number;
   heartbeatIntervalMs: number;
   reaperIntervalMs: number;
+  /** Period of the audit role's check for a Redis that came back empty or rewound (src/restore/loss-watch.ts), ms; each reconnect checks too. */
+  redisCheckIntervalMs: number;
   shutdownGraceMs: number;
   maxRetries: number;
   maxPayloadBytes: number;
@@ -102,6 +104,7 @@ export const ENV_BOUNDS = Object.freeze({
   LOCK_TTL_SECONDS: [1, Math.floor(MAX_TIMER_MS / 1000)],
   HEARTBEAT_INTERVAL_MS: [10, MAX_TIMER_MS],
   REAPER_INTERVAL_MS: [10, MAX_TIMER_MS],
+  REDIS_CHECK_INTERVAL_MS: [100, 3_600_000],
   SHUTDOWN_GRACE_MS: [0, MAX_TIMER_MS],
   MAX_RETRIES: [1, 100],
   /** 64 MiB: a payload is one Redis value and one PostgreSQL row. */
@@ -289,6 +292,7 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     lockTtlMs,
     heartbeatIntervalMs,
     reaperIntervalMs: int(env, 'REAPER_INTERVAL_MS', 5000),
+    redisCheckIntervalMs: int(env, 'REDIS_CHECK_INTERVAL_MS', 5000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 30_000),
     maxRetries: int(env, 'MAX_RETRIES', 3),
     maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 524_288),

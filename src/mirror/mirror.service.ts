@@ -14,6 +14,8 @@ import { MirrorWriter, type MirrorStores } from './mirror-writer';
 import { POSTGRES_DB } from '../postgres/postgres.module';
 import { formatRestoreReport, QueueRestorer, type RestoreStores } from '../restore/restore';
 import { createRoleWriter, roleRestorer } from './role-writer';
+import { RedisLossWatch } from '../restore/loss-watch';
+import { RestoreMetrics } from '../restore/restore-metrics';
 import { mirrorWorkers } from '../workers/registry/worker-history';
 import { MirrorWriterThread } from './writer-thread';
 import { join } from 'node:path';
@@ -37,6 +39,8 @@ export class MirrorService implements OnApplicationBootstrap {
   private writer?: MirrorWriter;
   private thread?: MirrorWriterThread;
   private workersTimer?: NodeJS.Timeout;
+  private watch?: RedisLossWatch;
+  private readonly restoreMetrics?: RestoreMetrics;
   private readonly stores: MirrorStores & RestoreStores;
 
   constructor(
@@ -53,7 +57,10 @@ export class MirrorService implements OnApplicationBootstrap {
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     // The process's /metrics serves the writer's series too (every role has MetricsModule).
-    if (registry) this.metrics.registerOn(registry);
+    if (registry) {
+      this.metrics.registerOn(registry);
+      this.restoreMetrics = new RestoreMetrics(registry);
+    }
     this.stores = { queues, mirror, ownership, restore, connection, liveEvents };
   }
 
@@ -93,6 +100,13 @@ export class MirrorService implements OnApplicationBootstrap {
       );
       this.thread.start();
     } else this.startInProcess(restorer);
+    // Redis lost or rewound while running: noticed at each reconnect and every REDIS_CHECK_INTERVAL_MS.
+    this.watch = new RedisLossWatch(this.db, this.stores, restorer, {
+      intervalMs: this.config.redisCheckIntervalMs,
+      log: this.log.child({ component: 'restore' }),
+      onRebuild: (r) => this.restoreMetrics?.rebuilt(r),
+    });
+    this.watch.start();
     this.workersTimer = setInterval(() => {
       mirrorWorkers(this.db, this.workerRegistry).catch((e) =>
         this.log.debug({ err: (e as Error).message }, 'worker history not mirrored this time'),
@@ -126,6 +140,7 @@ export class MirrorService implements OnApplicationBootstrap {
    */
   async drain(): Promise<void> {
     clearInterval(this.workersTimer);
+    await this.watch?.stop();
     const until = Date.now() + SHUTDOWN_DRAIN_MS;
     while ((this.writer || this.thread) && Date.now() < until) {
       const b = await readBacklog(this.stores).catch(() => ({ pending: 0 }));

@@ -23,7 +23,12 @@ export type ScriptName =
   | 'purgeDlq'
   | 'reviveJob'
   | 'recordAction'
-  | 'takeToken';
+  | 'takeToken'
+  | 'checkQueue'
+  | 'verifyQueue'
+  | 'resetQueue'
+  | 'pruneJobs'
+  | 'readEvents';
 
 /**
  * Registers the Lua scripts on a client (ioredis `defineCommand`: EVALSHA with

@@ -224,6 +224,9 @@ export class QueueRestorer {
       if (!(await this.stores.restore.createEpoch(queue, epoch))) return this.ensureQueue(queue, opts);
       await this.recordEpoch(queue, epoch);
       await this.stores.restore.relist(queue);
+      // Checked from its first moment: a snapshot taken from now on holds the
+      // restore fence (src/restore/loss-watch.ts), however soon it is taken.
+      await this.stores.restore.verify(queue, epoch, null);
       this.log.info({ queue, epoch }, 'queue epoch created');
       return { queue, action: 'created', epoch, counts: zero() };
     }

@@ -17,4 +17,6 @@ export abstract class StoreConnection {
   abstract serverTime(): Promise<number>;
   /** Calls `fn` each time the connection closes; returns the unsubscribe function. */
   abstract onClose(fn: () => void): () => void;
+  /** Calls `fn` each time the connection becomes ready (connected, or reconnected after a close); returns the unsubscribe function. */
+  abstract onReady(fn: () => void): () => void;
 }

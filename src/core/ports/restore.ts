@@ -46,4 +46,41 @@ export abstract class RestoreStore {
    * that exist are skipped.
    */
   abstract restoreJobs(queue: string, lock: { token: string; ttlMs: number }, opts: { epoch: string; minStreamId: string }, jobs: RestoreJobInput[]): Promise<RestoreJobsResult>;
+
+  // ---- the restore watch (src/restore/loss-watch.ts): Redis lost or rewound at run time ----
+
+  /** The queue's marker, mirror group position and check stamp, read in one step. */
+  abstract inspect(queue: string): Promise<QueueInspection>;
+  /**
+   * Marks the queue checked on the current server (lifts the restore fence:
+   * claims, promotions and reaping go on) and raises the mirror group's
+   * position to `minDelivered` (the newest stream id PostgreSQL holds) when
+   * it is behind. @returns 'changed' (nothing written) when the marker is no longer `epoch`.
+   */
+  abstract verify(queue: string, epoch: string, minDelivered: string | null): Promise<'ok' | 'changed'>;
+  /**
+   * Drops the marker if it is still `staleEpoch` and fences the queue until
+   * it is verified again. @returns false when another process did it first.
+   */
+  abstract reset(queue: string, staleEpoch: string): Promise<boolean>;
+  /** Ids of every job in the queue's waiting, delayed, active and failed sets. */
+  abstract jobIds(queue: string): Promise<string[]>;
+  /** Removes these jobs (sets and hashes) while the queue has no marker. @returns how many hashes went, or -1 when the marker exists. */
+  abstract prune(queue: string, ids: string[]): Promise<number>;
+  /** Says (for `ttlMs`) or unsays that a restore runs somewhere: every process's `/readyz` answers `restoring` meanwhile. */
+  abstract setRestoring(on: boolean, ttlMs?: number): Promise<void>;
+  /** Whether some process said a restore runs. */
+  abstract isRestoring(): Promise<boolean>;
+}
+
+/** What the restore watch reads of one queue in one step ({@link RestoreStore.inspect}). */
+export interface QueueInspection {
+  /** The epoch marker, or null when the store lost (or never had) the queue. */
+  epoch: string | null;
+  /** Last stream id the mirror's consumer group was handed ("ms-seq"), or null when the stream or group is missing. */
+  lastDelivered: string | null;
+  /** Run id of the store server the queue was last checked on, or null when never checked. */
+  checkedOn: string | null;
+  /** Run id of the store server holding the queue now (changes on every restart and failover). */
+  runId: string;
 }

@@ -34,4 +34,9 @@ export class RedisConnectionState implements StoreConnection {
     this.redis.on('close', fn);
     return () => this.redis.off('close', fn);
   }
+
+  onReady(fn: () => void): () => void {
+    this.redis.on('ready', fn);
+    return () => this.redis.off('ready', fn);
+  }
 }

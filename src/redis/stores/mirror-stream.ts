@@ -49,7 +49,9 @@ export class RedisMirrorStream implements MirrorStream {
   }
 
   async readNew(queue: string, consumer: string, count: number): Promise<RawStreamEntry[]> {
-    const r = (await (this.redis as any).xreadgroup('GROUP', MIRROR_GROUP, consumer, 'COUNT', count, 'STREAMS', this.ctx.keys(queue).events, '>')) as
+    // Behind the restore fence (lua/readEvents-2.lua): nothing while the queue awaits its check after a Redis restart.
+    const k = this.ctx.keys(queue);
+    const r = (await this.ctx.scripts.run('readEvents', [k.events, k.meta], [MIRROR_GROUP, consumer, count])) as
       | [string, XEntries][]
       | null;
     return r ? r[0][1].map(([id, fields]) => ({ id, fields })) : [];

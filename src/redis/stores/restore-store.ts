@@ -1,6 +1,9 @@
-import { RestoreStore, type RestoreJobInput, type RestoreJobsResult } from '../../core/ports/restore';
+import { RestoreStore, type QueueInspection, type RestoreJobInput, type RestoreJobsResult } from '../../core/ports/restore';
 import type { RedisContext } from '../context';
-import { MIRROR_GROUP, queuesKey } from '../keys';
+import { MIRROR_GROUP, queuesKey, restoringKey } from '../keys';
+
+/** Ids read per ZRANGE page. */
+const PAGE = 5000;
 
 /** {@link RestoreStore} over each queue's `epoch` key and lua/restoreJobs-8.lua. */
 export class RedisRestoreStore implements RestoreStore {
@@ -40,5 +43,48 @@ export class RedisRestoreStore implements RestoreStore {
     if (out[0] !== 'ok') return { status: out[0] as 'lock_lost' | 'already_restored' };
     const [, waiting, delayed, active, failed, cancelled, skipped] = out.map(Number);
     return { status: 'ok', waiting, delayed, active, failed, cancelled, skipped };
+  }
+
+  async inspect(queue: string): Promise<QueueInspection> {
+    const k = this.ctx.keys(queue);
+    const [epoch, last, vr, runId] = await this.ctx.scripts.run<string[]>('checkQueue', [k.epoch, k.events, k.meta], [MIRROR_GROUP]);
+    return { epoch: epoch || null, lastDelivered: last || null, checkedOn: vr || null, runId };
+  }
+
+  async verify(queue: string, epoch: string, minDelivered: string | null): Promise<'ok' | 'changed'> {
+    const k = this.ctx.keys(queue);
+    return this.ctx.scripts.run<'ok' | 'changed'>('verifyQueue', [k.epoch, k.events, k.meta, k.wake], [epoch, MIRROR_GROUP, minDelivered ?? '']);
+  }
+
+  async reset(queue: string, staleEpoch: string): Promise<boolean> {
+    const k = this.ctx.keys(queue);
+    return (await this.ctx.scripts.run<number>('resetQueue', [k.epoch, k.meta, k.mirrorLock], [staleEpoch])) === 1;
+  }
+
+  async jobIds(queue: string): Promise<string[]> {
+    const k = this.ctx.keys(queue);
+    const out: string[] = [];
+    for (const set of [k.waiting, k.delayed, k.active, k.failed]) {
+      for (let start = 0; ; start += PAGE) {
+        const page = await this.ctx.redis.zrange(set, start, start + PAGE - 1);
+        out.push(...page);
+        if (page.length < PAGE) break;
+      }
+    }
+    return [...new Set(out)];
+  }
+
+  prune(queue: string, ids: string[]): Promise<number> {
+    const k = this.ctx.keys(queue);
+    return this.ctx.scripts.run<number>('pruneJobs', [k.waiting, k.delayed, k.active, k.failed, k.epoch], [k.base, ...ids]);
+  }
+
+  async setRestoring(on: boolean, ttlMs = 60_000): Promise<void> {
+    if (on) await this.ctx.redis.set(restoringKey(this.ctx.prefix), '1', 'PX', ttlMs);
+    else await this.ctx.redis.del(restoringKey(this.ctx.prefix));
+  }
+
+  async isRestoring(): Promise<boolean> {
+    return (await this.ctx.redis.exists(restoringKey(this.ctx.prefix))) === 1;
   }
 }

@@ -379,6 +379,9 @@ describe('restore with real processes', () => {
       HEARTBEAT_INTERVAL_MS: '500',
       REAPER_INTERVAL_MS: '500',
       SHUTDOWN_GRACE_MS: '1000',
+      // This test is about `npm run restore` and the start-up check: the run-time watch
+      // (test/integration/restore/runtime-loss.test.ts) only at reconnects here.
+      REDIS_CHECK_INTERVAL_MS: '3600000',
     };
     const sql = (text: string, params: unknown[] = []) => db.dataSource.query(text, params);
     const countBy = async () => {
