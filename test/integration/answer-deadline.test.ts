@@ -52,6 +52,27 @@ test('a write Redis does not answer gets 503 at the deadline and lands later; th
   expect(again.headers['idempotent-replayed']).toBe('true');
 });
 
+test('a claim answered 503 by the deadline hands back what it claims once Redis answers (attempt refunded)', async () => {
+  expect((await api.http.put('/queues/dl-c').send({ external: true })).status).toBe(200);
+  const enq = await api.http.post('/jobs').send({ type: 'ext', queue: 'dl-c', payload: {} });
+  expect(enq.status).toBe(201);
+  server.proc!.kill('SIGSTOP');
+  try {
+    const r = await api.http.post('/queues/dl-c/claim').send({ workerId: 'w', max: 1 });
+    expect(r.status).toBe(503);
+  } finally {
+    server.proc!.kill('SIGCONT');
+  }
+  let job: { status: string; attempts: number } = { status: '', attempts: -1 };
+  for (let i = 0; i < 50 && job.status !== 'waiting'; i++) {
+    await sleepMs(100);
+    job = (await api.http.get(`/jobs/${enq.body.id}`)).body;
+  }
+  expect(job).toMatchObject({ status: 'waiting', attempts: 0 });
+  const again = await api.http.post('/queues/dl-c/claim').send({ workerId: 'w2', max: 1 });
+  expect(again.body.jobs.map((j: { id: string }) => j.id)).toEqual([enq.body.id]);
+});
+
 test('a claim long poll longer than the deadline is not cut by it', async () => {
   expect((await api.http.put('/queues/dl-x').send({ external: true })).status).toBe(200);
   const t0 = Date.now();
