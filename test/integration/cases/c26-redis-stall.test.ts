@@ -6,7 +6,8 @@
  * on a private redis-server (AOF, appendfsync always). Lease 8 s: 10
  * `diag.sleep {ms:1500}` run in the process's worker and an external worker
  * holds 5 jobs of an external queue (claimed over HTTP). Redis is frozen
- * (`kill -STOP`) for 4 s from 0.5 s, then resumed; meanwhile a producer posts
+ * (`kill -STOP`) for 4 s from 0.5 s, then resumed. Meanwhile, each client
+ * giving up on a request after 2.5 s (less than the stall), a producer posts
  * a job every 250 ms (each with its own idempotency key, sent again with the
  * same key until it gets a 2xx), the external worker heartbeats every 500 ms
  * and, at 1 s, completes its 5 jobs, sending each complete again with the
@@ -47,6 +48,8 @@ const SLEEP_MS = 1500;
 const FAULT_AT_MS = 500;
 const FAULT_MS = 4000;
 const ANSWER_TIMEOUT_MS = 1500;
+/** The clients' own timeout per request, shorter than the stall (as a client's would be). */
+const CLIENT_TIMEOUT_MS = 2500;
 
 let dir: string;
 let server: RedisServer;
@@ -115,7 +118,7 @@ async function runVariant(v: Variant): Promise<void> {
         method,
         headers: body === undefined ? {} : { 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(6000),
+        signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS),
       });
       status = res.status;
       resBody = await res.json().catch(() => null);
