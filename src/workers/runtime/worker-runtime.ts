@@ -215,8 +215,9 @@ export class WorkerRuntime {
     this.drainDeadline = graceEnd;
     this.waiter.close();
     this.slotWaiter?.();
-    // A claim in flight on a stalled Redis answers only when Redis does.
-    await until(this.loopDone, graceEnd);
+    // The loop ends at once (its waiter is closed), unless a claim is in
+    // flight on a stalled Redis: that one answers only when Redis does.
+    await until(this.loopDone, Math.max(graceEnd, Date.now() + DRAIN_MIN_MS));
     const pending = [...this.running.values()].map((r) => r.done);
     if (pending.length) {
       this.log.info({ active: pending.length, graceMs: this.options.shutdownGraceMs }, 'waiting for active jobs');
