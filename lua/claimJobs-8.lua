@@ -4,7 +4,9 @@
   KEYS[1] waiting  KEYS[2] delayed  KEYS[3] active  KEYS[4] meta
   KEYS[5] events   KEYS[6] wake     KEYS[7] rate-limit window counter  KEYS[8] failed
   ARGV[1] key prefix   ARGV[2] max jobs   ARGV[3] lease ms   ARGV[4] worker id
-  ARGV[5] lock token base (random; token = base .. index)
+  ARGV[5] lock token base (random; token = base .. index .. '.' .. executionSeq:
+    the execution lets a repeated complete be recognised after the job left
+    Redis, src/core/lock-token.ts)
   ARGV[6] '1' when the caller is an external worker (may claim from external queues)
   ARGV[7] '1' = full jobs (every field, for the API), else lean (what a worker needs)
   ARGV[8] '1' when the caller holds no job right now (it may take a job that must run alone)
@@ -117,7 +119,7 @@ for i = 1, #popped, 2 do
     local a = (tonumber(f[2]) or 0) + 1
     local x = (tonumber(f[3]) or 0) + 1
     local aS, xS = int(a), int(x)
-    local token = ARGV[5] .. claimed
+    local token = ARGV[5] .. claimed .. '.' .. xS
     if ARGV[6] == '1' then
       -- An external claim records its lease length: a heartbeat that reaches
       -- another api replica renews the same length, not the default.

@@ -6,6 +6,12 @@
   Returns one code per job: 1 completed, 2 cancelled (a client cancelled the job
   while it ran: the cancel wins, API.md "the job ends cancelled"),
   ERR_LEASE_LOST (stale or wrong token, or the job is no longer active), ERR_NOT_FOUND.
+  The same ack sent again with the same token after it landed (its reply was
+  lost: a timeout, a reconnect that resent it, a client's retry after a 503)
+  answers as the first one did, 1 or 2, and changes nothing: only this script
+  leaves the token (`lt`) on a job it ends, every other way out of `active`
+  (fail, release, the reaper) deletes it, so a finished job still holding the
+  token was finished by that token's ack.
   Guarantee: only the current lease holder completes a job; a late ack after a
   lease expired is refused and its result discarded; one 'completed' event.
 ]]
@@ -24,8 +30,13 @@ for i = 3, #ARGV, 3 do
   local f = safeHmget(jk, 's', 'lt', 'a', 'x', 'sa', 'cr')
   if not f or not f[1] then
     out[#out + 1] = ERR_NOT_FOUND
-  elseif f[1] ~= 'active' or f[2] ~= token then
+  elseif f[2] ~= token then
     out[#out + 1] = ERR_LEASE_LOST
+  elseif f[1] ~= 'active' then
+    -- Already ended by this very token (see the header): a repeated ack.
+    if f[1] == 'completed' then out[#out + 1] = 1
+    elseif f[1] == 'cancelled' then out[#out + 1] = 2
+    else out[#out + 1] = ERR_LEASE_LOST end
   elseif f[6] == '1' then
     redis.call('HSET', jk, 's', 'cancelled', 'fa', nowS)
     redis.call('ZREM', KEYS[1], id)

@@ -50,9 +50,12 @@ it retryable. Python threads cannot be interrupted: a long handler should call
 ``job.check()`` (or read ``job.cancelled``) now and then. Its result is
 dropped when the job was settled meanwhile (cancelled, lease lost, shutdown).
 
-Requests refused with 429 or 503 (nothing was done) and connection errors are
-retried with exponential backoff and full jitter, waiting at least what a
-``Retry-After`` header asks. 401/403 on a claim stop the worker (a wrong or
+Requests refused with 429 or 503 and connection errors are retried with
+exponential backoff and full jitter, waiting at least what a ``Retry-After``
+header asks. A 429, or a 503 while Redis is unreachable, did nothing; a 503
+after the server's answer deadline (a stalled Redis) may have: every call here
+is safe to repeat (the lease calls carry the lock token, a repeated complete
+answers 200, a claim answered 503 hands its jobs back). 401/403 on a claim stop the worker (a wrong or
 revoked key, or a key without the ``worker`` role). Payloads, results and the
 API key never reach the log.
 """

@@ -29,6 +29,7 @@ const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
   HTTP_HEADERS_TIMEOUT_MS: 'httpHeadersTimeoutMs',
   HTTP_KEEP_ALIVE_TIMEOUT_MS: 'httpKeepAliveTimeoutMs',
   HTTP_MAX_CONNECTIONS: 'httpMaxConnections',
+  HTTP_ANSWER_TIMEOUT_MS: 'httpAnswerTimeoutMs',
 };
 
 /** What else a variable needs to be accepted at its bound (the heartbeat must stay below the lease). */

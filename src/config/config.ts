@@ -84,6 +84,8 @@ export interface SluiceConfig {
   httpKeepAliveTimeoutMs: number;
   /** Open HTTP connections per process; further connections are closed at once. */
   httpMaxConnections: number;
+  /** A request still unanswered this long after it arrived gets 503 `unavailable` (a stalled store), ms; 0 = no deadline. */
+  httpAnswerTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -129,6 +131,8 @@ export const ENV_BOUNDS = Object.freeze({
   HTTP_HEADERS_TIMEOUT_MS: [100, 3_600_000],
   HTTP_KEEP_ALIVE_TIMEOUT_MS: [100, 3_600_000],
   HTTP_MAX_CONNECTIONS: [1, 1_000_000],
+  /** 0 (off) .. 1 h (*ours*). */
+  HTTP_ANSWER_TIMEOUT_MS: [0, 3_600_000],
 } as const satisfies Record<string, readonly [number, number]>);
 
 type Env = Record<string, string | undefined>;
@@ -323,5 +327,6 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     httpHeadersTimeoutMs,
     httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000),
     httpMaxConnections: int(env, 'HTTP_MAX_CONNECTIONS', 10_000),
+    httpAnswerTimeoutMs: int(env, 'HTTP_ANSWER_TIMEOUT_MS', 10_000),
   };
 }

@@ -27,6 +27,7 @@ import { registerCrossSite } from '../auth/cross-site';
 import { AuthGuard } from '../auth/auth.guard';
 import { ROLES } from '../core/access';
 import { registerOperatorAudit } from '../oplog/oplog-recorder';
+import { answerDeadline } from './answer-deadline';
 
 /** Hard cap: bodies above it are refused before they are read (the client may see a reset). */
 const READ_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -100,6 +101,8 @@ const DOCS_PATHS = /^\/docs(\/|-json|\?|$)/;
  * - 503 `unavailable` at once, without waiting on retries, while the Redis
  *   connection is not ready (except the ops endpoints), and for a request that
  *   arrives while the server is closing (instead of Fastify's own 503 body);
+ * - 503 `unavailable` for a request still unanswered after HTTP_ANSWER_TIMEOUT_MS
+ *   (a stalled Redis: see answer-deadline.ts; the outcome of its write is unknown);
  * - optional per-client rate limit (API_RATE_LIMIT_MAX per API_RATE_LIMIT_WINDOW_MS,
  *   429 `rate_limited` with Retry-After), counted in Redis;
  * - OpenAPI at `/docs` (Swagger UI) and `/docs-json`, from the same DTOs and the
@@ -182,6 +185,7 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   // Set as the server starts closing: preClose runs in the same tick as Fastify's own closing flag (before
   // server.close()), so every request routed from then on sees it.
   let closing = false;
+  const deadline = answerDeadline(fastify, config.httpAnswerTimeoutMs);
   fastify.addHook('preClose', (done) => {
     closing = true;
     done();
@@ -221,6 +225,7 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
       void reply.status(m.status).send(errorBody(m, String(req.id)));
       return;
     }
+    deadline.arm(req, reply);
     done();
   });
   // After the request-id hook, so a refusal carries X-Request-Id too.

@@ -28,11 +28,12 @@ export class ClaimController {
     @Res({ passthrough: true }) reply: FastifyReply,
     @Req() req: FastifyRequest,
   ): Promise<{ jobs: (ApiJob & { lockToken: string; leaseExpiresAt: string | null })[] }> {
-    // The response's 'close' before it finished = the client went away: stop waiting.
+    // The response closed before this claim returned: the client went away, or
+    // the answer deadline (HTTP_ANSWER_TIMEOUT_MS) answered 503 while Redis
+    // stalled. Stop waiting; what a claim still in flight gets is handed back
+    // (attempt refunded) rather than held by nobody until its lease expires.
     const gone = new AbortController();
-    const onClose = () => {
-      if (!reply.raw.writableFinished) gone.abort();
-    };
+    const onClose = () => gone.abort();
     reply.raw.once('close', onClose);
     try {
       const p = principalOf(req);

@@ -1,5 +1,6 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { HistoryQueries } from '../../history';
+import { HistoryQueries, jobExecutions } from '../../history';
+import { executionSeqOfToken } from '../../core/lock-token';
 import { computeBackoffDelay } from '../../core/backoff';
 import { ForbiddenError, JobNotFoundError, LeaseLostError, SluiceError } from '../../core/errors';
 import type { ClaimedJob, Job, Json } from '../../core/job';
@@ -104,7 +105,7 @@ export class ExternalService implements OnModuleDestroy {
             await this.store.release(queue, body.workerId, res.jobs.map((j) => ({ id: j.id, lockToken: j.lockToken })));
             return [];
           }
-          for (const j of res.jobs) this.locator.remember(j.id, { queue, workerId: body.workerId, leaseMs });
+          for (const j of res.jobs) this.locator.remember(j.id, { queue, workerId: body.workerId, leaseMs, lockToken: j.lockToken });
           return res.jobs;
         }
         const left = deadline - Date.now();
@@ -140,7 +141,11 @@ export class ExternalService implements OnModuleDestroy {
 
   /**
    * Completes the attempt with `result` (a cancel requested meanwhile wins:
-   * the job ends `cancelled`).
+   * the job ends `cancelled`). Idempotent for the lease holder: the same
+   * complete sent again with the same token after it landed (a retry after
+   * a 503 or a timeout) answers 200 with the job as that first complete left
+   * it, and changes nothing — also once the job has left Redis (see
+   * {@link completedByToken}).
    * @returns the job after the call.
    * @throws JobNotFoundError (404); LeaseLostError (409); PayloadTooLargeError (413)
    *   when the serialized result is over MAX_PAYLOAD_BYTES.
@@ -151,10 +156,31 @@ export class ExternalService implements OnModuleDestroy {
     const result = body.result === undefined ? null : (body.result as Json);
     if (Buffer.byteLength(JSON.stringify(result)) > this.config.maxPayloadBytes) throw new PayloadTooLargeError(this.config.maxPayloadBytes);
     const [outcome] = await this.store.complete(loc.queue, loc.workerId ?? '', [{ id: loc.id, lockToken: body.lockToken, result }]);
-    // not_found: Redis pruned the job, so it has long left `active`.
-    if (outcome === 'lease_lost' || outcome === 'not_found') throw new LeaseLostError(id);
+    if (outcome === 'lease_lost') throw new LeaseLostError(id);
+    // not_found: Redis pruned the job, so it has long left `active` — perhaps completed by this very token.
+    if (outcome === 'not_found' && !(await this.completedByToken(loc, body.lockToken))) throw new LeaseLostError(id);
     this.locator.forget(loc.id);
     return this.read(loc);
+  }
+
+  /**
+   * Whether a job Redis no longer holds was completed under `lockToken`: a
+   * complete that landed, whose answer the worker did not get, sent again
+   * after the mirror removed the job from Redis. Redis recognises a repeated
+   * complete while it holds the job (lua/completeJobs-5.lua); after that the
+   * history does: the token names its execution (src/core/lock-token.ts), and
+   * that execution must have ended `completed`. The token's random part can
+   * only be checked when this process answered the claim (the locator keeps
+   * it); otherwise the job's queue must be external, the queues whose lease
+   * calls worker keys make. A stale token (an execution that stalled, failed
+   * or was released) is never taken for the holder's.
+   */
+  private async completedByToken(loc: JobLocation & { id: string }, lockToken: string): Promise<boolean> {
+    const seq = executionSeqOfToken(lockToken);
+    if (seq === null) return false;
+    if (loc.lockToken !== undefined ? loc.lockToken !== lockToken : !(await this.queues.settings(loc.queue))?.external) return false;
+    const { items } = await jobExecutions(this.history.db, loc.id);
+    return items.some((e) => e.executionSeq === seq && e.outcome === 'completed');
   }
 
   /**

@@ -9,6 +9,8 @@ export interface JobLocation {
   workerId: string | null;
   /** The lease length its claim asked for (external claims record it on the job), ms; undefined if unknown. */
   leaseMs?: number;
+  /** The lock token of the claim this process answered (known only from the in-memory map). */
+  lockToken?: string;
 }
 
 /** The queue of a job by primary key (`jobs_pkey`). $1 = id. */

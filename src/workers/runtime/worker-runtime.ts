@@ -1,8 +1,9 @@
 import { computeBackoffDelay } from '../../core/backoff';
+import { SluiceError } from '../../core/errors';
 import { AbortReason, HandlerMap, JobContext, UnrecoverableError, type AttemptOutcome } from '../../core/handler';
 import type { Json, WorkerJob } from '../../core/job';
 import { silentLogger as silent, type Logger } from '../../core/logger';
-import type { JobStore, QueueStore, StoreConnection, WakeWaiter } from '../../core/ports';
+import type { FailInput, JobStore, QueueStore, StoreConnection, WakeWaiter } from '../../core/ports';
 import { context } from '@opentelemetry/api';
 import { endProcess, ProcessTrace, recordClaims, spanClock, startProcess } from '../../telemetry/job-spans';
 import { tracingEnabled } from '../../telemetry/spans';
@@ -71,6 +72,44 @@ interface Running {
 /** While draining for a job that must run alone, how often to check it is still waiting, ms. */
 const ISOLATE_RECHECK_MS = 500;
 
+/**
+ * An attempt that ended here whose outcome (complete, fail, release) has not
+ * reached Redis yet. It is sent again, with the same lock token, until Redis
+ * answers, or until its lease has certainly expired (then the reaper owns the
+ * job and re-delivers it), or, while stopping, until the drain deadline.
+ */
+interface Ack {
+  queue: string;
+  id: string;
+  lockToken: string;
+  /** The lease's end as last renewed (epoch ms, Redis clock). */
+  leaseExpiresAt: number;
+}
+
+/** First wait before an ack is sent again, ms; doubled per try up to {@link ACK_RETRY_MAX_MS}. */
+const ACK_RETRY_MIN_MS = 100;
+const ACK_RETRY_MAX_MS = 2000;
+/**
+ * How long after its lease's end an ack is still sent again, ms. Past the
+ * lease a late ack is still accepted until the reaper runs, and the lease's
+ * end is on Redis's clock, not this host's: give both some room.
+ */
+const ACK_LEASE_SLACK_MS = 2000;
+/** At shutdown, the least time releases and acks get after the grace period, ms. */
+const DRAIN_MIN_MS = 1000;
+
+/** Resolves when `p` settles or at `deadline` (epoch ms), whichever comes first; never rejects. */
+async function until(p: Promise<unknown>, deadline: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
+  clearTimeout(timer);
+}
+
+/** A definite answer of the store (lease lost, not found, wrong state), as opposed to Redis not answering. */
+function isStoreAnswer(e: unknown): boolean {
+  return e instanceof SluiceError;
+}
+
 
 /**
  * Runs handlers for claimed jobs: the worker role without the framework.
@@ -84,10 +123,18 @@ const ISOLATE_RECHECK_MS = 500;
  */
 export class WorkerRuntime {
   private readonly running = new Map<string, Running>();
-  private readonly acks = new Map<string, { id: string; lockToken: string; result: Json | undefined; leaseExpiresAt: number }[]>();
+  /** Completions of this tick, per queue (one completeJobs call each). */
+  private readonly acks = new Map<string, (Ack & { result: Json | undefined })[]>();
   private readonly inflight = new Set<Promise<unknown>>();
+  /** Outcomes sent and not yet answered by Redis (see {@link Ack}), by job id. */
+  private readonly unacked = new Map<string, Ack>();
+  /** Queues whose extendLocks call has not answered yet: a stalled Redis must not pile heartbeats up. */
+  private readonly beating = new Set<string>();
+  private registryBeating = false;
   private ackScheduled = false;
   private stopping = false;
+  /** While stopping: when acks and releases stop being sent again (epoch ms). */
+  private drainDeadline = Infinity;
   private loopDone: Promise<void> = Promise.resolve();
   private slotWaiter: (() => void) | null = null;
   private heartbeatTimer?: NodeJS.Timeout;
@@ -123,6 +170,11 @@ export class WorkerRuntime {
     return this.running.size;
   }
 
+  /** Attempts ended here whose outcome Redis has not confirmed yet (acks being sent again during an outage). */
+  get unackedCount(): number {
+    return this.unacked.size;
+  }
+
   get isStopping(): boolean {
     return this.stopping;
   }
@@ -143,24 +195,42 @@ export class WorkerRuntime {
   /**
    * Graceful shutdown: stop claiming, give active jobs `shutdownGraceMs`,
    * then abort the rest and release them (attempt refunded), flush acks.
-   * Resolves when nothing is held any more.
+   * Acks and releases Redis has not answered are sent again until the grace
+   * period ends (at least {@link DRAIN_MIN_MS} after the releases): a stalled
+   * Redis cannot hold the shutdown longer, and what is still unconfirmed then
+   * is left to the reaper (the leases expire; at-least-once).
+   * Resolves when nothing is held any more, or at that deadline.
    */
   async stop(): Promise<void> {
-    if (this.stopping) return this.loopDone;
+    if (this.stopping) return this.stopped;
     this.stopping = true;
+    this.stopped = this.drain();
+    return this.stopped;
+  }
+
+  private stopped: Promise<void> = Promise.resolve();
+
+  private async drain(): Promise<void> {
+    const graceEnd = Date.now() + this.options.shutdownGraceMs;
+    this.drainDeadline = graceEnd;
     this.waiter.close();
     this.slotWaiter?.();
-    await this.loopDone;
+    // The loop ends at once (its waiter is closed), unless a claim is in
+    // flight on a stalled Redis: that one answers only when Redis does.
+    await until(this.loopDone, Math.max(graceEnd, Date.now() + DRAIN_MIN_MS));
     const pending = [...this.running.values()].map((r) => r.done);
     if (pending.length) {
       this.log.info({ active: pending.length, graceMs: this.options.shutdownGraceMs }, 'waiting for active jobs');
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all(pending), new Promise((r) => (timer = setTimeout(r, this.options.shutdownGraceMs)))]);
-      clearTimeout(timer);
+      await until(Promise.all(pending), graceEnd);
     }
-    await this.releaseAll('shutdown');
+    this.drainDeadline = Math.max(graceEnd, Date.now() + DRAIN_MIN_MS);
+    const released = this.releaseAll('shutdown');
+    this.track(released);
     await this.flushAcks();
-    await Promise.allSettled([...this.inflight]);
+    await until(Promise.allSettled([...this.inflight]), this.drainDeadline);
+    if (this.unacked.size) {
+      this.log.warn({ jobs: [...this.unacked.keys()].slice(0, 20), count: this.unacked.size }, 'stopping with outcomes redis has not confirmed: their leases expire and the reaper re-delivers them');
+    }
     clearInterval(this.heartbeatTimer);
     this.offClose?.();
     this.offClose = null;
@@ -266,7 +336,10 @@ export class WorkerRuntime {
   /** Jobs claimed while stopping are handed straight back, never started. */
   private async giveBack(queue: string, jobs: WorkerJob[]): Promise<void> {
     if (!jobs.length) return;
-    await this.store.release(queue, this.options.workerId, jobs.map((j) => ({ id: j.id, lockToken: j.lockToken })));
+    await this.sendReleases(
+      queue,
+      jobs.map((j) => this.pend(queue, j)),
+    );
   }
 
   // ---- running one job ----------------------------------------------------
@@ -344,11 +417,18 @@ export class WorkerRuntime {
     return true;
   }
 
+  /** Records that the outcome of `job`'s attempt is on its way to Redis (see {@link Ack}). */
+  private pend(queue: string, job: WorkerJob): Ack {
+    const a: Ack = { queue, id: job.id, lockToken: job.lockToken, leaseExpiresAt: job.leaseExpiresAt };
+    this.unacked.set(job.id, a);
+    return a;
+  }
+
   private succeed(r: Running, result: Json): void {
     if (!this.settle(r, 'completed')) return; // timed out, cancelled or lost meanwhile: result discarded
     let list = this.acks.get(r.queue);
     if (!list) this.acks.set(r.queue, (list = []));
-    list.push({ id: r.job.id, lockToken: r.job.lockToken, result, leaseExpiresAt: r.job.leaseExpiresAt });
+    list.push({ ...this.pend(r.queue, r.job), result });
     if (!this.ackScheduled) {
       this.ackScheduled = true;
       setImmediate(() => void this.flushAcks());
@@ -381,10 +461,53 @@ export class WorkerRuntime {
 
   private sendFail(r: Running, message: string, retryable: boolean, reason: 'error' | 'timeout' | 'cancelled'): void {
     const delayMs = computeBackoffDelay(r.job.backoff, r.job.attempts, this.random);
-    const p = this.store
-      .fail(r.queue, r.job.id, r.job.lockToken, { error: message, retryable, delayMs, reason, workerId: this.options.workerId })
-      .catch((e) => this.log.warn({ jobId: r.job.id, err: (e as Error).message }, 'fail refused'));
-    this.track(p);
+    const input: FailInput = { error: message, retryable, delayMs, reason, workerId: this.options.workerId };
+    this.track(this.sendFailAck(this.pend(r.queue, r.job), input));
+  }
+
+  /** failJob for one attempt, sent again while Redis does not answer (see {@link Ack}). */
+  private async sendFailAck(a: Ack, input: FailInput): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.store.fail(a.queue, a.id, a.lockToken, input);
+        this.unacked.delete(a.id);
+        return;
+      } catch (e) {
+        if (isStoreAnswer(e)) {
+          this.unacked.delete(a.id);
+          // After a try that got no answer, the fail may have landed then: the job has moved on either way.
+          this.log[attempt ? 'info' : 'warn']({ jobId: a.id, queue: a.queue, err: (e as Error).message, tries: attempt + 1 }, attempt ? 'fail answered after retries: the job has moved on (an earlier try may have landed)' : 'fail refused');
+          return;
+        }
+        if (!(await this.retryLater('fail', [a], e, attempt)).length) return;
+      }
+    }
+  }
+
+  /**
+   * After a call Redis did not answer (an error other than a store answer):
+   * drops the acks whose lease has certainly expired (the reaper re-delivers
+   * those jobs) or, while stopping, all of them once the drain deadline has
+   * passed; waits before the next try (capped exponential backoff).
+   * @returns the acks to send again (empty: give up).
+   */
+  private async retryLater<T extends Ack>(what: string, list: T[], e: unknown, attempt: number): Promise<T[]> {
+    const now = Date.now();
+    const late = now >= this.drainDeadline;
+    const keep = late ? [] : list.filter((a) => now <= a.leaseExpiresAt + ACK_LEASE_SLACK_MS);
+    if (keep.length < list.length) {
+      const dropped = list.filter((a) => !keep.includes(a));
+      for (const a of dropped) this.unacked.delete(a.id);
+      this.log.warn(
+        { what, queue: list[0].queue, jobs: dropped.map((a) => a.id).slice(0, 20), count: dropped.length, tries: attempt + 1, err: (e as Error).message },
+        late ? `${what} not confirmed by redis before the shutdown deadline: the reaper re-delivers these jobs` : `${what} given up: leases expired while redis was unreachable; the reaper re-delivers these jobs`,
+      );
+    }
+    if (!keep.length) return keep;
+    if (attempt === 0) this.log.warn({ what, queue: list[0].queue, jobs: keep.length, err: (e as Error).message }, `${what} failed: redis unreachable, sending it again with the same lock tokens`);
+    const wait = Math.min(ACK_RETRY_MIN_MS * 2 ** attempt, ACK_RETRY_MAX_MS);
+    await new Promise((r) => setTimeout(r, Math.min(wait, Math.max(0, this.drainDeadline - now))));
+    return keep;
   }
 
   private track(p: Promise<unknown>): void {
@@ -406,37 +529,47 @@ export class WorkerRuntime {
     );
   }
 
-  private async sendAcks(queue: string, list: { id: string; lockToken: string; result: Json | undefined; leaseExpiresAt: number }[]): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
+  /**
+   * One completeJobs call for `list`, sent again with the same lock tokens
+   * while Redis does not answer (see {@link Ack}). A repeat of a complete that
+   * landed but whose reply was lost answers `completed` (or `cancelled`) again
+   * and changes nothing (lua/completeJobs-5.lua), so sending again is safe.
+   */
+  private async sendAcks(queue: string, list: (Ack & { result: Json | undefined })[]): Promise<void> {
+    for (let attempt = 0; list.length; attempt++) {
       try {
         const out = await this.store.complete(queue, this.options.workerId, list);
         out.forEach((s, i) => {
-          if (s !== 'completed' && s !== 'cancelled') this.log.warn({ jobId: list[i].id, queue, status: s }, 'late ack refused: lease lost, result discarded');
+          this.unacked.delete(list[i].id);
+          if (s === 'lease_lost') this.log.warn({ jobId: list[i].id, queue, status: s, tries: attempt + 1 }, 'late ack refused: lease lost, result discarded');
+          // Only a finished job leaves Redis: after a try that got no answer, most likely this very ack, then the mirror.
+          else if (s === 'not_found') this.log[attempt ? 'info' : 'warn']({ jobId: list[i].id, queue, status: s, tries: attempt + 1 }, 'ack answered not_found: the job has left redis');
         });
         return;
       } catch (e) {
-        // Redis unreachable: keep trying while the leases can still be valid;
-        // after that the reaper owns these jobs and an ack would be refused anyway.
-        if (Date.now() > Math.max(...list.map((a) => a.leaseExpiresAt)) + 1000) {
-          this.log.warn({ queue, jobs: list.length, err: (e as Error).message }, 'acks dropped: leases expired while redis was unreachable');
-          return;
-        }
-        await new Promise((r) => setTimeout(r, Math.min(100 * (attempt + 1), 1000)));
+        list = await this.retryLater('ack', list, e, attempt);
       }
     }
   }
 
   // ---- leases ---------------------------------------------------------------
 
-  /** One extendLocks call per queue for every job held here. */
+  /**
+   * One extendLocks call per queue for every job held here. A queue whose
+   * previous call has not answered (a stalled Redis) is skipped, so calls do
+   * not pile up; a call that fails or times out changes nothing here (the job
+   * runs on; only Redis's answer `lease_lost` ends an attempt).
+   */
   private async heartbeat(): Promise<void> {
     const byQueue = new Map<string, Running[]>();
     for (const r of this.running.values()) {
+      if (this.beating.has(r.queue)) continue;
       let l = byQueue.get(r.queue);
       if (!l) byQueue.set(r.queue, (l = []));
       l.push(r);
     }
     const tasks: Promise<unknown>[] = [...byQueue].map(async ([queue, list]) => {
+      this.beating.add(queue);
       try {
         const { leaseExpiresAt, statuses } = await this.store.extendLeases(
           queue,
@@ -453,32 +586,48 @@ export class WorkerRuntime {
         });
       } catch (e) {
         this.log.warn({ queue, err: (e as Error).message }, 'heartbeat failed');
+      } finally {
+        this.beating.delete(queue);
       }
     });
-    if (this.options.onHeartbeat) tasks.push(this.options.onHeartbeat(this.running.size).catch(() => undefined));
+    if (this.options.onHeartbeat && !this.registryBeating) {
+      this.registryBeating = true;
+      tasks.push(
+        this.options
+          .onHeartbeat(this.running.size)
+          .catch(() => undefined)
+          .finally(() => (this.registryBeating = false)),
+      );
+    }
     await Promise.all(tasks);
   }
 
   /** Aborts every held job and releases it (attempt refunded). */
   private async releaseAll(reason: AbortReason): Promise<void> {
-    const byQueue = new Map<string, Running[]>();
+    const byQueue = new Map<string, Ack[]>();
     for (const r of [...this.running.values()]) {
       if (!this.settle(r, 'released')) continue;
       r.abortReason = reason;
       r.controller?.abort(reason);
       let l = byQueue.get(r.queue);
       if (!l) byQueue.set(r.queue, (l = []));
-      l.push(r);
+      l.push(this.pend(r.queue, r.job));
     }
-    await Promise.all(
-      [...byQueue].map(async ([queue, list]) => {
-        try {
-          await this.store.release(queue, this.options.workerId, list.map((r) => ({ id: r.job.id, lockToken: r.job.lockToken })));
-          this.log.info({ queue, jobs: list.map((r) => r.job.id) }, 'released active jobs');
-        } catch (e) {
-          this.log.error({ queue, err: (e as Error).message }, 'release failed: the reaper will recover these jobs');
-        }
-      }),
-    );
+    await Promise.all([...byQueue].map(([queue, list]) => this.sendReleases(queue, list)));
+  }
+
+  /** One releaseJobs call, sent again while Redis does not answer (see {@link Ack}). */
+  private async sendReleases(queue: string, list: Ack[]): Promise<void> {
+    for (let attempt = 0; list.length; attempt++) {
+      try {
+        const out = await this.store.release(queue, this.options.workerId, list.map((a) => ({ id: a.id, lockToken: a.lockToken })));
+        for (const a of list) this.unacked.delete(a.id);
+        const refused = list.filter((_, i) => out[i] === 'lease_lost' || out[i] === 'not_found').map((a) => a.id);
+        this.log.info({ queue, jobs: list.map((a) => a.id), refused: refused.length ? refused : undefined, tries: attempt + 1 }, 'released active jobs');
+        return;
+      } catch (e) {
+        list = await this.retryLater('release', list, e, attempt);
+      }
+    }
   }
 }

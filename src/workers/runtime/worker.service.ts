@@ -10,6 +10,17 @@ import { JobStore, QueueStore, StoreConnection, WakeSignals, WorkerRegistryStore
 import { WorkerRegistry } from '../registry/worker-registry';
 import { WorkerRuntime } from './worker-runtime';
 
+/** Longest the shutdown waits for a registry write, ms. */
+const REGISTRY_WAIT_MS = 1000;
+
+/** Waits for `p` at most `ms`; never rejects. */
+async function bounded(p: Promise<unknown> | undefined, ms: number): Promise<void> {
+  if (!p) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
+
 /**
  * The worker role: runs a WorkerRuntime for the process lifetime, listens for
  * cancel requests, keeps the worker registry entry fresh, and drains on
@@ -80,9 +91,10 @@ export class WorkerService implements OnApplicationBootstrap {
   private async drainOnce(): Promise<void> {
     if (!this.runtime) return;
     this.log.info({ workerId: this.workerId, active: this.runtime.activeCount }, 'worker draining');
-    await this.registry?.draining(this.runtime.activeCount).catch(() => undefined);
+    // The registry entry is a courtesy (it expires by itself): a stalled Redis must not hold the shutdown for it.
+    await bounded(this.registry?.draining(this.runtime.activeCount), REGISTRY_WAIT_MS);
     await this.runtime.stop();
-    await this.registry?.remove().catch(() => undefined);
+    await bounded(this.registry?.remove(), REGISTRY_WAIT_MS);
     this.unsubscribeCancels?.();
     this.log.info({ workerId: this.workerId }, 'worker stopped');
   }

@@ -112,7 +112,7 @@ describe('complete', () => {
       expect(await snapshot(q, id)).toEqual(before);
     });
 
-    it('wrong state: a waiting job, and a job completed twice', async () => {
+    it('wrong state: a waiting job, and a completed job acked with another token', async () => {
       const q = newQueue();
       const waiting = await enq(q, { priority: -1 });
       const { id, token } = await claimOne(q);
@@ -122,9 +122,53 @@ describe('complete', () => {
 
       expect(await t.store.complete(q, 'w1', [{ id, lockToken: token, result: 'first' }])).toEqual(['completed']);
       const before = await snapshot(q, id);
-      expect(await t.store.complete(q, 'w1', [{ id, lockToken: token, result: 'second' }])).toEqual(['lease_lost']);
+      expect(await t.store.complete(q, 'w1', [{ id, lockToken: token + 'x', result: 'second' }])).toEqual(['lease_lost']);
       expect(await snapshot(q, id)).toEqual(before);
       expect((await events(q, id)).filter((e) => e.e === 'completed')).toHaveLength(1);
+    });
+  });
+
+  describe('a repeated complete (same token: its first reply was lost) answers as the first and changes nothing (C26)', () => {
+    it('completed, then the same ack again', async () => {
+      const q = newQueue();
+      const { id, token } = await claimOne(q);
+      expect(await t.store.complete(q, 'w1', [{ id, lockToken: token, result: 'first' }])).toEqual(['completed']);
+      const before = await snapshot(q, id);
+      expect(await t.store.complete(q, 'w1', [{ id, lockToken: token, result: 'first' }])).toEqual(['completed']);
+      expect(await t.store.complete(q, 'w1', [{ id, lockToken: token, result: 'second' }])).toEqual(['completed']);
+      expect(await snapshot(q, id)).toEqual(before);
+      expect((await t.store.getJob(q, id))!.result).toBe('first');
+      expect((await events(q, id)).filter((e) => e.e === 'completed')).toHaveLength(1);
+    });
+
+    it('cancelled by the cancel its first ack met, then the same ack again', async () => {
+      const q = newQueue();
+      const { id, token } = await claimOne(q);
+      expect(await t.store.cancel(q, id)).toBe('active');
+      expect(await t.store.complete(q, 'w1', [{ id, lockToken: token, result: 1 }])).toEqual(['cancelled']);
+      const before = await snapshot(q, id);
+      expect(await t.store.complete(q, 'w1', [{ id, lockToken: token, result: 1 }])).toEqual(['cancelled']);
+      expect(await snapshot(q, id)).toEqual(before);
+      expect((await events(q, id)).filter((e) => e.e === 'cancelled')).toHaveLength(1);
+    });
+
+    it('never for a token whose attempt ended otherwise (failed, released, reaped)', async () => {
+      const qf = newQueue();
+      const failed = await claimOne(qf, { maxAttempts: 1 });
+      await t.store.fail(qf, failed.id, failed.token, failInput({ retryable: false }));
+      const qr = newQueue();
+      const released = await claimOne(qr);
+      await t.store.release(qr, 'w1', [{ id: released.id, lockToken: released.token }]);
+      const qs = newQueue();
+      const reaped = await claimOne(qs, { maxAttempts: 1 }, 100);
+      await sleep(150);
+      await t.store.reapExpired(qs, 10);
+      for (const [q, j, status] of [[qf, failed, 'failed'], [qr, released, 'waiting'], [qs, reaped, 'failed']] as const) {
+        const before = await snapshot(q, j.id);
+        expect(before.hash.s).toBe(status);
+        expect(await t.store.complete(q, 'w1', [{ id: j.id, lockToken: j.token, result: 1 }])).toEqual(['lease_lost']);
+        expect(await snapshot(q, j.id)).toEqual(before);
+      }
     });
 
     it('unknown job', async () => {
