@@ -47,6 +47,10 @@ export interface MirrorWriterOptions {
   onBatch?: (lagMs: number) => void;
   /** Fed once per batch (src/mirror/mirror-metrics.ts). */
   metrics?: MirrorWriterMetrics;
+  /** How often the writer takes back entries of its own whose acknowledgement was lost, ms (default ORPHAN_SWEEP_MS). */
+  orphanSweepMs?: number;
+  /** Pending this long, an entry of its own counts as one whose acknowledgement was lost, ms (default ORPHAN_IDLE_MS). */
+  orphanIdleMs?: number;
 }
 
 
@@ -77,6 +81,11 @@ const MAX_BATCH_CHARS = 32 * 2 ** 20;
  * (a payload is held twice, escaping may double it, up to 3 bytes a char).
  */
 const MAX_ENTRY_CHARS = 64 * 2 ** 20;
+
+/** How often a writer looks for entries of its own whose acknowledgement was lost, ms. */
+const ORPHAN_SWEEP_MS = 10_000;
+/** Pending this long, an entry of the writer's own was written but its acknowledgement lost, ms. */
+const ORPHAN_IDLE_MS = 30_000;
 
 /** Failures in a row of the same batch with the same unclassified SQLSTATE after which it is taken as the data's (src/postgres/pg-errors.ts). */
 const UNKNOWN_REPEATS = 3;
@@ -452,6 +461,7 @@ export class MirrorWriter {
         await this.takeOver(q);
       }
     }
+    await this.sweepOrphans();
   }
 
   /**
@@ -472,19 +482,43 @@ export class MirrorWriter {
     }
   }
 
-  /** Claims every entry left pending in the group by earlier owners (XAUTOCLAIM). */
-  private async takeOver(queue: string): Promise<void> {
+  /**
+   * Claims every entry left pending in the group by earlier owners
+   * (XAUTOCLAIM) — or, with `minIdleMs`, by this writer itself and pending for
+   * that long: entries whose acknowledgement never landed (it went to a
+   * master that a failover then demoted, see sweepOrphans). Entries the
+   * backlog holds already are not added twice.
+   */
+  private async takeOver(queue: string, minIdleMs = 0): Promise<void> {
     let cursor = '0-0';
     const taken: StreamEntry[] = [];
+    const held = minIdleMs ? new Set(this.backlog.filter((e) => e.queue === queue).map((e) => e.id)) : null;
     do {
-      const r = await this.stores.mirror.claimPending(queue, this.opts.writerId, cursor);
+      const r = await this.stores.mirror.claimPending(queue, this.opts.writerId, cursor, minIdleMs);
       cursor = r.cursor;
-      for (const { id, fields } of r.entries) taken.push({ queue, id, fields: entryFields(fields) });
+      for (const { id, fields } of r.entries) if (!held?.has(id)) taken.push({ queue, id, fields: entryFields(fields) });
     } while (cursor !== '0-0');
     if (taken.length) {
       taken.sort((a, b) => compareIds(a.id, b.id));
       this.backlog.push(...taken);
-      this.log.info({ queue, entries: taken.length }, 'audit writer took over pending entries');
+      this.log.info({ queue, entries: taken.length }, minIdleMs ? 'audit writer took back entries whose acknowledgement was lost' : 'audit writer took over pending entries');
     }
+  }
+
+  private orphansSweptAt = Date.now();
+
+  /**
+   * Every orphanSweepMs (while PostgreSQL is up), takes back the entries of
+   * its queues pending for more than orphanIdleMs: a batch's entries are
+   * acknowledged within milliseconds of their commit, so such entries are
+   * ones whose acknowledgement was lost (a Redis failover between the write
+   * and the ack) — left alone they would stay pending for good and every
+   * read-your-writes history query would wait for them. Written again
+   * (idempotent) and acknowledged.
+   */
+  private async sweepOrphans(): Promise<void> {
+    if (this.pgDown || Date.now() - this.orphansSweptAt < (this.opts.orphanSweepMs ?? ORPHAN_SWEEP_MS)) return;
+    this.orphansSweptAt = Date.now();
+    for (const q of this.owned) await this.takeOver(q, this.opts.orphanIdleMs ?? ORPHAN_IDLE_MS);
   }
 }

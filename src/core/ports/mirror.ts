@@ -42,10 +42,12 @@ export abstract class MirrorStream {
   /** Up to `count` entries never delivered before, for `consumer`, oldest first. */
   abstract readNew(queue: string, consumer: string, count: number): Promise<RawStreamEntry[]>;
   /**
-   * Takes over entries left pending by earlier consumers, 1,000 per call from
-   * `cursor` (start with '0-0'); done when the returned cursor is '0-0'.
+   * Takes over entries left pending by earlier consumers (or by `consumer`
+   * itself), 1,000 per call from `cursor` (start with '0-0'); done when the
+   * returned cursor is '0-0'. Only entries pending for at least `minIdleMs`
+   * (default 0: all).
    */
-  abstract claimPending(queue: string, consumer: string, cursor: string): Promise<{ cursor: string; entries: RawStreamEntry[] }>;
+  abstract claimPending(queue: string, consumer: string, cursor: string, minIdleMs?: number): Promise<{ cursor: string; entries: RawStreamEntry[] }>;
   /** The stored bytes of entries still in the stream (for the quarantine); a missing entry → null. */
   abstract rawEntries(queue: string, ids: string[]): Promise<(Buffer[] | null)[]>;
   /**

@@ -57,8 +57,8 @@ export class RedisMirrorStream implements MirrorStream {
     return r ? r[0][1].map(([id, fields]) => ({ id, fields })) : [];
   }
 
-  async claimPending(queue: string, consumer: string, cursor: string): Promise<{ cursor: string; entries: RawStreamEntry[] }> {
-    const r = (await (this.redis as any).xautoclaim(this.ctx.keys(queue).events, MIRROR_GROUP, consumer, 0, cursor, 'COUNT', 1000)) as [string, XEntries, string[]?];
+  async claimPending(queue: string, consumer: string, cursor: string, minIdleMs = 0): Promise<{ cursor: string; entries: RawStreamEntry[] }> {
+    const r = (await (this.redis as any).xautoclaim(this.ctx.keys(queue).events, MIRROR_GROUP, consumer, minIdleMs, cursor, 'COUNT', 1000)) as [string, XEntries, string[]?];
     // An entry deleted while pending comes back with null fields: nothing to take over.
     return { cursor: r[0], entries: r[1].filter(([, fields]) => fields).map(([id, fields]) => ({ id, fields })) };
   }
