@@ -280,7 +280,7 @@ function forwarder(first: number): Promise<{ port: number; target(port: number):
   );
 }
 
-test('READONLY after the master was demoted under an open connection: commands reconnect and go on (bull #1947)', async () => {
+test('READONLY after the master was demoted under an open connection: commands reconnect and go on (bull #1947); a replica behind REDIS_URL is refused at start', async () => {
   const a = await startRedisServer({ name: 'readonly-a' });
   const b = await startRedisServer({ name: 'readonly-b' });
   const fwd = await forwarder(a.port);
@@ -305,6 +305,11 @@ test('READONLY after the master was demoted under an open connection: commands r
     // The BLPOP went again to B and gets what B is given.
     await admin[1].rpush('wake', 'token');
     expect(await popped).toEqual(['wake', 'token']);
+
+    // A process whose REDIS_URL names a replica would meet READONLY for ever: it refuses to start instead.
+    const p = await startSluice({ REDIS_URL: a.url }, { waitReady: false });
+    expect((await p.exited).code).not.toBe(0);
+    expect(p.output()).toContain(`Redis at REDIS_URL=${a.url} is a replica: point REDIS_URL at the master, or use REDIS_SENTINELS`);
   } finally {
     client.disconnect();
     blocking.disconnect();
