@@ -20,14 +20,19 @@ const dbOf = (prefix) => prefix.replace(/[^a-z0-9_]/gi, '_');
  * @returns {Promise<{removedPrefixes: string[], droppedDatabases: string[], running: string[]}>}
  */
 async function cleanDemos({ redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379', pgUrl = 'postgres://postgres@127.0.0.1:5432/postgres', only = DEMO_PREFIX, log = console.log } = {}) {
-  const Redis = require('ioredis');
   const { Client } = require('pg');
+  const { openRedis } = require('./redis');
   const admin = new URL(pgUrl);
   admin.pathname = '/postgres';
-  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  const redis = openRedis(redisUrl);
   const pg = new Client({ connectionString: admin.toString() });
-  await redis.connect();
-  await pg.connect();
+  try {
+    await redis.ping();
+    await pg.connect();
+  } catch (e) {
+    redis.disconnect(); // it would reconnect for ever
+    throw e;
+  }
   try {
     // Demo prefixes with keys in Redis, and demo databases.
     const keys = new Map();

@@ -2,7 +2,8 @@
  * Starting and cleaning up a Sluice process for the scripts (demo, load):
  * a free port, `node dist/main.js` with a private REDIS_PREFIX and database,
  * readiness through GET /readyz, a graceful stop, and removal of the Redis
- * keys and the database afterwards. Plain Node plus the repo's ioredis and pg.
+ * keys and the database afterwards. Plain Node plus the repo's pg and the
+ * build's Redis factory (./redis.js).
  */
 const { spawn } = require('node:child_process');
 const net = require('node:net');
@@ -144,20 +145,21 @@ async function waitLog(server, re, timeoutMs = 60000) {
  * Errors are reported, not thrown: cleanup must not hide the run's result.
  */
 async function cleanup({ prefix, databaseUrl, dropDb, redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379' }) {
-  const Redis = require('ioredis');
   const { Client } = require('pg');
+  const { openRedis } = require('./redis');
+  let r;
   try {
-    const r = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2 });
-    await r.connect();
+    r = openRedis(redisUrl);
     let cursor = '0';
     do {
       const [c, keys] = await r.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
       cursor = c;
       if (keys.length) await r.unlink(...keys);
     } while (cursor !== '0');
-    r.disconnect();
   } catch (e) {
     process.stderr.write(`cleanup: redis keys ${prefix}:* not removed: ${e.message}\n`);
+  } finally {
+    r?.disconnect(); // it would reconnect for ever
   }
   if (!dropDb) return;
   try {

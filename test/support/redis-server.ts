@@ -68,6 +68,8 @@ export interface RedisServerOptions {
   appendonly?: boolean;
   appendfsync?: 'always' | 'everysec' | 'no';
   cluster?: boolean;
+  /** Run as a Sentinel (`redis-server <file> --sentinel`) with this config file, which it rewrites. */
+  sentinelConfig?: string;
   extraArgs?: string[];
 }
 
@@ -100,6 +102,11 @@ export class RedisServer {
 
   private args(): string[] {
     const o = this.opts;
+    if (o.sentinelConfig) {
+      // prettier-ignore
+      return [o.sentinelConfig, '--sentinel', '--port', String(o.port), '--bind', '127.0.0.1', '--dir', o.dir,
+        '--daemonize', 'no', '--logfile', '', '--protected-mode', 'no', ...(o.extraArgs ?? [])];
+    }
     // prettier-ignore
     const args = [
       '--port', String(o.port), '--bind', '127.0.0.1', '--dir', o.dir, '--daemonize', 'no',
@@ -150,7 +157,9 @@ export class RedisServer {
         else res();
       };
       const check = () => {
-        if (this.out.slice(mark).includes('Ready to accept connections')) done();
+        // A Sentinel never says it is ready: it is once it monitors its master.
+        const ready = this.opts.sentinelConfig ? '+monitor master' : 'Ready to accept connections';
+        if (this.out.slice(mark).includes(ready)) done();
         else if (proc.exitCode !== null || proc.signalCode !== null)
           done(
             new Error(`redis-server on ${this.port} exited: ${this.out.slice(mark).slice(-2000)}`),
