@@ -1,4 +1,4 @@
-import { ConfigError, ENV_BOUNDS, loadConfig } from './config';
+import { ConfigError, ENV_BOUNDS, loadConfig, MAX_SENTINELS } from './config';
 
 /** The value each variable sets in the loaded config (docs/configuration.md). */
 const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
@@ -68,6 +68,67 @@ describe('env bounds: every integer variable has a documented range', () => {
     expect(loadConfig({ REDIS_CLUSTER_NODES: 'a:1,b:65535' }).redisClusterNodes).toEqual([{ host: 'a', port: 1 }, { host: 'b', port: 65535 }]);
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:65536' })).toThrow(/^REDIS_CLUSTER_NODES is invalid/);
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:0' })).toThrow(/^REDIS_CLUSTER_NODES is invalid/);
+  });
+});
+
+describe('REDIS_SENTINELS', () => {
+  it('is off by default; REDIS_SENTINEL_NAME and _PASSWORD are not read without it', () => {
+    expect(loadConfig({}).redisSentinel).toBeNull();
+    expect(loadConfig({ REDIS_SENTINEL_NAME: 'x y', REDIS_SENTINEL_PASSWORD: 'p' }).redisSentinel).toBeNull();
+  });
+
+  it('host:port list, master name `mymaster` by default, REDIS_URL gives only user, password, db and TLS', () => {
+    expect(loadConfig({ REDIS_SENTINELS: 's1:26379, s2:26380', REDIS_URL: 'redis://redis.example:6379' }).redisSentinel).toEqual({
+      sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }],
+      name: 'mymaster',
+      password: null,
+      node: { db: 0, tls: false },
+    });
+    const c = loadConfig({
+      REDIS_SENTINELS: '10.0.0.1:26379',
+      REDIS_SENTINEL_NAME: 'jobs-1',
+      REDIS_SENTINEL_PASSWORD: 's3cret pass',
+      REDIS_URL: 'rediss://app:p%40ss@ignored:1/3',
+    }).redisSentinel;
+    expect(c).toEqual({
+      sentinels: [{ host: '10.0.0.1', port: 26379 }],
+      name: 'jobs-1',
+      password: 's3cret pass',
+      node: { username: 'app', password: 'p@ss', db: 3, tls: true },
+    });
+    expect(loadConfig({ REDIS_SENTINELS: 'a:1', REDIS_URL: 'redis://:pw@h/' }).redisSentinel!.node).toEqual({ password: 'pw', db: 0, tls: false });
+  });
+
+  it('refuses bad entries, too many Sentinels, a bad name, a bad database number naming the variable', () => {
+    for (const bad of ['a', 'a:', ':1', 'a:0', 'a:65536', 'a:1,', 'a:1,,b:2', 'a b:1']) {
+      expect(() => loadConfig({ REDIS_SENTINELS: bad })).toThrow(/^REDIS_SENTINELS is invalid/);
+    }
+    const many = (n: number) => Array.from({ length: n }, (_, i) => `s${i}:26379`).join(',');
+    expect(loadConfig({ REDIS_SENTINELS: many(MAX_SENTINELS) }).redisSentinel!.sentinels).toHaveLength(MAX_SENTINELS);
+    expect(() => loadConfig({ REDIS_SENTINELS: many(MAX_SENTINELS + 1) })).toThrow(/^REDIS_SENTINELS is invalid: 17 entries, at most 16/);
+    for (const bad of ['my master', 'a/b', 'x'.repeat(65), 'é']) {
+      expect(() => loadConfig({ REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_NAME: bad })).toThrow(/^REDIS_SENTINEL_NAME=/);
+    }
+    expect(() => loadConfig({ REDIS_SENTINELS: 'a:1', REDIS_URL: 'redis://h:1/x' })).toThrow(/^REDIS_URL is invalid: the database number/);
+  });
+
+  it('refuses a bad REDIS_SENTINEL_PASSWORD without printing it', () => {
+    for (const bad of ['line\nbreak', 'x'.repeat(513)]) {
+      let msg = '';
+      try {
+        loadConfig({ REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_PASSWORD: bad });
+      } catch (e) {
+        msg = (e as Error).message;
+      }
+      expect(msg).toMatch(/^REDIS_SENTINEL_PASSWORD is invalid/);
+      expect(msg).not.toContain(bad.slice(0, 8));
+    }
+  });
+
+  it('with REDIS_CLUSTER_NODES is refused', () => {
+    expect(() => loadConfig({ REDIS_SENTINELS: 'a:1', REDIS_CLUSTER_NODES: 'b:2' })).toThrow(
+      new ConfigError('REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set: use Sentinel or Cluster, not both'),
+    );
   });
 });
 

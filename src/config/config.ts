@@ -16,6 +16,13 @@ export interface SluiceConfig {
   redisUrl: string;
   /** host:port list; when set, ioredis Cluster is used instead of redisUrl. */
   redisClusterNodes: { host: string; port: number }[] | null;
+  /**
+   * REDIS_SENTINELS, REDIS_SENTINEL_NAME, REDIS_SENTINEL_PASSWORD: when set, the
+   * master is looked up through the Sentinels and followed through failovers;
+   * `node` holds what redisUrl still says (the data nodes' user, password, db
+   * number and TLS), its host and port are not used. Never with redisClusterNodes.
+   */
+  redisSentinel: RedisSentinelConfig | null;
   redisPrefix: string;
   databaseUrl: string;
   roles: Set<Role>;
@@ -84,7 +91,21 @@ export interface SluiceConfig {
   httpMaxConnections: number;
 }
 
+/** Redis through Sentinel (SluiceConfig.redisSentinel). The passwords are secrets: never log this object. */
+export interface RedisSentinelConfig {
+  sentinels: { host: string; port: number }[];
+  /** The master's name in the Sentinels (REDIS_SENTINEL_NAME, default `mymaster`). */
+  name: string;
+  /** REDIS_SENTINEL_PASSWORD: the Sentinels' own password; null = none. */
+  password: string | null;
+  /** The data nodes' credentials, database and TLS, from REDIS_URL. */
+  node: { username?: string; password?: string; db: number; tls: boolean };
+}
+
 export class ConfigError extends Error {}
+
+/** Most Sentinels REDIS_SENTINELS may name (*ours*: a deployment runs 3 or 5). */
+export const MAX_SENTINELS = 16;
 
 /** Node timers hold at most 2^31−1 ms; a longer value would silently fire after 1 ms. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -205,6 +226,60 @@ function trustProxy(env: Env): boolean | number | string[] {
   return items;
 }
 
+/** A comma list of `host:port` (ports 1..65535), at most `max` entries. */
+function hostPorts(name: string, raw: string, max = Infinity): { host: string; port: number }[] {
+  const out = raw.split(',').map((hp) => {
+    const m = /^\s*([^:\s]+):(\d+)\s*$/.exec(hp);
+    if (!m) throw new ConfigError(`${name} is invalid: "${hp}" is not host:port`);
+    const port = Number(m[2]);
+    if (port < 1 || port > 65_535) throw new ConfigError(`${name} is invalid: port ${m[2]} is not 1..65535`);
+    return { host: m[1], port };
+  });
+  if (out.length > max) throw new ConfigError(`${name} is invalid: ${out.length} entries, at most ${max}`);
+  return out;
+}
+
+/**
+ * REDIS_SENTINELS and its companions; null without REDIS_SENTINELS (then
+ * REDIS_SENTINEL_NAME and REDIS_SENTINEL_PASSWORD are not read). With
+ * sentinels, REDIS_URL gives the data nodes' user, password, db and TLS only.
+ */
+function parseRedisSentinel(env: Env, redisUrl: string): RedisSentinelConfig | null {
+  if (!env.REDIS_SENTINELS) return null;
+  if (env.REDIS_CLUSTER_NODES) {
+    throw new ConfigError('REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set: use Sentinel or Cluster, not both');
+  }
+  const sentinels = hostPorts('REDIS_SENTINELS', env.REDIS_SENTINELS, MAX_SENTINELS);
+  const name = env.REDIS_SENTINEL_NAME || 'mymaster';
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) {
+    throw new ConfigError(`REDIS_SENTINEL_NAME=${JSON.stringify(name)} is invalid: use 1..64 letters, digits, _ . -`);
+  }
+  const password = env.REDIS_SENTINEL_PASSWORD || null;
+  // The value itself is never printed: it is a secret.
+  if (password !== null && (password.length > 512 || /\p{Cc}/u.test(password))) {
+    throw new ConfigError('REDIS_SENTINEL_PASSWORD is invalid: expected 1..512 characters without control characters');
+  }
+  let u: URL;
+  try {
+    u = new URL(redisUrl);
+  } catch {
+    throw new ConfigError('REDIS_URL is invalid: not a URL');
+  }
+  const path = u.pathname.replace(/^\//, '');
+  if (!/^\d{0,5}$/.test(path)) throw new ConfigError(`REDIS_URL is invalid: the database number "${path}" is not an integer 0..99999`);
+  return {
+    sentinels,
+    name,
+    password,
+    node: {
+      ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+      ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+      db: path === '' ? 0 : Number(path),
+      tls: u.protocol === 'rediss:',
+    },
+  };
+}
+
 /**
  * Parses and validates the environment.
  * @throws ConfigError naming the first bad variable.
@@ -219,18 +294,10 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
   }
   if (roles.size === 0) throw new ConfigError('ROLE is empty');
 
-  let redisClusterNodes: SluiceConfig['redisClusterNodes'] = null;
-  if (env.REDIS_CLUSTER_NODES) {
-    redisClusterNodes = env.REDIS_CLUSTER_NODES.split(',').map((hp) => {
-      const m = /^\s*([^:\s]+):(\d+)\s*$/.exec(hp);
-      if (!m) throw new ConfigError(`REDIS_CLUSTER_NODES is invalid: "${hp}" is not host:port`);
-      const port = Number(m[2]);
-      if (port < 1 || port > 65_535) throw new ConfigError(`REDIS_CLUSTER_NODES is invalid: port ${m[2]} is not 1..65535`);
-      return { host: m[1], port };
-    });
-  }
+  const redisClusterNodes = env.REDIS_CLUSTER_NODES ? hostPorts('REDIS_CLUSTER_NODES', env.REDIS_CLUSTER_NODES) : null;
   const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
   if (!/^rediss?:\/\//.test(redisUrl)) throw new ConfigError(`REDIS_URL=${JSON.stringify(redisUrl)} is invalid: expected redis://host:port`);
+  const redisSentinel = parseRedisSentinel(env, redisUrl);
   const databaseUrl = env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/sluice';
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError(`DATABASE_URL is invalid: expected postgres://...`);
   try {
@@ -281,6 +348,7 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     host,
     redisUrl,
     redisClusterNodes,
+    redisSentinel,
     redisPrefix,
     databaseUrl,
     roles,

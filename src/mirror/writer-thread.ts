@@ -13,6 +13,7 @@ export type WriterThreadConfig = Pick<
   SluiceConfig,
   | 'redisUrl'
   | 'redisClusterNodes'
+  | 'redisSentinel'
   | 'redisPrefix'
   | 'databaseUrl'
   | 'logLevel'

@@ -1,7 +1,7 @@
 import Redis, { Cluster, RedisOptions } from 'ioredis';
-import type { SluiceConfig } from '../config/config';
+import type { RedisSentinelConfig, SluiceConfig } from '../config/config';
 
-/** A single-node client or a cluster client; both run the same scripts. */
+/** A single-node (or Sentinel) client or a cluster client; both run the same scripts. */
 export type RedisClient = Redis | Cluster;
 
 /**
@@ -20,9 +20,29 @@ export type RedisClient = Redis | Cluster;
  */
 const UNPIPELINED = ['enqueueJobs', 'claimJobs'];
 
+/** What createRedis reads of the config; without `redisSentinel`, no Sentinel. */
+export type RedisConnectionConfig = Pick<SluiceConfig, 'redisUrl' | 'redisClusterNodes'> & Partial<Pick<SluiceConfig, 'redisSentinel'>>;
+
+/**
+ * After a failover a connection can still be open to the old master, now a
+ * replica (demoted while the connection stayed up, or reached again by an
+ * address that has not moved yet, as a DNS name behind a managed Redis): every
+ * write then fails with READONLY, and would for good (bull #1947). Such an
+ * error reconnects (in Sentinel mode to the master the Sentinels name) and
+ * sends the command again (2). A replica refuses a write, a script's too,
+ * before changing anything, so sending it again cannot apply it twice.
+ * UNBLOCKED is what a node answers a blocked BLPOP when it turns replica: the
+ * BLPOP is sent again the same way.
+ */
+export function reconnectOnReadonly(err: Error): 2 | false {
+  return err.message.startsWith('READONLY') || err.message.startsWith('UNBLOCKED') ? 2 : false;
+}
+
 /**
  * Creates a Redis connection from the config: ioredis Cluster when
- * REDIS_CLUSTER_NODES is set, else a single node from REDIS_URL.
+ * REDIS_CLUSTER_NODES is set, the master the Sentinels name when
+ * REDIS_SENTINELS is set (followed through failovers), else a single node
+ * from REDIS_URL. Every connection Sluice opens is made here.
  * Auto-pipelining batches the commands issued in one event-loop tick into one
  * write, which is what lets many in-flight enqueues share round trips.
  * On a single node the enqueue script is the exception (UNPIPELINED): it
@@ -33,10 +53,7 @@ const UNPIPELINED = ['enqueueJobs', 'claimJobs'];
  * @param opts.blocking for connections that issue BLPOP: no auto-pipelining
  *   (a blocked pipeline would hold up other commands).
  */
-export function createRedis(
-  config: Pick<SluiceConfig, 'redisUrl' | 'redisClusterNodes'>,
-  opts: { blocking?: boolean; name?: string } = {},
-): RedisClient {
+export function createRedis(config: RedisConnectionConfig, opts: { blocking?: boolean; name?: string } = {}): RedisClient {
   const common: RedisOptions = {
     connectionName: opts.name,
     // Keep retrying forever with a capped delay: workers stop claiming while
@@ -45,18 +62,66 @@ export function createRedis(
     maxRetriesPerRequest: opts.blocking ? null : 20,
     enableAutoPipelining: !opts.blocking,
   };
-  const client: RedisClient = config.redisClusterNodes
-    ? new Cluster(config.redisClusterNodes, {
-        redisOptions: common,
-        enableAutoPipelining: !opts.blocking,
-        clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
-      })
-    : new Redis(config.redisUrl, { ...common, autoPipeliningIgnoredCommands: UNPIPELINED });
+  let client: RedisClient;
+  if (config.redisClusterNodes) {
+    client = new Cluster(config.redisClusterNodes, {
+      redisOptions: common,
+      enableAutoPipelining: !opts.blocking,
+      clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+    });
+  } else {
+    const node: RedisOptions = { ...common, autoPipeliningIgnoredCommands: UNPIPELINED, reconnectOnError: reconnectOnReadonly };
+    client = config.redisSentinel ? new Redis({ ...sentinelOptions(config.redisSentinel), ...node }) : new Redis(config.redisUrl, node);
+  }
   // Connection errors surface as rejected commands and 'close' events, which
   // the callers handle (the worker logs "pausing claims" once); without a
   // listener ioredis would print every reconnect attempt to stderr.
   client.on('error', () => undefined);
   return client;
+}
+
+/**
+ * ioredis' Sentinel mode. It asks the Sentinels in turn for the master, and
+ * once connected checks the node's role (a node that is not the master is
+ * left and asked for again). `failoverDetector` subscribes to each Sentinel's
+ * `+switch-master` and drops the connection when the master changes: without
+ * it a connection to an old master that froze or fell off the network
+ * (its socket neither answers nor closes) would wait for ever, BLPOPs
+ * included; with it every connection moves to the new master and resends
+ * what was unanswered. The cost: each connection also holds one subscriber
+ * connection per Sentinel.
+ */
+function sentinelOptions(s: RedisSentinelConfig): RedisOptions {
+  return {
+    sentinels: s.sentinels,
+    name: s.name,
+    ...(s.password !== null ? { sentinelPassword: s.password } : {}),
+    ...(s.node.username !== undefined ? { username: s.node.username } : {}),
+    ...(s.node.password !== undefined ? { password: s.node.password } : {}),
+    db: s.node.db,
+    // rediss: TLS to the data nodes (the Sentinels are spoken to in plain TCP).
+    ...(s.node.tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+    role: 'master',
+    failoverDetector: true,
+    // Every Sentinel unreachable: ask them all again, at most every second.
+    sentinelRetryStrategy: (times) => Math.min(100 * times, 1000),
+    // A Sentinel that accepts the connection but does not answer is skipped after 2 s.
+    sentinelCommandTimeout: 2000,
+  };
+}
+
+/** Where the config says Redis is, for error messages: no password, neither the data nodes' nor the Sentinels'. */
+export function describeRedis(config: RedisConnectionConfig): string {
+  const list = (nodes: { host: string; port: number }[]) => nodes.map((n) => `${n.host}:${n.port}`).join(',');
+  if (config.redisClusterNodes) return `REDIS_CLUSTER_NODES=${list(config.redisClusterNodes)}`;
+  if (config.redisSentinel) return `REDIS_SENTINELS=${list(config.redisSentinel.sentinels)}, master "${config.redisSentinel.name}"`;
+  try {
+    const u = new URL(config.redisUrl);
+    if (u.password) u.password = '***';
+    return `REDIS_URL=${u.toString()}`;
+  } catch {
+    return 'REDIS_URL';
+  }
 }
 
 /** The master nodes of a cluster, or the client itself. */

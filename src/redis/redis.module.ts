@@ -22,7 +22,7 @@ import {
   WorkerRegistryStore,
 } from '../core/ports';
 import type { Logger } from '../logging/logger';
-import { createRedis, RedisClient } from './connection';
+import { createRedis, describeRedis, RedisClient } from './connection';
 import { createRedisStores, RedisStores, storeDefaultsOf } from './stores';
 import { RedisWakeSignals } from './wake/wake-signals';
 import { isCluster } from './wake/wake-waiter';
@@ -110,8 +110,15 @@ export class RedisModule implements OnModuleInit, OnApplicationShutdown {
     try {
       await this.redis.ping();
     } catch (e) {
-      const where = this.config.redisClusterNodes ? `REDIS_CLUSTER_NODES=${this.config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}` : `REDIS_URL=${this.config.redisUrl}`;
-      throw new Error(`cannot reach Redis (${where}): ${(e as Error).message}`);
+      throw new Error(`cannot reach Redis (${describeRedis(this.config)}): ${(e as Error).message}`);
+    }
+    // A replica would answer every write READONLY, and reconnectOnReadonly would
+    // reconnect to it for ever: say so at start instead. (Sentinel mode checks
+    // the role itself; a cluster answers MOVED.)
+    if (!this.config.redisClusterNodes && !this.config.redisSentinel) {
+      // A server that does not know ROLE (a proxy) is taken as it is.
+      const role = ((await this.redis.call('ROLE').catch(() => null)) as string[] | null)?.[0];
+      if (role === 'slave') throw new Error(`Redis at ${describeRedis(this.config)} is a replica: point REDIS_URL at the master, or use REDIS_SENTINELS`);
     }
     await this.stores.ctx.scripts.verify();
     this.log.debug({}, 'lua scripts compiled');
