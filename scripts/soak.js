@@ -9,7 +9,8 @@
  *
  *   node scripts/soak.js [--minutes 5] [--rate 20] [--seed N] [--no-sentinel]
  *                        [--workers 3] [--chaos-min 20] [--chaos-max 60]
- *                        [--drain-timeout 180] [--keep]
+ *                        [--drain-timeout 180] [--actions a,b] [--min-replicas-to-write N]
+ *                        [--keep]
  *
  * Everything runs on private processes on spare ports under one temporary
  * folder (removed at the end unless --keep): a Redis master with AOF
@@ -66,16 +67,18 @@ const { loadHistory, judgeJob, percentile, trail } = require('./lib/soak-check')
 
 const USAGE =
   'usage: node scripts/soak.js [--minutes 5] [--rate 20] [--seed N] [--no-sentinel] [--workers 3]\n' +
-  '                            [--chaos-min 20] [--chaos-max 60] [--drain-timeout 180] [--keep]';
+  '                            [--chaos-min 20] [--chaos-max 60] [--drain-timeout 180] [--keep] [--min-replicas-to-write N]\n' +
+  '                            [--actions worker-kill,redis-restart,redis-kill,sentinel-failover,pg-restart]';
 
 const QUEUES = ['soak-a', 'soak-b'];
 const PREFIX = 'soak';
 const MASTER_NAME = 'sluice-soak';
+const ACTIONS = ['worker-kill', 'redis-restart', 'redis-kill', 'sentinel-failover', 'pg-restart'];
 
 // ---------------------------------------------------------------- arguments
 
 function parseArgs(argv) {
-  const a = { minutes: 5, rate: 20, seed: null, sentinel: true, workers: 3, chaosMin: 20, chaosMax: 60, drainTimeout: 180, keep: false };
+  const a = { minutes: 5, rate: 20, seed: null, sentinel: true, workers: 3, chaosMin: 20, chaosMax: 60, drainTimeout: 180, keep: false, actions: null, minReplicas: 0 };
   const num = (k, v, min) => {
     const x = Number(v);
     if (!Number.isFinite(x) || x < min) throw new Error(`${k} must be a number ≥ ${min}, got ${v}`);
@@ -92,12 +95,18 @@ function parseArgs(argv) {
     else if (k === '--chaos-min') a.chaosMin = num(k, val(), 1);
     else if (k === '--chaos-max') a.chaosMax = num(k, val(), 1);
     else if (k === '--drain-timeout') a.drainTimeout = num(k, val(), 10);
+    else if (k === '--actions') a.actions = val().split(',').map((x) => x.trim()).filter(Boolean);
+    else if (k === '--min-replicas-to-write') a.minReplicas = Math.trunc(num(k, val(), 0));
     else if (k === '--keep') a.keep = true;
     else if (k === '--help' || k === '-h') a.help = true;
     else throw new Error(`unknown argument ${argv[i]}`);
   }
   if (a.chaosMax < a.chaosMin) throw new Error('--chaos-max must be ≥ --chaos-min');
   if (a.seed === null) a.seed = (Math.random() * 2 ** 32) >>> 0;
+  const known = a.sentinel ? ACTIONS : ACTIONS.filter((x) => x !== 'sentinel-failover');
+  if (a.minReplicas && !a.sentinel) throw new Error('--min-replicas-to-write needs the replica (no --no-sentinel)');
+  if (a.actions && !a.actions.length) throw new Error('--actions names no action');
+  for (const x of a.actions || []) if (!known.includes(x)) throw new Error(`--actions: unknown action ${x} (${known.join(', ')})`);
   return a;
 }
 
@@ -210,7 +219,8 @@ class Infra {
     await this.pg.start();
     log(`postgres ${this.pg.port} up (${this.pg.dir})`);
     const names = a.sentinel ? ['redis-a', 'redis-b'] : ['redis-a'];
-    for (const name of names) this.nodes.push(new RedisNode({ name, port: await sparePort(), dir: path.join(this.dir, name), appendfsync: 'always' }));
+    const extra = a.minReplicas ? [`min-replicas-to-write ${a.minReplicas}`, 'min-replicas-max-lag 10'] : [];
+    for (const name of names) this.nodes.push(new RedisNode({ name, port: await sparePort(), dir: path.join(this.dir, name), appendfsync: 'always', extra }));
     await this.nodes[0].start();
     if (a.sentinel) {
       await this.nodes[1].start({ replicaOf: { host: '127.0.0.1', port: this.nodes[0].port } });
@@ -387,13 +397,14 @@ class Infra {
     return withClient(m.port, fn);
   }
 
-  async stopAll() {
+  /** Stops everything; `keep`: PostgreSQL is stopped, not removed (its data stays for a look). */
+  async stopAll(keep = false) {
     this.stopping = true;
     const procs = [this.api, ...this.workers].filter(Boolean);
     for (const p of procs) p.expectedExit = true;
     await Promise.all(procs.map((p) => p.server.stop(10000).catch(() => undefined)));
     await Promise.all([...this.sentinels, ...this.nodes].map((n) => n.kill().catch(() => undefined)));
-    if (this.pg) await this.pg.destroy().catch(() => undefined);
+    if (this.pg) await (keep ? this.pg.stop('fast') : this.pg.destroy()).catch(() => undefined);
   }
 }
 
@@ -437,7 +448,7 @@ class Workload {
     this.jobs = new Map(); // id -> {kind, n, queue, acceptedAt}
     this.issued = 0;
     this.inflight = new Set();
-    this.requests = { sent: 0, retried: 0, needingRetry: 0, gaveUp: 0, gaveUpJobs: 0, rejected: 0, replayed: 0, causes: {} };
+    this.requests = { sent: 0, retried: 0, needingRetry: 0, gaveUp: 0, gaveUpJobs: 0, rejected: 0, replayed: 0, causes: {}, samples: {} };
     this.rejections = [];
     this.signal = { stopped: false };
   }
@@ -487,6 +498,9 @@ class Workload {
           return;
         }
         cause = String(res.status);
+        const seen = (this.requests.samples[cause] ||= []);
+        const text = JSON.stringify(res.body).slice(0, 300);
+        if (seen.length < 3 && !seen.includes(text)) seen.push(text);
       } catch (e) {
         cause = e.name === 'TimeoutError' ? 'timeout' : 'network';
       }
@@ -518,6 +532,7 @@ class Chaos {
     this.weights = a.sentinel
       ? { 'worker-kill': 3, 'redis-restart': 2, 'redis-kill': 2, 'sentinel-failover': 1, 'pg-restart': 2 }
       : { 'worker-kill': 3, 'redis-restart': 2, 'redis-kill': 2, 'pg-restart': 2 };
+    if (a.actions) this.weights = Object.fromEntries(Object.entries(this.weights).filter(([k]) => a.actions.includes(k)));
   }
 
   async run() {
@@ -645,11 +660,45 @@ async function progress(infra, workload, chaos) {
   log(`accepted ${workload.jobs.size}, in flight ${workload.inflight.size} req, retried ${r.retried}; db: ${pgPart}; ${redisPart}; chaos ${chaos.actions.length}; workers ${infra.workers.length}`);
 }
 
-/** Waits until every accepted job is terminal in PostgreSQL and the events streams are empty. */
-async function drain(infra, ids, timeoutMs) {
+/** Per queue: stream length, the consumer group's pending entries (XPENDING summary) and the first entries' headers. */
+async function streamState(infra) {
+  return infra.onMaster((c) =>
+    Promise.all(
+      QUEUES.map(async (q) => {
+        const key = `${PREFIX}:{${q}}:events`;
+        const length = await c.xlen(key);
+        let pending = null;
+        try {
+          const [count, minId, maxId, consumers] = await c.xpending(key, 'sluice-audit');
+          pending = { count, minId, maxId, consumers };
+        } catch {
+          /* no group yet */
+        }
+        const first = (await c.xrange(key, '-', '+', 'COUNT', 10)).map(([id, f]) => `${id} ${f[1]}`);
+        return { queue: q, length, pending, first };
+      }),
+    ),
+  );
+}
+
+/** The job hash's state (`s`) in Redis, or 'absent'. */
+async function redisState(infra, queue, id) {
+  return infra.onMaster(async (c) => (await c.hget(`${PREFIX}:{${queue}}:job:${id}`, 's')) ?? 'absent');
+}
+
+/**
+ * Waits until every accepted job is terminal in PostgreSQL and the events
+ * streams are empty (everything mirrored), at most `timeoutMs`. Gives up
+ * early when nothing moved for 60 s and none of the jobs still open exists in
+ * Redis any more (they can never finish: lost).
+ */
+async function drain(infra, jobs, timeoutMs) {
+  const ids = [...jobs.keys()];
   const deadline = Date.now() + timeoutMs;
   let last = '';
   let lastPrint = 0;
+  let lastChange = Date.now();
+  let prevKey = '';
   for (;;) {
     let terminal = -1;
     let byStatus = {};
@@ -670,13 +719,50 @@ async function drain(infra, ids, timeoutMs) {
     const missing = ids.length - Object.values(byStatus).reduce((x, y) => x + y, 0);
     const state = { terminal, of: ids.length, byStatus, notInDb: missing, unmirrored };
     if (terminal === ids.length && unmirrored === 0) return { drained: true, state };
-    if (Date.now() > deadline) return { drained: false, state, last };
+    if (Date.now() > deadline) return { drained: false, state, last, why: `timeout (${timeoutMs / 1000} s)` };
+    const key = `${terminal}/${unmirrored}`;
+    if (key !== prevKey) [prevKey, lastChange] = [key, Date.now()];
+    if (Date.now() - lastChange > 60000 && terminal >= 0 && unmirrored >= 0) {
+      // Stuck: do the open jobs still exist in Redis? If none does, waiting is pointless.
+      try {
+        const { rows } = await pgQuery(infra, `SELECT id::text AS id FROM jobs WHERE id = ANY($1::uuid[]) AND status NOT IN ('completed', 'failed', 'cancelled')`, [ids]);
+        const seen = new Set((await pgQuery(infra, 'SELECT id::text AS id FROM jobs WHERE id = ANY($1::uuid[])', [ids])).rows.map((r) => r.id));
+        const open = rows.map((r) => r.id).concat(ids.filter((id) => !seen.has(id)));
+        const live = [];
+        for (const id of open.slice(0, 500)) if ((await redisState(infra, jobs.get(id).queue, id)) !== 'absent') live.push(id);
+        if (!live.length) return { drained: false, state, why: `nothing moved for 60 s and none of the ${open.length} open jobs exists in Redis` };
+      } catch (e) {
+        last = e.message;
+      }
+      lastChange = Date.now();
+    }
     if (Date.now() - lastPrint > 5000) {
       lastPrint = Date.now();
       log(`drain: ${terminal}/${ids.length} terminal ${JSON.stringify(byStatus)}, not in db ${missing}, unmirrored events ${unmirrored}`);
     }
     await sleep(1000);
   }
+}
+
+/** Times a few history reads (they wait up to 2 s for the mirror: a stuck stream shows here). */
+async function historyReads(apiUrl, someId) {
+  const time = async (p) => {
+    const t = Date.now();
+    const r = await request('GET', apiUrl + p, undefined, { timeoutMs: 15000 }).catch((e) => ({ status: e.message }));
+    return { path: p, status: r.status, ms: Date.now() - t };
+  };
+  const out = [];
+  for (const q of QUEUES) out.push(await time(`/jobs?queue=${q}&limit=1`));
+  if (someId) out.push(await time(`/jobs/${someId}/events`));
+  out.push(await time('/dashboard/stats'));
+  return out;
+}
+
+/** The chaos action most likely behind something seen at `tMs`: the last one begun before it (within 60 s). */
+function nearChaos(chaos, tMs) {
+  let best = null;
+  for (const c of chaos.actions) if (c.atMs <= tMs + 1000 && tMs - c.atMs < 60000) best = c;
+  return best ? `#${best.n} ${best.kind} @${best.at}` : null;
 }
 
 async function verdict(infra, workload, chaos, drained) {
@@ -714,7 +800,7 @@ async function verdict(infra, workload, chaos, drained) {
     const row = hist.rows.get(id);
     const events = hist.events.get(id) || [];
     const v = judgeJob(meta, row, events, hist.executions.get(id) || []);
-    const show = () => ({ id, kind: meta.kind, n: meta.n, status: v.status, trail: trail(events, T0) });
+    const show = () => ({ id, kind: meta.kind, n: meta.n, queue: meta.queue, status: v.status, chaos: nearChaos(chaos, events.length ? events[events.length - 1].at_ms : meta.acceptedAt), trail: trail(events, T0) });
     if (v.status === 'completed') f.completed++;
     if (v.status === 'failed') {
       f.deadLettered++;
@@ -732,6 +818,8 @@ async function verdict(infra, workload, chaos, drained) {
     if (v.claims > 1 && v.stalled > 0 && samples.length < 3) samples.push(show());
   }
   latencies.sort((x, y) => x - y);
+  // Where the lost jobs are in Redis now (absent: Redis lost them; else their state there).
+  for (const l of f.lost.slice(0, 50)) l.redis = await redisState(infra, l.queue, l.id).catch((e) => `? ${e.message}`);
   const round = (x) => (x == null ? null : Math.round(x));
   const checks = {
     lost: f.lost.length === 0,
@@ -753,6 +841,7 @@ async function verdict(infra, workload, chaos, drained) {
     minutes: workload.a.minutes,
     rate: workload.a.rate,
     sentinel: workload.a.sentinel,
+    minReplicasToWrite: workload.a.minReplicas,
     accepted: f.accepted,
     byKind,
     completed: f.completed,
@@ -769,6 +858,9 @@ async function verdict(infra, workload, chaos, drained) {
     quarantined: hist.quarantined,
     drained: drained.drained,
     drainState: drained.state,
+    drainStop: drained.why ?? null,
+    streams: drained.streams,
+    historyReads: drained.historyReads,
     unacceptedJobsInDb: orphans,
     latencyMs: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(latencies[latencies.length - 1]), n: latencies.length, note: 'finished_at − max(created_at, run_at), completed jobs (includes handler time and retry backoff)' },
     requests: workload.requests,
@@ -793,7 +885,7 @@ function summary(rep) {
   const lines = [
     '',
     '=== soak summary ===',
-    `seed ${rep.seed}, ${rep.minutes} min at ${rep.rate} jobs/s, ${rep.sentinel ? 'Sentinel (1 master, 1 replica, 3 sentinels)' : 'no Sentinel (REDIS_URL)'}`,
+    `seed ${rep.seed}, ${rep.minutes} min at ${rep.rate} jobs/s, ${rep.sentinel ? `Sentinel (1 master, 1 replica, 3 sentinels${rep.minReplicasToWrite ? `, min-replicas-to-write ${rep.minReplicasToWrite}` : ''})` : 'no Sentinel (REDIS_URL)'}`,
     `jobs accepted ${rep.accepted} (${Object.entries(rep.byKind).map(([k, v]) => `${k} ${v}`).join(', ')})`,
     `completed ${rep.completed}; dead-lettered ${rep.deadLettered} (${rep.deadLetteredAsExpected} meant to fail)`,
     `re-run after a stall (stalled event) ${rep.rerunWithStalled}; re-run after a handler failure ${rep.rerunAfterFailure}`,
@@ -802,6 +894,7 @@ function summary(rep) {
     `lost ${rep.lost} (must be 0); unexpected outcome ${rep.unexpectedOutcome}; history problems ${rep.historyProblems}; quarantined ${rep.quarantined}; drained ${rep.drained}`,
     `chaos actions ${rep.chaos.count} (${Object.entries(rep.chaos.byKind).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'})${rep.chaos.failed ? `, ${rep.chaos.failed} went wrong` : ''}`,
     `end-to-end latency p50 ${rep.latencyMs.p50} ms, p99 ${rep.latencyMs.p99} ms (max ${rep.latencyMs.max} ms)`,
+    `history reads after the drain: ${(rep.historyReads || []).map((r) => `${r.path} ${r.ms} ms`).join(', ')}`,
     `requests sent ${rep.requests.sent}, retried ${rep.requests.retried} (${rep.requests.needingRetry} requests needed a retry; causes ${JSON.stringify(rep.requests.causes)}), gave up ${rep.requests.gaveUp}, refused ${rep.requests.rejected}`,
     `sluice processes that exited by themselves: ${rep.unexpectedExits.length}`,
     `checks: ${Object.entries(rep.checks).map(([k, v]) => `${k} ${yes(v)}`).join(', ')}`,
@@ -810,7 +903,11 @@ function summary(rep) {
   for (const [k, l] of Object.entries(rep.evidence)) {
     if (!l.length || k === 'rerunWithStalledSamples') continue;
     lines.push(`-- ${k} (first ${l.length}):`);
-    for (const j of l) lines.push(`   ${j.id} ${j.kind} #${j.n} ${j.status}${j.why ? ` (${j.why})` : ''}${j.problems ? ` [${j.problems.join('; ')}]` : ''}: ${j.trail}`);
+    for (const j of l) lines.push(`   ${j.id} ${j.kind} #${j.n} ${j.queue} ${j.status}${j.why ? ` (${j.why}${j.redis ? `; in Redis: ${j.redis}` : ''})` : ''}${j.problems ? ` [${j.problems.join('; ')}]` : ''}${j.chaos ? ` {after ${j.chaos}}` : ''}: ${j.trail}`);
+  }
+  if (!rep.drained) {
+    lines.push(`-- not drained: ${rep.drainStop}`);
+    for (const st of Array.isArray(rep.streams) ? rep.streams : []) if (st.length) lines.push(`   ${st.queue}: ${st.length} entries in the stream, pending ${JSON.stringify(st.pending)}; first: ${st.first.slice(0, 5).join(' | ')}`);
   }
   return lines.join('\n');
 }
@@ -841,8 +938,8 @@ async function main() {
   const infra = new Infra(a, dir);
   let finished = false;
   const teardown = async () => {
-    await infra.stopAll();
-    if (a.keep) console.log(`soak: --keep: logs and data left in ${dir}`);
+    await infra.stopAll(a.keep);
+    if (a.keep) console.log(`soak: --keep: logs and data left in ${dir} (PostgreSQL, stopped: runuser -u postgres -- pg_ctl -D ${infra.pg?.dir}/data -o "-p ${infra.pg?.port} -k ${infra.pg?.dir} -c listen_addresses=127.0.0.1" start; Redis: the AOF in redis-*/; remove the folder when done)`);
     else rmSync(dir, { recursive: true, force: true });
   };
   let interrupted = 0;
@@ -872,8 +969,12 @@ async function main() {
     clearInterval(ticker);
     const ids = [...workload.jobs.keys()];
     log(`draining: ${ids.length} accepted jobs (up to ${a.drainTimeout} s)`);
-    const drained = await drain(infra, ids, a.drainTimeout * 1000);
-    log(drained.drained ? 'drained: every accepted job is terminal and every event mirrored' : `!! not drained after ${a.drainTimeout} s: ${JSON.stringify(drained.state)}`);
+    const drained = await drain(infra, workload.jobs, a.drainTimeout * 1000);
+    log(drained.drained ? 'drained: every accepted job is terminal and every event mirrored' : `!! not drained (${drained.why}): ${JSON.stringify(drained.state)}`);
+    drained.streams = await streamState(infra).catch((e) => e.message);
+    if (!drained.drained) log(`streams: ${JSON.stringify(drained.streams)}`);
+    drained.historyReads = await historyReads(infra.api.server.url, ids[0]);
+    log(`history reads: ${drained.historyReads.map((r) => `${r.path} ${r.status} ${r.ms} ms`).join(', ')}`);
     const rep = await verdict(infra, workload, chaos, drained);
     console.log(`SOAK ${JSON.stringify(rep)}`);
     console.log(summary(rep));

@@ -130,9 +130,11 @@ class RedisProcess {
  * so a restart decides the node's role (sentinel may rewrite it meanwhile).
  */
 class RedisNode extends RedisProcess {
-  constructor({ name, port, dir, appendfsync = 'always' }) {
+  /** @param {{name, port, dir, appendfsync?: string, extra?: string[]}} opts `extra`: more config lines. */
+  constructor({ name, port, dir, appendfsync = 'always', extra = [] }) {
     super({ name, port, dir });
     this.appendfsync = appendfsync;
+    this.extra = extra;
     this.replicaOf = null;
     this.conf = join(dir, 'redis.conf');
   }
@@ -156,6 +158,7 @@ class RedisNode extends RedisProcess {
       'replica-read-only yes',
       // A replica keeps answering (stale) while its link is down rather than erroring.
       'replica-serve-stale-data yes',
+      ...this.extra,
     ];
     if (this.replicaOf) lines.push(`replicaof ${this.replicaOf.host} ${this.replicaOf.port}`);
     writeFileSync(this.conf, lines.join('\n') + '\n');
