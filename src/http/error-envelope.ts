@@ -66,6 +66,9 @@ function httpLayerMessage(status: number, code: unknown, message: string): strin
 /** Node/pg/ioredis error codes that mean "a backing service is unreachable". */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ECONNABORTED']);
 
+/** Error replies of Redis that mean "not now", not "bad command" (the first word of the reply). */
+const REDIS_TRANSIENT = /^(NOREPLICAS|READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MISCONF|BUSY|OOM|UNBLOCKED)\b/;
+
 /**
  * True when `e` says Redis or PostgreSQL cannot be reached (→ 503, not 500):
  * socket errors, ioredis' closed-connection and retries-exhausted errors,
@@ -79,6 +82,10 @@ export function isUnavailable(e: unknown): boolean {
   if (NETWORK_CODES.has(code) || /^08|^57P/.test(code)) return true;
   if (err.name === 'MaxRetriesPerRequestError') return true;
   const msg = typeof err.message === 'string' ? err.message : '';
+  // Redis refusing writes for now: no replica in reach (min-replicas-to-write),
+  // a demoted master, loading its dataset, a failed persistence, a cluster
+  // slot failing over, a script busy (the soak saw NOREPLICAS answered as 500).
+  if (err.name === 'ReplyError' && REDIS_TRANSIENT.test(msg)) return true;
   return /Connection is closed|Stream isn't writeable|connect ECONNREFUSED|Connection terminated|timeout exceeded when trying to connect|Cluster is not ready|None of startup nodes is available/i.test(msg);
 }
 
