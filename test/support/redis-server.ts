@@ -68,6 +68,8 @@ export interface RedisServerOptions {
   appendonly?: boolean;
   appendfsync?: 'always' | 'everysec' | 'no';
   cluster?: boolean;
+  /** cluster-node-timeout, ms (default 5000): how long a silent node takes to be marked failed. */
+  clusterNodeTimeoutMs?: number;
   extraArgs?: string[];
 }
 
@@ -108,7 +110,7 @@ export class RedisServer {
     if (o.appendonly) args.push('--appendfsync', o.appendfsync ?? 'always');
     if (o.cluster) {
       // prettier-ignore
-      args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(o.dir, 'nodes.conf'), '--cluster-node-timeout', '5000');
+      args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(o.dir, 'nodes.conf'), '--cluster-node-timeout', String(o.clusterNodeTimeoutMs ?? 5000));
     }
     return args.concat(o.extraArgs ?? []);
   }
@@ -199,7 +201,18 @@ export interface RedisClusterHandle {
   /** host:port of each master, for REDIS_CLUSTER_NODES. */
   nodes: { host: string; port: number }[];
   nodesEnv: string;
+  /** Every node, replicas included, as REDIS_CLUSTER_NODES (the masters first). */
+  allNodesEnv: string;
+  /** Each master with its replicas, as the cluster set them up. */
+  shards: { master: RedisServer; replicas: RedisServer[] }[];
   dir: string;
+}
+
+export interface RedisClusterOptions {
+  /** Replicas per master (`--cluster-replicas`); default 0. */
+  replicas?: number;
+  /** cluster-node-timeout of every node, ms (default 5000); a failover takes about twice this. */
+  nodeTimeoutMs?: number;
 }
 
 function run(cmd: string, args: string[], timeoutMs = 30000): Promise<string> {
@@ -212,19 +225,72 @@ function run(cmd: string, args: string[], timeoutMs = 30000): Promise<string> {
   );
 }
 
+/** One line of CLUSTER NODES. */
+export interface ClusterNodeLine {
+  id: string;
+  port: number;
+  flags: string[];
+  /** Node id of its master, for a replica; '-' for a master. */
+  masterId: string;
+  /** `connected` or `disconnected`. */
+  link: string;
+  /** The slot ranges it serves, as written (`0-5460`). */
+  slots: string[];
+}
+
+/** CLUSTER NODES as seen by the node `client` talks to. */
+export async function clusterNodes(client: Redis): Promise<ClusterNodeLine[]> {
+  const text = (await client.cluster('NODES')) as string;
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const f = line.split(' ');
+      return {
+        id: f[0],
+        port: Number(/:(\d+)@/.exec(f[1])![1]),
+        flags: f[2].split(','),
+        masterId: f[3],
+        link: f[7],
+        slots: f.slice(8),
+      };
+    });
+}
+
+/** A node's INFO section as key → value. */
+export async function infoFields(client: Redis, section: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const line of ((await client.info(section)) as string).split('\r\n')) {
+    const i = line.indexOf(':');
+    if (i > 0) out[line.slice(0, i)] = line.slice(i + 1);
+  }
+  return out;
+}
+
 /**
  * Starts `masters` cluster-enabled servers (ports `preferredPort`.. when free),
- * joins them with `redis-cli --cluster create` (no replicas) and waits until
- * every node reports cluster_state:ok and agrees on the slot map.
+ * each with `opts.replicas` replicas, joins them with `redis-cli --cluster
+ * create` and waits until every node reports cluster_state:ok, knows every
+ * node, agrees on who is master and who replicates whom (no node flagged
+ * fail), and each replica's link to its master is up.
  */
 export async function startRedisCluster(
   masters = 3,
   preferredPort = 7101,
+  opts: RedisClusterOptions = {},
 ): Promise<RedisClusterHandle> {
-  const ports = await sparePorts(masters, preferredPort, true);
+  const replicas = opts.replicas ?? 0;
+  const total = masters * (1 + replicas);
+  const ports = await sparePorts(total, preferredPort, true);
   const dir = makeTmpDir('cluster');
   const servers = ports.map(
-    (port) => new RedisServer({ port, dir: join(dir, String(port)), cluster: true }),
+    (port) =>
+      new RedisServer({
+        port,
+        dir: join(dir, String(port)),
+        cluster: true,
+        clusterNodeTimeoutMs: opts.nodeTimeoutMs,
+      }),
   );
   await Promise.all(servers.map((s) => s.start()));
   await run('redis-cli', [
@@ -232,29 +298,74 @@ export async function startRedisCluster(
     'create',
     ...ports.map((p) => `127.0.0.1:${p}`),
     '--cluster-replicas',
-    '0',
+    String(replicas),
     '--cluster-yes',
   ]);
   const clients = servers.map((s) => s.client());
+  let views: ClusterNodeLine[][] = [];
   try {
-    const deadline = Date.now() + 20000;
+    const deadline = Date.now() + 30000;
     for (;;) {
       const infos = await Promise.all(clients.map((c) => c.cluster('INFO') as Promise<string>));
-      const ok = infos.every(
-        (i) =>
-          /cluster_state:ok/.test(i) &&
-          /cluster_slots_ok:16384/.test(i) &&
-          new RegExp(`cluster_known_nodes:${masters}\\b`).test(i),
-      );
+      views = await Promise.all(clients.map((c) => clusterNodes(c)));
+      const repl = await Promise.all(clients.map((c) => infoFields(c, 'replication')));
+      // Every node: the same masters, each replica under the same master, nobody failing.
+      const shape = (v: ClusterNodeLine[]) =>
+        v
+          .map((n) => `${n.port}:${n.flags.includes('master') ? 'M' : `S<${n.masterId}`}`)
+          .sort()
+          .join(' ');
+      const ok =
+        infos.every(
+          (i) =>
+            /cluster_state:ok/.test(i) &&
+            /cluster_slots_ok:16384/.test(i) &&
+            new RegExp(`cluster_known_nodes:${total}\\b`).test(i) &&
+            new RegExp(`cluster_size:${masters}\\b`).test(i),
+        ) &&
+        views.every((v) => shape(v) === shape(views[0])) &&
+        views.every((v) =>
+          v.every((n) => !n.flags.some((f) => /fail|handshake|noaddr/.test(f)) && n.link === 'connected'),
+        ) &&
+        views[0].filter((n) => n.flags.includes('master')).length === masters &&
+        repl.every((r) =>
+          r.role === 'master'
+            ? Number(r.connected_slaves) === replicas &&
+              Array.from({ length: replicas }, (_, i) => r[`slave${i}`]).every((s) =>
+                /state=online/.test(s ?? ''),
+              )
+            : r.master_link_status === 'up' && r.master_sync_in_progress === '0',
+        );
       if (ok) break;
-      if (Date.now() > deadline) throw new Error(`cluster not ok: ${infos.join('\n---\n')}`);
-      await new Promise((r) => setTimeout(r, 100));
+      if (Date.now() > deadline)
+        throw new Error(
+          `cluster not ok: ${infos.join('\n---\n')}\n${views.map((v) => JSON.stringify(v)).join('\n')}`,
+        );
+      await sleepMs(100);
     }
   } finally {
     clients.forEach((c) => c.disconnect());
   }
-  const nodes = ports.map((port) => ({ host: '127.0.0.1', port }));
-  return { servers, nodes, nodesEnv: nodes.map((n) => `${n.host}:${n.port}`).join(','), dir };
+  const byPort = new Map(servers.map((s) => [s.port, s]));
+  const view = views[0];
+  const shards = view
+    .filter((n) => n.flags.includes('master'))
+    .map((m) => ({
+      master: byPort.get(m.port)!,
+      replicas: view.filter((r) => r.masterId === m.id).map((r) => byPort.get(r.port)!),
+    }))
+    .sort((a, b) => a.master.port - b.master.port);
+  const nodes = shards.map((s) => ({ host: '127.0.0.1', port: s.master.port }));
+  const env = (ps: number[]) => ps.map((p) => `127.0.0.1:${p}`).join(',');
+  const masterPorts = nodes.map((n) => n.port);
+  return {
+    servers,
+    nodes,
+    nodesEnv: env(masterPorts),
+    allNodesEnv: env([...masterPorts, ...ports.filter((p) => !masterPorts.includes(p))]),
+    shards,
+    dir,
+  };
 }
 
 /** Kills (SIGKILL) every server started through this module and waits for the exits. */
