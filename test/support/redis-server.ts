@@ -442,18 +442,21 @@ export async function auditTrails(
 
 /**
  * The at-least-once contract after a Redis outage: every job ends completed
- * exactly once, and a job that ran more than once (several claimed events)
- * was put back by the reaper in between: one `stalled` event per extra run.
+ * exactly once, and a job that was claimed more than once was put back in
+ * between, by the reaper (`stalled`: its lease expired) or by the worker
+ * that held it (`released`: given back unrun, e.g. a claim that answered
+ * after the worker had filled its slots): one such event per extra claim.
  * Returns the problems found (empty when the contract holds) and a summary.
  */
 export function checkRunsOnce(
   ids: string[],
   trails: Map<string, JobTrail>,
-): { problems: string[]; reruns: number; stalled: number; rerun: string[] } {
+): { problems: string[]; reruns: number; stalled: number; released: number; rerun: string[] } {
   const problems: string[] = [];
   const rerun: string[] = [];
   let reruns = 0;
   let stalled = 0;
+  let released = 0;
   for (const id of ids) {
     const t = trails.get(id);
     if (!t) {
@@ -462,6 +465,7 @@ export function checkRunsOnce(
     }
     const c = (e: string) => t.count[e] ?? 0;
     stalled += c('stalled');
+    released += c('released');
     if (c('claimed') > 1) {
       reruns++;
       if (rerun.length < 5) rerun.push(`${id}: ${t.events.join(',')}`);
@@ -470,9 +474,9 @@ export function checkRunsOnce(
     if (c('completed') !== 1)
       problems.push(`${id}: ${c('completed')} completed events (${t.events.join(',')})`);
     if (c('claimed') < 1) problems.push(`${id}: never claimed (${t.events.join(',')})`);
-    if (c('claimed') - 1 !== c('stalled'))
+    if (c('claimed') - 1 !== c('stalled') + c('released'))
       problems.push(
-        `${id}: ran ${c('claimed')} times with ${c('stalled')} stalled events (${t.events.join(',')})`,
+        `${id}: claimed ${c('claimed')} times with ${c('stalled')} stalled and ${c('released')} released events (${t.events.join(',')})`,
       );
     const seqs = t.claimedSeqs.join(',');
     const expected = t.claimedSeqs.map((_, i) => i + 1).join(',');
@@ -481,5 +485,5 @@ export function checkRunsOnce(
     if (t.events[t.events.length - 1] !== 'completed')
       problems.push(`${id}: last event ${t.events[t.events.length - 1]}`);
   }
-  return { problems, reruns, stalled, rerun };
+  return { problems, reruns, stalled, released, rerun };
 }
