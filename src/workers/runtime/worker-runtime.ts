@@ -75,10 +75,14 @@ const ISOLATE_RECHECK_MS = 500;
  * A claim that has not answered after this long stops holding up the other
  * queues, ms. A claim answers in milliseconds; this long means the node that
  * holds its queue is unreachable, e.g. a Redis Cluster shard whose master
- * died and whose replica has not taken over yet (ioredis holds the call
- * until then or until its redirections run out, about a second apart).
+ * died and whose replica has not taken over yet: ioredis holds the call
+ * until then, or until its 16 redirections (100 ms apart) run out and it
+ * fails with "Connection is closed", and a failover takes about two
+ * cluster-node-timeouts (15 s by default). Each queue of the failed shard
+ * costs the loop this long once per failover; a claim that is merely slow
+ * (a busy host) only has its jobs started a little later ({@link adoptLate}).
  */
-const CLAIM_STALL_MS = 1000;
+const CLAIM_STALL_MS = 500;
 /** After a queue's claim failed, how long before that queue is tried again, ms. */
 const CLAIM_RETRY_MS = 250;
 
@@ -297,6 +301,7 @@ export class WorkerRuntime {
     const stalled = new Promise<null>((r) => (timer = setTimeout(() => r(null), stallMs)));
     const res = await Promise.race([p, stalled]).finally(() => clearTimeout(timer));
     if (res) return res;
+    if (stallMs > 0) this.log.debug({ queue, stallMs }, 'claim not answered yet: the other queues go on');
     this.lateClaims.add(queue);
     this.track(
       p.then(
@@ -332,6 +337,7 @@ export class WorkerRuntime {
   private claimFailed(queue: string | null, e: unknown): void {
     if (queue !== null) this.failing.set(queue, Date.now() + CLAIM_RETRY_MS);
     if (!this.redisDown) this.log.warn({ queue, err: (e as Error)?.message }, 'claim failed: redis unavailable, pausing claims');
+    else this.log.debug({ queue, err: (e as Error)?.message }, 'claim failed');
     this.redisDown = true;
   }
 
