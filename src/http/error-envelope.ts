@@ -67,10 +67,20 @@ function httpLayerMessage(status: number, code: unknown, message: string): strin
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ECONNABORTED']);
 
 /**
+ * Redis Cluster replies and ioredis Cluster errors of a failover or a slot
+ * migration: the slot has no master yet (CLUSTERDOWN), is moving (TRYAGAIN,
+ * ASK), moved and the reply reached the caller (MOVED, see
+ * src/redis/scripts.ts), or ioredis ran out of redirections or nodes. A
+ * retry a little later succeeds: 503, not 500.
+ */
+const CLUSTER_UNAVAILABLE = /^(CLUSTERDOWN|TRYAGAIN|MOVED|ASK)\b|Too many Cluster redirections|Failed to refresh slots cache|Cluster is (ended|disconnected|disconnecting)/;
+
+/**
  * True when `e` says Redis or PostgreSQL cannot be reached (→ 503, not 500):
- * socket errors, ioredis' closed-connection and retries-exhausted errors,
- * pg's connection and admin-shutdown classes (SQLSTATE 08xxx, 57Pxx), and a
- * pg pool that cannot get a connection in time.
+ * socket errors, ioredis' closed-connection and retries-exhausted errors, a
+ * Redis Cluster failing over ({@link CLUSTER_UNAVAILABLE}), pg's connection
+ * and admin-shutdown classes (SQLSTATE 08xxx, 57Pxx), and a pg pool that
+ * cannot get a connection in time.
  */
 export function isUnavailable(e: unknown): boolean {
   if (!e || typeof e !== 'object') return false;
@@ -79,7 +89,7 @@ export function isUnavailable(e: unknown): boolean {
   if (NETWORK_CODES.has(code) || /^08|^57P/.test(code)) return true;
   if (err.name === 'MaxRetriesPerRequestError') return true;
   const msg = typeof err.message === 'string' ? err.message : '';
-  return /Connection is closed|Stream isn't writeable|connect ECONNREFUSED|Connection terminated|timeout exceeded when trying to connect|Cluster is not ready|None of startup nodes is available/i.test(msg);
+  return /Connection is closed|Stream isn't writeable|connect ECONNREFUSED|Connection terminated|timeout exceeded when trying to connect|Cluster is not ready|None of startup nodes is available/i.test(msg) || CLUSTER_UNAVAILABLE.test(msg);
 }
 
 /**
