@@ -1,11 +1,28 @@
 import { isUnavailable, mapError } from './error-envelope';
 
-/** An ioredis error reply as it reaches the HTTP layer (its class is named ReplyError). */
-function replyError(message: string): Error {
-  const e = new Error(message);
-  e.name = 'ReplyError';
-  return e;
-}
+/** A reply error as ioredis hands it over (its ReplyError class; ioredis itself is only imported in src/redis). */
+const reply = (message: string) => Object.assign(new Error(message), { name: 'ReplyError' });
+
+describe('a Redis Cluster failing over answers 503, not 500', () => {
+  it.each([
+    ['CLUSTERDOWN The cluster is down', reply('CLUSTERDOWN The cluster is down')],
+    ['CLUSTERDOWN Hash slot not served', reply('CLUSTERDOWN Hash slot not served')],
+    ['MOVED (reached the caller)', reply('MOVED 4088 127.0.0.1:7306')],
+    ['ASK', reply('ASK 4088 127.0.0.1:7306')],
+    ['TRYAGAIN', reply('TRYAGAIN Multiple keys request during rehashing of slot')],
+    ['redirections exhausted', new Error('Too many Cluster redirections. Last error: ReplyError: CLUSTERDOWN The cluster is down')],
+    ['no node answers CLUSTER SLOTS', new Error('Failed to refresh slots cache.')],
+  ])('%s', (_what, e) => {
+    expect(isUnavailable(e)).toBe(true);
+    expect(mapError(e)).toMatchObject({ status: 503, code: 'unavailable', unexpected: false });
+  });
+
+  it('other Redis replies stay 500', () => {
+    expect(isUnavailable(reply('ERR wrong number of arguments'))).toBe(false);
+    expect(isUnavailable(reply('WRONGTYPE Operation against a key holding the wrong kind of value'))).toBe(false);
+    expect(isUnavailable(new Error('something MOVED somewhere'))).toBe(false);
+  });
+});
 
 describe('Redis error replies', () => {
   it.each([
@@ -19,8 +36,8 @@ describe('Redis error replies', () => {
     'BUSY Redis is busy running a script.',
     "OOM command not allowed when used memory > 'maxmemory'.",
   ])('"%s" is 503 unavailable', (msg) => {
-    expect(isUnavailable(replyError(msg))).toBe(true);
-    const m = mapError(replyError(msg));
+    expect(isUnavailable(reply(msg))).toBe(true);
+    const m = mapError(reply(msg));
     expect(m.status).toBe(503);
     expect(m.code).toBe('unavailable');
   });
@@ -28,12 +45,12 @@ describe('Redis error replies', () => {
   it.each(['ERR wrong number of arguments', 'WRONGTYPE Operation against a key holding the wrong kind of value', 'NOSCRIPT No matching script'])(
     '"%s" stays an internal error',
     (msg) => {
-      expect(isUnavailable(replyError(msg))).toBe(false);
-      expect(mapError(replyError(msg)).status).toBe(500);
+      expect(isUnavailable(reply(msg))).toBe(false);
+      expect(mapError(reply(msg)).status).toBe(500);
     },
   );
 
   it('a message that merely contains the word is not matched', () => {
-    expect(isUnavailable(replyError('ERR job failed: LOADING screen'))).toBe(false);
+    expect(isUnavailable(reply('ERR job failed: LOADING screen'))).toBe(false);
   });
 });

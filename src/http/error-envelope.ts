@@ -70,10 +70,20 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 const REDIS_TRANSIENT = /^(NOREPLICAS|READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MISCONF|BUSY|OOM|UNBLOCKED)\b/;
 
 /**
+ * Redis Cluster replies and ioredis Cluster errors of a failover or a slot
+ * migration: the slot has no master yet (CLUSTERDOWN), is moving (TRYAGAIN,
+ * ASK), moved and the reply reached the caller (MOVED, see
+ * src/redis/scripts.ts), or ioredis ran out of redirections or nodes. A
+ * retry a little later succeeds: 503, not 500.
+ */
+const CLUSTER_UNAVAILABLE = /^(CLUSTERDOWN|TRYAGAIN|MOVED|ASK)\b|Too many Cluster redirections|Failed to refresh slots cache|Cluster is (ended|disconnected|disconnecting)/;
+
+/**
  * True when `e` says Redis or PostgreSQL cannot be reached (→ 503, not 500):
- * socket errors, ioredis' closed-connection and retries-exhausted errors,
- * pg's connection and admin-shutdown classes (SQLSTATE 08xxx, 57Pxx), and a
- * pg pool that cannot get a connection in time.
+ * socket errors, ioredis' closed-connection and retries-exhausted errors, a
+ * Redis Cluster failing over ({@link CLUSTER_UNAVAILABLE}), pg's connection
+ * and admin-shutdown classes (SQLSTATE 08xxx, 57Pxx), and a pg pool that
+ * cannot get a connection in time.
  */
 export function isUnavailable(e: unknown): boolean {
   if (!e || typeof e !== 'object') return false;
@@ -86,7 +96,7 @@ export function isUnavailable(e: unknown): boolean {
   // a demoted master, loading its dataset, a failed persistence, a cluster
   // slot failing over, a script busy (the soak saw NOREPLICAS answered as 500).
   if (err.name === 'ReplyError' && REDIS_TRANSIENT.test(msg)) return true;
-  return /Connection is closed|Stream isn't writeable|connect ECONNREFUSED|Connection terminated|timeout exceeded when trying to connect|Cluster is not ready|None of startup nodes is available/i.test(msg);
+  return /Connection is closed|Stream isn't writeable|connect ECONNREFUSED|Connection terminated|timeout exceeded when trying to connect|Cluster is not ready|None of startup nodes is available/i.test(msg) || CLUSTER_UNAVAILABLE.test(msg);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import type { RedisClient } from './connection';
 import { readyMasters } from './connection';
 import { LoadedScript, ScriptLoadError, loadScripts } from './script-loader';
@@ -29,6 +30,15 @@ export type ScriptName =
   | 'resetQueue'
   | 'pruneJobs'
   | 'readEvents';
+
+/**
+ * Redis Cluster replies that prove a script did not run: its slot is served by
+ * another node (MOVED, ASK), is being migrated (TRYAGAIN), or has no master
+ * right now (CLUSTERDOWN).
+ */
+const NOT_RUN = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
+/** How long a script that got such a reply is retried on a cluster, ms; then the error is the caller's. */
+export const CLUSTER_RETRY_MS = 2000;
 
 /**
  * Registers the Lua scripts on a client (ioredis `defineCommand`: EVALSHA with
@@ -73,6 +83,37 @@ export class RedisScripts {
     const s = this.byName.get(name);
     if (!s) throw new ScriptLoadError(`no script named ${name}`);
     if (keys.length !== s.numberOfKeys) throw new Error(`${name} takes ${s.numberOfKeys} keys, got ${keys.length}`);
-    return (this.client as any)[name](...keys, ...args) as Promise<T>;
+    const call = () => (this.client as any)[name](...keys, ...args) as Promise<T>;
+    return this.client instanceof Cluster ? this.runOnCluster(this.client, call) : call();
+  }
+
+  /**
+   * Runs a script on a cluster, again when a reply says it did not run.
+   *
+   * Why: after a failover (a master died, its replica took over) ioredis
+   * keeps the old slot map until something makes it read the map again. It
+   * does so on a MOVED reply to a single command, or to an auto-pipeline
+   * whose commands all got the very same reply; but an auto-pipeline groups
+   * the commands of every slot a node serves, and MOVED names the slot, so
+   * a pipeline holding scripts of two queues of the failed shard (a worker's
+   * heartbeats and acks, an API's enqueues) gets two different replies and
+   * ioredis hands each MOVED to its caller instead of following it: an
+   * enqueue accepted a moment later would fail with `MOVED 4088 host:port`.
+   * These replies mean the script never ran, so running it again is safe:
+   * read the slot map, wait a little, go again, for up to CLUSTER_RETRY_MS.
+   * While the slot has no master yet (the failover itself, about two
+   * cluster-node-timeouts) the error still reaches the caller after that.
+   */
+  private async runOnCluster<T>(cluster: Cluster, call: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + CLUSTER_RETRY_MS;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call();
+      } catch (e) {
+        if (!NOT_RUN.test((e as Error)?.message ?? '') || Date.now() >= deadline) throw e;
+        cluster.refreshSlotsCache();
+        await new Promise((r) => setTimeout(r, Math.min(25 * attempt, 250)));
+      }
+    }
   }
 }

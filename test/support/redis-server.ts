@@ -70,6 +70,8 @@ export interface RedisServerOptions {
   cluster?: boolean;
   /** Run as a Sentinel (`redis-server <file> --sentinel`) with this config file, which it rewrites. */
   sentinelConfig?: string;
+  /** cluster-node-timeout, ms (default 5000): how long a silent node takes to be marked failed. */
+  clusterNodeTimeoutMs?: number;
   extraArgs?: string[];
 }
 
@@ -115,7 +117,7 @@ export class RedisServer {
     if (o.appendonly) args.push('--appendfsync', o.appendfsync ?? 'always');
     if (o.cluster) {
       // prettier-ignore
-      args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(o.dir, 'nodes.conf'), '--cluster-node-timeout', '5000');
+      args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(o.dir, 'nodes.conf'), '--cluster-node-timeout', String(o.clusterNodeTimeoutMs ?? 5000));
     }
     return args.concat(o.extraArgs ?? []);
   }
@@ -208,7 +210,18 @@ export interface RedisClusterHandle {
   /** host:port of each master, for REDIS_CLUSTER_NODES. */
   nodes: { host: string; port: number }[];
   nodesEnv: string;
+  /** Every node, replicas included, as REDIS_CLUSTER_NODES (the masters first). */
+  allNodesEnv: string;
+  /** Each master with its replicas, as the cluster set them up. */
+  shards: { master: RedisServer; replicas: RedisServer[] }[];
   dir: string;
+}
+
+export interface RedisClusterOptions {
+  /** Replicas per master (`--cluster-replicas`); default 0. */
+  replicas?: number;
+  /** cluster-node-timeout of every node, ms (default 5000); a failover takes about twice this. */
+  nodeTimeoutMs?: number;
 }
 
 function run(cmd: string, args: string[], timeoutMs = 30000): Promise<string> {
@@ -221,19 +234,72 @@ function run(cmd: string, args: string[], timeoutMs = 30000): Promise<string> {
   );
 }
 
+/** One line of CLUSTER NODES. */
+export interface ClusterNodeLine {
+  id: string;
+  port: number;
+  flags: string[];
+  /** Node id of its master, for a replica; '-' for a master. */
+  masterId: string;
+  /** `connected` or `disconnected`. */
+  link: string;
+  /** The slot ranges it serves, as written (`0-5460`). */
+  slots: string[];
+}
+
+/** CLUSTER NODES as seen by the node `client` talks to. */
+export async function clusterNodes(client: Redis): Promise<ClusterNodeLine[]> {
+  const text = (await client.cluster('NODES')) as string;
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const f = line.split(' ');
+      return {
+        id: f[0],
+        port: Number(/:(\d+)@/.exec(f[1])![1]),
+        flags: f[2].split(','),
+        masterId: f[3],
+        link: f[7],
+        slots: f.slice(8),
+      };
+    });
+}
+
+/** A node's INFO section as key → value. */
+export async function infoFields(client: Redis, section: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const line of ((await client.info(section)) as string).split('\r\n')) {
+    const i = line.indexOf(':');
+    if (i > 0) out[line.slice(0, i)] = line.slice(i + 1);
+  }
+  return out;
+}
+
 /**
  * Starts `masters` cluster-enabled servers (ports `preferredPort`.. when free),
- * joins them with `redis-cli --cluster create` (no replicas) and waits until
- * every node reports cluster_state:ok and agrees on the slot map.
+ * each with `opts.replicas` replicas, joins them with `redis-cli --cluster
+ * create` and waits until every node reports cluster_state:ok, knows every
+ * node, agrees on who is master and who replicates whom (no node flagged
+ * fail), and each replica's link to its master is up.
  */
 export async function startRedisCluster(
   masters = 3,
   preferredPort = 7101,
+  opts: RedisClusterOptions = {},
 ): Promise<RedisClusterHandle> {
-  const ports = await sparePorts(masters, preferredPort, true);
+  const replicas = opts.replicas ?? 0;
+  const total = masters * (1 + replicas);
+  const ports = await sparePorts(total, preferredPort, true);
   const dir = makeTmpDir('cluster');
   const servers = ports.map(
-    (port) => new RedisServer({ port, dir: join(dir, String(port)), cluster: true }),
+    (port) =>
+      new RedisServer({
+        port,
+        dir: join(dir, String(port)),
+        cluster: true,
+        clusterNodeTimeoutMs: opts.nodeTimeoutMs,
+      }),
   );
   await Promise.all(servers.map((s) => s.start()));
   await run('redis-cli', [
@@ -241,29 +307,74 @@ export async function startRedisCluster(
     'create',
     ...ports.map((p) => `127.0.0.1:${p}`),
     '--cluster-replicas',
-    '0',
+    String(replicas),
     '--cluster-yes',
   ]);
   const clients = servers.map((s) => s.client());
+  let views: ClusterNodeLine[][] = [];
   try {
-    const deadline = Date.now() + 20000;
+    const deadline = Date.now() + 30000;
     for (;;) {
       const infos = await Promise.all(clients.map((c) => c.cluster('INFO') as Promise<string>));
-      const ok = infos.every(
-        (i) =>
-          /cluster_state:ok/.test(i) &&
-          /cluster_slots_ok:16384/.test(i) &&
-          new RegExp(`cluster_known_nodes:${masters}\\b`).test(i),
-      );
+      views = await Promise.all(clients.map((c) => clusterNodes(c)));
+      const repl = await Promise.all(clients.map((c) => infoFields(c, 'replication')));
+      // Every node: the same masters, each replica under the same master, nobody failing.
+      const shape = (v: ClusterNodeLine[]) =>
+        v
+          .map((n) => `${n.port}:${n.flags.includes('master') ? 'M' : `S<${n.masterId}`}`)
+          .sort()
+          .join(' ');
+      const ok =
+        infos.every(
+          (i) =>
+            /cluster_state:ok/.test(i) &&
+            /cluster_slots_ok:16384/.test(i) &&
+            new RegExp(`cluster_known_nodes:${total}\\b`).test(i) &&
+            new RegExp(`cluster_size:${masters}\\b`).test(i),
+        ) &&
+        views.every((v) => shape(v) === shape(views[0])) &&
+        views.every((v) =>
+          v.every((n) => !n.flags.some((f) => /fail|handshake|noaddr/.test(f)) && n.link === 'connected'),
+        ) &&
+        views[0].filter((n) => n.flags.includes('master')).length === masters &&
+        repl.every((r) =>
+          r.role === 'master'
+            ? Number(r.connected_slaves) === replicas &&
+              Array.from({ length: replicas }, (_, i) => r[`slave${i}`]).every((s) =>
+                /state=online/.test(s ?? ''),
+              )
+            : r.master_link_status === 'up' && r.master_sync_in_progress === '0',
+        );
       if (ok) break;
-      if (Date.now() > deadline) throw new Error(`cluster not ok: ${infos.join('\n---\n')}`);
-      await new Promise((r) => setTimeout(r, 100));
+      if (Date.now() > deadline)
+        throw new Error(
+          `cluster not ok: ${infos.join('\n---\n')}\n${views.map((v) => JSON.stringify(v)).join('\n')}`,
+        );
+      await sleepMs(100);
     }
   } finally {
     clients.forEach((c) => c.disconnect());
   }
-  const nodes = ports.map((port) => ({ host: '127.0.0.1', port }));
-  return { servers, nodes, nodesEnv: nodes.map((n) => `${n.host}:${n.port}`).join(','), dir };
+  const byPort = new Map(servers.map((s) => [s.port, s]));
+  const view = views[0];
+  const shards = view
+    .filter((n) => n.flags.includes('master'))
+    .map((m) => ({
+      master: byPort.get(m.port)!,
+      replicas: view.filter((r) => r.masterId === m.id).map((r) => byPort.get(r.port)!),
+    }))
+    .sort((a, b) => a.master.port - b.master.port);
+  const nodes = shards.map((s) => ({ host: '127.0.0.1', port: s.master.port }));
+  const env = (ps: number[]) => ps.map((p) => `127.0.0.1:${p}`).join(',');
+  const masterPorts = nodes.map((n) => n.port);
+  return {
+    servers,
+    nodes,
+    nodesEnv: env(masterPorts),
+    allNodesEnv: env([...masterPorts, ...ports.filter((p) => !masterPorts.includes(p))]),
+    shards,
+    dir,
+  };
 }
 
 /** Kills (SIGKILL) every server started through this module and waits for the exits. */
@@ -340,18 +451,21 @@ export async function auditTrails(
 
 /**
  * The at-least-once contract after a Redis outage: every job ends completed
- * exactly once, and a job that ran more than once (several claimed events)
- * was put back by the reaper in between: one `stalled` event per extra run.
+ * exactly once, and a job that was claimed more than once was put back in
+ * between, by the reaper (`stalled`: its lease expired) or by the worker
+ * that held it (`released`: given back unrun, e.g. a claim that answered
+ * after the worker had filled its slots): one such event per extra claim.
  * Returns the problems found (empty when the contract holds) and a summary.
  */
 export function checkRunsOnce(
   ids: string[],
   trails: Map<string, JobTrail>,
-): { problems: string[]; reruns: number; stalled: number; rerun: string[] } {
+): { problems: string[]; reruns: number; stalled: number; released: number; rerun: string[] } {
   const problems: string[] = [];
   const rerun: string[] = [];
   let reruns = 0;
   let stalled = 0;
+  let released = 0;
   for (const id of ids) {
     const t = trails.get(id);
     if (!t) {
@@ -360,6 +474,7 @@ export function checkRunsOnce(
     }
     const c = (e: string) => t.count[e] ?? 0;
     stalled += c('stalled');
+    released += c('released');
     if (c('claimed') > 1) {
       reruns++;
       if (rerun.length < 5) rerun.push(`${id}: ${t.events.join(',')}`);
@@ -368,9 +483,9 @@ export function checkRunsOnce(
     if (c('completed') !== 1)
       problems.push(`${id}: ${c('completed')} completed events (${t.events.join(',')})`);
     if (c('claimed') < 1) problems.push(`${id}: never claimed (${t.events.join(',')})`);
-    if (c('claimed') - 1 !== c('stalled'))
+    if (c('claimed') - 1 !== c('stalled') + c('released'))
       problems.push(
-        `${id}: ran ${c('claimed')} times with ${c('stalled')} stalled events (${t.events.join(',')})`,
+        `${id}: claimed ${c('claimed')} times with ${c('stalled')} stalled and ${c('released')} released events (${t.events.join(',')})`,
       );
     const seqs = t.claimedSeqs.join(',');
     const expected = t.claimedSeqs.map((_, i) => i + 1).join(',');
@@ -379,5 +494,5 @@ export function checkRunsOnce(
     if (t.events[t.events.length - 1] !== 'completed')
       problems.push(`${id}: last event ${t.events[t.events.length - 1]}`);
   }
-  return { problems, reruns, stalled, rerun };
+  return { problems, reruns, stalled, released, rerun };
 }

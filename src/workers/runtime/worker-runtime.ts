@@ -3,7 +3,7 @@ import { SluiceError } from '../../core/errors';
 import { AbortReason, HandlerMap, JobContext, UnrecoverableError, type AttemptOutcome } from '../../core/handler';
 import type { Json, WorkerJob } from '../../core/job';
 import { silentLogger as silent, type Logger } from '../../core/logger';
-import type { FailInput, JobStore, QueueStore, StoreConnection, WakeWaiter } from '../../core/ports';
+import type { FailInput, JobStore, QueueStore, StoreConnection, WakeWaiter, WorkerClaimResult } from '../../core/ports';
 import { context } from '@opentelemetry/api';
 import { endProcess, ProcessTrace, recordClaims, spanClock, startProcess } from '../../telemetry/job-spans';
 import { tracingEnabled } from '../../telemetry/spans';
@@ -110,6 +110,21 @@ function isStoreAnswer(e: unknown): boolean {
   return e instanceof SluiceError;
 }
 
+/**
+ * A claim that has not answered after this long stops holding up the other
+ * queues, ms. A claim answers in milliseconds; this long means the node that
+ * holds its queue is unreachable, e.g. a Redis Cluster shard whose master
+ * died and whose replica has not taken over yet: ioredis holds the call
+ * until then, or until its 16 redirections (100 ms apart) run out and it
+ * fails with "Connection is closed", and a failover takes about two
+ * cluster-node-timeouts (15 s by default). Each queue of the failed shard
+ * costs the loop this long once per failover; a claim that is merely slow
+ * (a busy host) only has its jobs started a little later ({@link adoptLate}).
+ */
+const CLAIM_STALL_MS = 500;
+/** After a queue's claim failed, how long before that queue is tried again, ms. */
+const CLAIM_RETRY_MS = 250;
+
 
 /**
  * Runs handlers for claimed jobs: the worker role without the framework.
@@ -142,6 +157,14 @@ export class WorkerRuntime {
   private queuesReadAt = 0;
   private readonly externalQueues = new Set<string>();
   private redisDown = false;
+  /**
+   * Queues whose last claim failed, with the time to try again (epoch ms),
+   * and queues whose claim is answering late: on a Redis Cluster one shard
+   * can be down while the others serve, so such a queue is set aside and
+   * probed in the background while the loop claims from the others.
+   */
+  private readonly failing = new Map<string, number>();
+  private readonly lateClaims = new Set<string>();
   /** The job held now must run alone (claim said `solo`). */
   private soloRunning = false;
   /** A job that must run alone is next: claim nothing until idle (claim said `isolate`). */
@@ -276,44 +299,124 @@ export class WorkerRuntime {
       this.isolating = false;
       const queues = await this.queueList();
       let claimed = 0;
+      let answered = 0;
       let waitMs = this.options.maxIdleWaitMs ?? (this.options.queues.includes('*') ? 1000 : 5000);
-      try {
-        // Not while disconnected: the claim would wait in ioredis's offline queue.
-        if (!this.connection.isReady()) throw new Error(`redis connection is ${this.connection.state()}`);
-        for (const queue of queues) {
-          const free = this.options.concurrency - this.running.size;
-          if (free <= 0 || this.stopping) break;
-          const claimStart = tracingEnabled() ? spanClock() : 0;
-          const res = await this.store.claimForWorker(queue, free, this.options.leaseMs, this.options.workerId, this.running.size === 0);
-          if (claimStart && res.jobs.length) recordClaims(queue, res.jobs, claimStart, this.options.workerId, false);
-          if (this.redisDown) {
-            this.redisDown = false;
-            this.log.info({}, 'redis is back: claiming again');
-          }
-          if (res.block === 'external') this.externalQueues.add(queue);
-          if (this.stopping) {
-            await this.giveBack(queue, res.jobs);
-            return;
-          }
-          for (const job of res.jobs) this.startJob(queue, job);
-          claimed += res.jobs.length;
-          if (res.retryInMs >= 0) waitMs = Math.min(waitMs, Math.max(1, res.retryInMs));
-          if (res.block === 'solo') this.soloRunning = true;
-          if (res.block === 'isolate') this.isolating = true;
-          // Claim nothing else now: a solo job runs alone; isolate means drain first.
-          if (res.block === 'solo' || res.block === 'isolate') {
-            claimed = Math.max(claimed, 1);
-            break;
-          }
-        }
-      } catch (e) {
-        if (!this.redisDown) this.log.warn({ err: (e as Error).message }, 'claim failed: redis unavailable, pausing claims');
-        this.redisDown = true;
-        await new Promise((r) => setTimeout(r, 250));
+      // Not while disconnected: the claim would wait in ioredis's offline queue.
+      if (!this.connection.isReady()) {
+        this.claimFailed(null, new Error(`redis connection is ${this.connection.state()}`));
+        await new Promise((r) => setTimeout(r, CLAIM_RETRY_MS));
         continue;
       }
+      for (const queue of queues) {
+        const free = this.options.concurrency - this.running.size;
+        if (free <= 0 || this.stopping) break;
+        if (this.lateClaims.has(queue)) continue;
+        const retryAt = this.failing.get(queue);
+        if (retryAt !== undefined && retryAt > Date.now()) continue;
+        let res: WorkerClaimResult | null;
+        try {
+          // A queue whose claim failed is probed for one job, without waiting for the answer.
+          res = retryAt === undefined ? await this.claim(queue, free, CLAIM_STALL_MS) : await this.claim(queue, 1, 0);
+        } catch (e) {
+          this.claimFailed(queue, e);
+          continue;
+        }
+        if (!res) continue; // answering late: its jobs start when it answers (adoptLate)
+        answered++;
+        this.claimAnswered(queue);
+        if (res.block === 'external') this.externalQueues.add(queue);
+        if (this.stopping) {
+          await this.giveBack(queue, res.jobs);
+          return;
+        }
+        for (const job of res.jobs) this.startJob(queue, job);
+        claimed += res.jobs.length;
+        if (res.retryInMs >= 0) waitMs = Math.min(waitMs, Math.max(1, res.retryInMs));
+        if (res.block === 'solo') this.soloRunning = true;
+        if (res.block === 'isolate') this.isolating = true;
+        // Claim nothing else now: a solo job runs alone; isolate means drain first.
+        if (res.block === 'solo' || res.block === 'isolate') {
+          claimed = Math.max(claimed, 1);
+          break;
+        }
+      }
       if (claimed > 0 || this.stopping) continue;
-      await this.waiter.wait(queues, waitMs);
+      const aside = (q: string) => this.failing.has(q) || this.lateClaims.has(q);
+      const healthy = queues.filter((q) => !aside(q));
+      if (answered === 0 && healthy.length < queues.length) {
+        // Nothing answered (Redis unreachable, or every queue set aside): pause, then try again.
+        await new Promise((r) => setTimeout(r, CLAIM_RETRY_MS));
+        continue;
+      }
+      // Block on the queues that answered; come back soon for the ones set aside.
+      if (healthy.length < queues.length) waitMs = Math.min(waitMs, CLAIM_RETRY_MS);
+      await this.waiter.wait(healthy, waitMs);
+    }
+  }
+
+  /**
+   * Claims from one queue; when it has not answered within `stallMs`, returns
+   * null and lets it run on: a late answer's jobs are started then
+   * ({@link adoptLate}), so a queue whose node is unreachable does not hold
+   * up the queues on other nodes.
+   * @throws what the claim threw, when it fails within `stallMs`.
+   */
+  private async claim(queue: string, free: number, stallMs: number): Promise<WorkerClaimResult | null> {
+    const claimStart = tracingEnabled() ? spanClock() : 0;
+    const p = this.store.claimForWorker(queue, free, this.options.leaseMs, this.options.workerId, this.running.size === 0).then((res) => {
+      if (claimStart && res.jobs.length) recordClaims(queue, res.jobs, claimStart, this.options.workerId, false);
+      return res;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<null>((r) => (timer = setTimeout(() => r(null), stallMs)));
+    const res = await Promise.race([p, stalled]).finally(() => clearTimeout(timer));
+    if (res) return res;
+    if (stallMs > 0) this.log.debug({ queue, stallMs }, 'claim not answered yet: the other queues go on');
+    this.lateClaims.add(queue);
+    this.track(
+      p.then(
+        (late) => this.adoptLate(queue, late),
+        (e) => {
+          this.lateClaims.delete(queue);
+          this.claimFailed(queue, e);
+        },
+      ),
+    );
+    return null;
+  }
+
+  /**
+   * The answer of a claim that came after the loop went on: its jobs are
+   * leased to this worker, so they start if slots are free; the others are
+   * given back (released, attempt refunded), as are all of them while
+   * stopping, or a job that must run alone (the loop decides that one).
+   */
+  private async adoptLate(queue: string, res: WorkerClaimResult): Promise<void> {
+    this.lateClaims.delete(queue);
+    this.claimAnswered(queue);
+    if (res.block === 'external') this.externalQueues.add(queue);
+    const fit = this.stopping || res.block === 'solo' ? 0 : Math.max(0, this.options.concurrency - this.running.size);
+    const start = res.jobs.slice(0, fit);
+    for (const job of start) this.startJob(queue, job);
+    const back = res.jobs.slice(start.length);
+    if (back.length) this.log.info({ queue, started: start.length, released: back.length }, 'late claim answered: jobs with no free slot given back');
+    await this.giveBack(queue, back).catch((e) => this.log.warn({ queue, err: (e as Error).message }, 'give-back failed: the reaper will recover these jobs'));
+  }
+
+  /** A claim failed (`queue` null: the connection is down): set the queue aside, say so once per outage. */
+  private claimFailed(queue: string | null, e: unknown): void {
+    if (queue !== null) this.failing.set(queue, Date.now() + CLAIM_RETRY_MS);
+    if (!this.redisDown) this.log.warn({ queue, err: (e as Error)?.message }, 'claim failed: redis unavailable, pausing claims');
+    else this.log.debug({ queue, err: (e as Error)?.message }, 'claim failed');
+    this.redisDown = true;
+  }
+
+  /** A claim answered: the queue is back, and once no queue is set aside, so is Redis. */
+  private claimAnswered(queue: string): void {
+    this.failing.delete(queue);
+    if (this.redisDown && this.failing.size === 0 && this.lateClaims.size === 0) {
+      this.redisDown = false;
+      this.log.info({}, 'redis is back: claiming again');
     }
   }
 
