@@ -10,7 +10,7 @@
 local function fenced(vr)
   if not vr then return false end
   local info = redis.call('INFO', 'server')
-  return vr ~= string.match(info, 'run_id:(%w+)')
+  return vr ~= (string.match(info, 'run_id:(%w+)') or '')
 end
 
 -- How long a fenced caller waits before trying again (ms).

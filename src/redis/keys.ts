@@ -123,5 +123,5 @@ export const oplogKeys = (prefix: string): { stream: string; dropped: string } =
 /** Pub/sub channel on which the API announces schedule changes to the schedulers. */
 export const schedulesChannel = (prefix: string): string => `${prefix}:schedules`;
 
-/** Set (with an expiry) while a restore from PostgreSQL runs: every process's `/readyz` answers `restoring` (src/restore/loss-watch.ts). */
+/** Hash: process rebuilding Redis from PostgreSQL → until when (epoch ms); every process's `/readyz` answers `restoring` while one is current (src/restore/loss-watch.ts). */
 export const restoringKey = (prefix: string): string => `${prefix}:restoring`;

@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { DataSource } from 'typeorm';
 import type { StoreConnection } from '../core/ports';
 import { silentLogger as silent, type Logger } from '../core/logger';
 import { compareIds } from '../core/stream-ids';
-import { QueueRestorer, type QueueRestoreReport, type RestoreStores } from './restore';
+import type { QueueRestorer, QueueRestoreReport, RestoreStores } from './restore';
 
 /**
  * The restore watch (API.md v1.2 "Redis loss at run time", CASES C27): notices
@@ -20,9 +22,11 @@ import { QueueRestorer, type QueueRestoreReport, type RestoreStores } from './re
  *   refuses once the marker is back, so one replica restores).
  * - **rewound**: the marker is there but the mirror's consumer group was
  *   handed less than PostgreSQL holds → the marker is dropped if it is still
- *   the one seen (one replica wins: lua/resetQueue-2.lua), every job in
- *   Redis that PostgreSQL knows is removed (PostgreSQL's state is newer),
- *   and the queue is restored: jobs PostgreSQL knows as finished never come
+ *   the one seen and the queue's mirror lock passes to the watch (one
+ *   replica wins: lua/resetQueue-3.lua); under that lock every job in Redis
+ *   that PostgreSQL knows is removed (PostgreSQL's state is newer) and the
+ *   queue is restored (src/restore/restore.ts; a restore interrupted there
+ *   is finished, prune included, by whoever restores the queue next): jobs PostgreSQL knows as finished never come
  *   back, jobs newer than the snapshot do; jobs PostgreSQL never heard of
  *   (accepted after Redis came back) stay.
  * - otherwise the queue is marked checked on this Redis server (its run id),
@@ -58,8 +62,8 @@ export interface LossWatchOptions {
   onRebuild?: (r: RebuildReport) => void;
 }
 
-/** Ids per PostgreSQL lookup and per prune call. */
-const CHUNK = 1000;
+/** The mirror lock's lease while the watch resets and restores a queue, ms (renewed by each chunk). */
+const RESTORE_LOCK_TTL_MS = 30_000;
 /** How long the `restoring` flag lives unless renewed, ms (a watch that dies mid-rebuild does not leave it up). */
 const RESTORING_TTL_MS = 60_000;
 
@@ -120,54 +124,94 @@ export class RedisLossWatch {
       });
   }
 
+  /** Token of this watch's locks and of its `restoring` flag. */
+  private readonly id = `watch-${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
+  /** Queues whose check failed in the last pass (a failure is logged at warn once until the queue recovers). */
+  private failing = new Set<string>();
+
   /**
    * One pass over every queue Redis or PostgreSQL knows (see the file
-   * comment). @returns the rebuild done, or null when nothing was lost.
-   * @throws when Redis or PostgreSQL fail (the next pass tries again).
+   * comment); a queue whose check fails is logged and the others go on.
+   * @returns the rebuild done, or null when nothing was lost.
+   * @throws when the queues cannot be listed (the next pass tries again).
    */
   async check(): Promise<RebuildReport | null> {
     if (!this.stores.connection.isReady()) return null;
     const lost: string[] = [];
     const rewound: { queue: string; epoch: string }[] = [];
     for (const queue of await this.restorer.listQueues()) {
-      const pgMax = await this.newestMirrored(queue);
-      const s = await this.stores.restore.inspect(queue);
-      if (s.epoch === null) lost.push(queue);
-      else if (pgMax !== null && (s.lastDelivered === null || compareIds(s.lastDelivered, pgMax) < 0)) rewound.push({ queue, epoch: s.epoch });
-      else if (s.checkedOn !== s.runId) await this.stores.restore.verify(queue, s.epoch, pgMax);
+      await this.guard(queue, async () => {
+        const pgMax = await this.newestMirrored(queue);
+        const s = await this.stores.restore.inspect(queue);
+        if (s.epoch === null) lost.push(queue);
+        else if (pgMax !== null && (s.lastDelivered === null || compareIds(s.lastDelivered, pgMax) < 0)) rewound.push({ queue, epoch: s.epoch });
+        // Not behind PostgreSQL: nothing to raise; refused if the server changed since inspect.
+        else if (s.checkedOn !== s.runId) await this.stores.restore.verify(queue, s.epoch, null, s.runId);
+      });
     }
     if (!rewound.length && !lost.length) return null;
     return this.rebuild(lost, rewound);
   }
 
+  /** Runs one queue's step; a failure is logged (warn once per queue until it recovers) and swallowed. */
+  private async guard(queue: string, step: () => Promise<void>): Promise<void> {
+    try {
+      await step();
+      this.failing.delete(queue);
+    } catch (e) {
+      if (!this.failing.has(queue)) this.log.warn({ queue, err: (e as Error).message }, 'redis loss check of a queue failed: trying again at the next pass');
+      this.failing.add(queue);
+    }
+  }
+
   private async rebuild(lost: string[], rewound: { queue: string; epoch: string }[]): Promise<RebuildReport | null> {
     const started = Date.now();
     let flagged = false;
-    let pruned = 0;
+    const flag = async () => {
+      // Renewed per queue: a long rebuild keeps /readyz at `restoring`.
+      await this.stores.restore.setRestoring(this.id, true, RESTORING_TTL_MS).catch(() => undefined);
+      flagged = true;
+    };
     const reports: QueueRestoreReport[] = [];
     const rewoundNames: string[] = [];
     try {
       for (const { queue, epoch } of rewound) {
-        if (!flagged) flagged = await this.flag();
-        if (await this.stores.restore.reset(queue, epoch)) {
-          rewoundNames.push(queue);
-          pruned += await this.pruneKnown(queue);
-        }
-        lost.push(queue);
+        await this.guard(queue, async () => {
+          await flag();
+          const lock = { token: this.id, ttlMs: RESTORE_LOCK_TTL_MS };
+          if (await this.stores.restore.reset(queue, epoch, lock)) {
+            rewoundNames.push(queue);
+            // Pruned and restored under the lock reset handed over (src/restore/restore.ts).
+            try {
+              reports.push(await this.restoreAndVerify(queue, this.id));
+            } finally {
+              await this.stores.ownership.release(queue, this.id).catch(() => undefined);
+            }
+          } else lost.push(queue); // another replica reset it: restore (or find it restored)
+        });
       }
       for (const queue of lost) {
-        if (!flagged && (await this.knownToPostgres(queue))) flagged = await this.flag();
-        const r = await this.restorer.ensureQueue(queue);
-        reports.push(r);
-        if (r.epoch) await this.stores.restore.verify(queue, r.epoch, await this.newestMirrored(queue));
+        await this.guard(queue, async () => {
+          if (!flagged && (await this.knownToPostgres(queue))) await flag();
+          else if (flagged) await flag();
+          reports.push(await this.restoreAndVerify(queue));
+        });
       }
     } finally {
-      if (flagged) await this.stores.restore.setRestoring(false).catch(() => undefined);
+      if (flagged) await this.stores.restore.setRestoring(this.id, false).catch(() => undefined);
     }
     const restored = reports.filter((r) => r.action === 'restored');
     if (!restored.length && !rewoundNames.length) return null;
+    const pruned = restored.reduce((n, r) => n + (r.pruned ?? 0), 0);
     const jobs = restored.reduce((n, r) => n + r.counts.waiting + r.counts.delayed + r.counts.active + r.counts.failed + r.counts.cancelled, 0);
-    const report: RebuildReport = { lost: lost.filter((q) => !rewoundNames.includes(q) && restored.some((r) => r.queue === q)), rewound: rewoundNames, pruned, reports: restored, jobs, ms: Date.now() - started };
+    const report: RebuildReport = {
+      lost: restored.map((r) => r.queue).filter((q) => !rewoundNames.includes(q)),
+      rewound: rewoundNames,
+      pruned,
+      reports: restored,
+      jobs,
+      ms: Date.now() - started,
+    };
     const sum = (k: 'waiting' | 'delayed' | 'active' | 'failed' | 'cancelled') => restored.reduce((n, r) => n + r.counts[k], 0);
     this.log.warn(
       { lost: report.lost, rewound: report.rewound, pruned, jobs, waiting: sum('waiting'), delayed: sum('delayed'), active: sum('active'), failed: sum('failed'), cancelled: sum('cancelled'), ms: report.ms },
@@ -178,28 +222,16 @@ export class RedisLossWatch {
     return report;
   }
 
-  /** Raises the `restoring` flag; true once raised (a failure to raise it does not stop the rebuild). */
-  private async flag(): Promise<boolean> {
-    await this.stores.restore.setRestoring(true, RESTORING_TTL_MS).catch(() => undefined);
-    return true;
-  }
-
-  /** Removes from a reset queue every job PostgreSQL knows (its state there is newer). @returns hashes removed. */
-  private async pruneKnown(queue: string): Promise<number> {
-    const ids = await this.stores.restore.jobIds(queue);
-    let n = 0;
-    for (let i = 0; i < ids.length; i += CHUNK) {
-      const chunk = ids.slice(i, i + CHUNK);
-      const known = (await this.db.query(
-        `SELECT id::text AS id FROM jobs WHERE id = ANY($1::uuid[]) UNION SELECT job_id::text FROM dead_letter_jobs WHERE job_id = ANY($1::uuid[])`,
-        [chunk.filter((id) => UUID.test(id))],
-      )) as { id: string }[];
-      if (!known.length) continue;
-      const removed = await this.stores.restore.prune(queue, known.map((r) => r.id));
-      if (removed < 0) break; // restored meanwhile by another process
-      n += removed;
-    }
-    return n;
+  /**
+   * Restores a queue without a marker (pruning first when it was reset) and
+   * marks it checked on the server it was restored on.
+   * @param lockToken the queue's mirror lock is held with it (after a reset).
+   */
+  private async restoreAndVerify(queue: string, lockToken?: string): Promise<QueueRestoreReport> {
+    const { runId } = await this.stores.restore.inspect(queue);
+    const r = await this.restorer.ensureQueue(queue, { lockToken });
+    if (r.epoch) await this.stores.restore.verify(queue, r.epoch, await this.newestMirrored(queue), runId);
+    return r;
   }
 
   private async knownToPostgres(queue: string): Promise<boolean> {
@@ -220,5 +252,3 @@ export class RedisLossWatch {
     return top ? `${top.m}-${top.s}` : null;
   }
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

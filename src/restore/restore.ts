@@ -49,6 +49,9 @@ import { sleep } from '../core/sleep';
 const NON_TERMINAL = ['waiting', 'delayed', 'active'];
 const ms = (col: string) => `round(extract(epoch FROM ${col}) * 1000)::bigint`;
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Ids per PostgreSQL lookup and prune call when a reset queue is pruned. */
+const PRUNE_CHUNK = 1000;
 
 export interface RestoreCounts {
   waiting: number;
@@ -74,6 +77,8 @@ export interface QueueRestoreReport {
   action: 'intact' | 'created' | 'restored' | 'planned' | 'busy' | 'error';
   epoch: string | null;
   counts: RestoreCounts;
+  /** Jobs of a reset (rewound) queue removed before the restore because PostgreSQL knew them (src/restore/loss-watch.ts). */
+  pruned?: number;
   error?: string;
 }
 
@@ -325,6 +330,11 @@ export class QueueRestorer {
         `SELECT stream_ms::text AS m, stream_seq::text AS s FROM job_events WHERE queue = $1 ORDER BY stream_ms DESC, stream_seq DESC LIMIT 1`,
         [queue],
       )) as { m: string; s: string }[];
+      // A queue reset by the restore watch (Redis rewound to an older
+      // snapshot): the snapshot's copies of jobs PostgreSQL knows go first,
+      // so each comes back in PostgreSQL's state — also when the reset was
+      // interrupted and this is another process's restore.
+      const pruned = (await this.stores.restore.resetting(queue)) ? await this.pruneKnown(queue, lock) : 0;
       let minStreamId: string | null = top ? `${top.m}-${top.s}` : null;
       for (const r of order) minStreamId = maxStreamId(minStreamId, `${r.lm}-${r.ls}`);
       const call = async (jobs: RestoreJobInput[], epoch = ''): Promise<RestoreJobsResult> => {
@@ -371,10 +381,34 @@ export class QueueRestorer {
         { queue, epoch, ...counts, ms: Date.now() - started },
         'queue restored from PostgreSQL',
       );
-      return { queue, action: 'restored', epoch, counts };
+      return pruned ? { queue, action: 'restored', epoch, counts, pruned } : { queue, action: 'restored', epoch, counts };
     } finally {
       if (!heldToken) await this.release(queue, token);
     }
+  }
+
+  /**
+   * Removes from a reset queue every job PostgreSQL knows (its state there is
+   * newer than the snapshot's), under the queue's lock. Jobs PostgreSQL never
+   * heard of (accepted after Redis came back) stay.
+   * @returns hashes removed.
+   * @throws when the lock was lost meanwhile (the next restore prunes again).
+   */
+  private async pruneKnown(queue: string, lock: { token: string; ttlMs: number }): Promise<number> {
+    const ids = (await this.stores.restore.jobIds(queue)).filter((id) => UUID.test(id));
+    let n = 0;
+    for (let i = 0; i < ids.length; i += PRUNE_CHUNK) {
+      const chunk = ids.slice(i, i + PRUNE_CHUNK);
+      const known = (await this.db.query(
+        `SELECT id::text AS id FROM jobs WHERE id = ANY($1::uuid[]) UNION SELECT job_id::text FROM dead_letter_jobs WHERE job_id = ANY($1::uuid[])`,
+        [chunk],
+      )) as { id: string }[];
+      if (!known.length) continue;
+      const removed = await this.stores.restore.prune(queue, lock, known.map((r) => r.id));
+      if (removed < 0) throw new Error(`restore of queue ${queue} stopped: the audit lock was lost while pruning; run the restore again`);
+      n += removed;
+    }
+    return n;
   }
 
   /** Full rows of non-terminal jobs, in the order of `ids`; active jobs with a pending cancel become 'cancel'. */

@@ -55,21 +55,32 @@ export abstract class RestoreStore {
    * Marks the queue checked on the current server (lifts the restore fence:
    * claims, promotions and reaping go on) and raises the mirror group's
    * position to `minDelivered` (the newest stream id PostgreSQL holds) when
-   * it is behind. @returns 'changed' (nothing written) when the marker is no longer `epoch`.
+   * it is behind. @returns 'changed' (nothing written) when the marker is no
+   * longer `epoch`, or the server is no longer `runId` (when given).
    */
-  abstract verify(queue: string, epoch: string, minDelivered: string | null): Promise<'ok' | 'changed'>;
+  abstract verify(queue: string, epoch: string, minDelivered: string | null, runId?: string): Promise<'ok' | 'changed'>;
   /**
-   * Drops the marker if it is still `staleEpoch` and fences the queue until
-   * it is verified again. @returns false when another process did it first.
+   * Drops the marker if it is still `staleEpoch`, fences the queue until it is
+   * verified again ("resetting") and hands the queue's mirror lock to `lock`.
+   * @returns false when another process did it first.
    */
-  abstract reset(queue: string, staleEpoch: string): Promise<boolean>;
+  abstract reset(queue: string, staleEpoch: string, lock: { token: string; ttlMs: number }): Promise<boolean>;
+  /** Whether the queue was reset and not verified since (its jobs must be pruned before a restore). */
+  abstract resetting(queue: string): Promise<boolean>;
   /** Ids of every job in the queue's waiting, delayed, active and failed sets. */
   abstract jobIds(queue: string): Promise<string[]>;
-  /** Removes these jobs (sets and hashes) while the queue has no marker. @returns how many hashes went, or -1 when the marker exists. */
-  abstract prune(queue: string, ids: string[]): Promise<number>;
-  /** Says (for `ttlMs`) or unsays that a restore runs somewhere: every process's `/readyz` answers `restoring` meanwhile. */
-  abstract setRestoring(on: boolean, ttlMs?: number): Promise<void>;
-  /** Whether some process said a restore runs. */
+  /**
+   * Removes these jobs (sets and hashes), fenced by the queue's mirror lock
+   * held with `lock.token` (renewed) and the marker's absence.
+   * @returns how many hashes went, or -1 (nothing done) when the lock is not held or the marker exists.
+   */
+  abstract prune(queue: string, lock: { token: string; ttlMs: number }, ids: string[]): Promise<number>;
+  /**
+   * Says (for `ttlMs`, renewable) or unsays that process `who` rebuilds:
+   * every process's `/readyz` answers `restoring` while any says so.
+   */
+  abstract setRestoring(who: string, on: boolean, ttlMs?: number): Promise<void>;
+  /** Whether some process says it rebuilds. */
   abstract isRestoring(): Promise<boolean>;
 }
 

@@ -51,14 +51,18 @@ export class RedisRestoreStore implements RestoreStore {
     return { epoch: epoch || null, lastDelivered: last || null, checkedOn: vr || null, runId };
   }
 
-  async verify(queue: string, epoch: string, minDelivered: string | null): Promise<'ok' | 'changed'> {
+  async verify(queue: string, epoch: string, minDelivered: string | null, runId = ''): Promise<'ok' | 'changed'> {
     const k = this.ctx.keys(queue);
-    return this.ctx.scripts.run<'ok' | 'changed'>('verifyQueue', [k.epoch, k.events, k.meta, k.wake], [epoch, MIRROR_GROUP, minDelivered ?? '']);
+    return this.ctx.scripts.run<'ok' | 'changed'>('verifyQueue', [k.epoch, k.events, k.meta, k.wake], [epoch, MIRROR_GROUP, minDelivered ?? '', runId]);
   }
 
-  async reset(queue: string, staleEpoch: string): Promise<boolean> {
+  async reset(queue: string, staleEpoch: string, lock: { token: string; ttlMs: number }): Promise<boolean> {
     const k = this.ctx.keys(queue);
-    return (await this.ctx.scripts.run<number>('resetQueue', [k.epoch, k.meta, k.mirrorLock], [staleEpoch])) === 1;
+    return (await this.ctx.scripts.run<number>('resetQueue', [k.epoch, k.meta, k.mirrorLock], [staleEpoch, lock.token, lock.ttlMs])) === 1;
+  }
+
+  async resetting(queue: string): Promise<boolean> {
+    return (await this.ctx.redis.hget(this.ctx.keys(queue).meta, 'vr')) === 'resetting';
   }
 
   async jobIds(queue: string): Promise<string[]> {
@@ -74,17 +78,24 @@ export class RedisRestoreStore implements RestoreStore {
     return [...new Set(out)];
   }
 
-  prune(queue: string, ids: string[]): Promise<number> {
+  prune(queue: string, lock: { token: string; ttlMs: number }, ids: string[]): Promise<number> {
     const k = this.ctx.keys(queue);
-    return this.ctx.scripts.run<number>('pruneJobs', [k.waiting, k.delayed, k.active, k.failed, k.epoch], [k.base, ...ids]);
+    return this.ctx.scripts.run<number>('pruneJobs', [k.waiting, k.delayed, k.active, k.failed, k.epoch, k.mirrorLock], [k.base, lock.token, lock.ttlMs, ...ids]);
   }
 
-  async setRestoring(on: boolean, ttlMs = 60_000): Promise<void> {
-    if (on) await this.ctx.redis.set(restoringKey(this.ctx.prefix), '1', 'PX', ttlMs);
-    else await this.ctx.redis.del(restoringKey(this.ctx.prefix));
+  async setRestoring(who: string, on: boolean, ttlMs = 60_000): Promise<void> {
+    const key = restoringKey(this.ctx.prefix);
+    if (on) {
+      // One field per rebuilding process with its own end: one that finishes
+      // does not end another's, and a process that dies mid-rebuild stops
+      // counting after ttlMs.
+      await this.ctx.redis.hset(key, who, String(Date.now() + ttlMs));
+      await this.ctx.redis.pexpire(key, ttlMs);
+    } else await this.ctx.redis.hdel(key, who);
   }
 
   async isRestoring(): Promise<boolean> {
-    return (await this.ctx.redis.exists(restoringKey(this.ctx.prefix))) === 1;
+    const now = Date.now();
+    return (await this.ctx.redis.hvals(restoringKey(this.ctx.prefix))).some((until) => Number(until) > now);
   }
 }

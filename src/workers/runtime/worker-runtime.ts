@@ -235,7 +235,8 @@ export class WorkerRuntime {
 
   private async drain(): Promise<void> {
     const graceEnd = Date.now() + this.options.shutdownGraceMs;
-    this.drainDeadline = graceEnd;
+    // Acks already being retried get the grace period, and at least DRAIN_MIN_MS.
+    this.drainDeadline = Math.max(graceEnd, Date.now() + DRAIN_MIN_MS);
     this.waiter.close();
     this.slotWaiter?.();
     // The loop ends at once (its waiter is closed), unless a claim is in
@@ -395,7 +396,9 @@ export class WorkerRuntime {
     this.lateClaims.delete(queue);
     this.claimAnswered(queue);
     if (res.block === 'external') this.externalQueues.add(queue);
-    const fit = this.stopping || res.block === 'solo' ? 0 : Math.max(0, this.options.concurrency - this.running.size);
+    // Nothing starts beside a job that runs alone, or while draining for one.
+    const alone = res.block === 'solo' || (this.running.size > 0 && (this.soloRunning || this.isolating));
+    const fit = this.stopping || alone ? 0 : Math.max(0, this.options.concurrency - this.running.size);
     const start = res.jobs.slice(0, fit);
     for (const job of start) this.startJob(queue, job);
     const back = res.jobs.slice(start.length);
@@ -448,6 +451,11 @@ export class WorkerRuntime {
   // ---- running one job ----------------------------------------------------
 
   private startJob(queue: string, job: WorkerJob): void {
+    // The same job under a new lease (its old one expired during a stall and
+    // it was claimed again): the old attempt's lease is gone, end it first so
+    // that it cannot drop the new attempt's entry when it settles.
+    const previous = this.running.get(job.id);
+    if (previous) this.abort(previous, 'lease_lost');
     const r: Running = { queue, job, settled: false, done: Promise.resolve(), startedAt: performance.now() };
     if (tracingEnabled()) r.trace = startProcess(queue, job, job.maxAttempts, this.options.workerId);
     this.running.set(job.id, r);
@@ -513,7 +521,7 @@ export class WorkerRuntime {
     }
     this.options.onJobFinished?.(r.queue, r.job.type, outcome, performance.now() - r.startedAt);
     clearTimeout(r.timer);
-    this.running.delete(r.job.id);
+    if (this.running.get(r.job.id) === r) this.running.delete(r.job.id);
     const w = this.slotWaiter;
     this.slotWaiter = null;
     w?.();

@@ -251,11 +251,13 @@ test('C27 variant: Redis restarts from an older snapshot: finished jobs never co
 
 test('/readyz answers 503 {"status":"restoring"} while a rebuild runs', async () => {
   const admin = server.client();
-  await admin.set(`${prefix}:restoring`, '1', 'PX', 5000);
+  // What a rebuilding watch writes (RestoreStore.setRestoring): its id and until when.
+  await admin.hset(`${prefix}:restoring`, 'watch-test', String(Date.now() + 5000));
   const r = await api('GET', '/readyz');
   expect(r.status).toBe(503);
   expect(r.body.status).toBe('restoring');
-  await admin.del(`${prefix}:restoring`);
+  // One that ended (or died: past its time) no longer counts.
+  await admin.hset(`${prefix}:restoring`, 'watch-test', String(Date.now() - 1));
   admin.disconnect();
   expect((await api('GET', '/readyz')).status).toBe(200);
 });
