@@ -16,8 +16,12 @@
 @include "now"
 @include "emit"
 @include "job"
+@include "errors"
+@include "fence"
 
 local prefix = ARGV[1]
+-- The restore fence (includes/fence.lua): no change on a queue not checked since Redis restarted.
+if fenced(redis.call('HGET', prefix .. 'meta', 'vr')) then return {ERR_RESTORING, 0} end
 local ids = redis.call('ZRANGE', KEYS[1], 0, clamp(ARGV[2], 1, 100000, 1000) - 1)
 local now = nowMs()
 local n = 0

@@ -16,7 +16,10 @@
 @include "score"
 @include "wake"
 @include "job"
+@include "fence"
 
+-- The restore fence (includes/fence.lua): no change on a queue not checked since Redis restarted.
+if fenced(redis.call('HGET', KEYS[5], 'vr')) then return {ERR_RESTORING, ''} end
 local id = ARGV[2]
 local jk = jobKey(ARGV[1], id)
 local f = safeHmget(jk, 's', 'pr', 'a')

@@ -21,7 +21,11 @@
 @include "score"
 @include "wake"
 @include "job"
+@include "errors"
+@include "fence"
 
+-- The restore fence (includes/fence.lua): no change on a queue not checked since Redis restarted.
+if fenced(redis.call('HGET', KEYS[4], 'vr')) then return {ERR_RESTORING, ''} end
 local id = ARGV[2]
 local jk = jobKey(ARGV[1], id)
 local t = redis.call('TYPE', jk)

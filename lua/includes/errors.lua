@@ -5,3 +5,5 @@ local ERR_WRONG_STATE = -2
 local ERR_LEASE_LOST = -3
 local ERR_IDEMPOTENCY_CONFLICT = -4
 local ERR_DECODE = -5
+-- The queue awaits its check after a Redis restart (includes/fence.lua): try again shortly.
+local ERR_RESTORING = -6

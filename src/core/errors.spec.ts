@@ -36,6 +36,7 @@ const NAMES: Record<string, keyof typeof ScriptErrorCode> = {
   ERR_LEASE_LOST: 'LeaseLost',
   ERR_IDEMPOTENCY_CONFLICT: 'IdempotencyConflict',
   ERR_DECODE: 'DecodeError',
+  ERR_RESTORING: 'Restoring',
 };
 
 /** Numeric members of the TS enum (a numeric enum also maps number → name). */
@@ -109,7 +110,12 @@ describe('errorFromCode', () => {
     expect(errorFromCode(ScriptErrorCode.WrongState, 'j').message).toBe('job j is unknown: cannot change it');
   });
 
-  it.each([0, 1, -6, -99, NaN])('an unexpected code %p becomes an internal SluiceError', (c) => {
+  it('Restoring (the restore fence) is 503 unavailable', () => {
+    const e = errorFromCode(ScriptErrorCode.Restoring, 'j');
+    expect(e.code).toBe('unavailable');
+  });
+
+  it.each([0, 1, -7, -99, NaN])('an unexpected code %p becomes an internal SluiceError', (c) => {
     const e = errorFromCode(c, 'j');
     expect(e).toBeInstanceOf(SluiceError);
     expect(e.code).toBe('internal');

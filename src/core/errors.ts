@@ -20,6 +20,8 @@ export enum ScriptErrorCode {
   IdempotencyConflict = -4,
   /** The job hash cannot be decoded (corrupted by hand, wrong key type). */
   DecodeError = -5,
+  /** The queue awaits its check after a Redis restart (the restore fence, src/restore/loss-watch.ts). */
+  Restoring = -6,
 }
 
 /** Base class: every engine error carries a stable machine-readable `code`. */
@@ -131,6 +133,8 @@ export function errorFromCode(code: number, jobId: string, status = 'unknown', a
       return new IdempotencyConflictError(jobId);
     case ScriptErrorCode.DecodeError:
       return new SluiceError('decode_error', `job ${jobId} cannot be decoded`);
+    case ScriptErrorCode.Restoring:
+      return new UnavailableError('the queue is being checked against PostgreSQL after a Redis restart; retry shortly');
     default:
       return new SluiceError('internal', `unexpected script code ${code} for job ${jobId}`);
   }

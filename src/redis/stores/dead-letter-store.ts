@@ -45,12 +45,14 @@ export class RedisDeadLetterStore implements DeadLetterStore {
       j.queue,
       j.id,
     );
+    if (code < 0) throw errorFromCode(code, j.id, undefined, 'retry');
     return code === 1 ? job : null;
   }
 
   async purge(queue: string, chunk: number): Promise<{ purged: number; more: boolean }> {
     const k = this.ctx.keys(queue);
     const [purged, taken] = await this.ctx.scripts.run<[number, number]>('purgeDlq', [k.failed, k.events], [k.base, chunk]);
+    if (Number(purged) < 0) throw errorFromCode(Number(purged), '', undefined, 'purge');
     return { purged: Number(purged), more: Number(taken) >= chunk };
   }
 }

@@ -34,7 +34,7 @@ test('an interrupted reset is finished by the next restore: the snapshot copy of
     await (w as any).refreshOwnership();
     while ((await w.runOnce()) > 0);
   };
-  const enq = async (payload: object) => (await t.store.enqueue([normalizeEnqueue({ queue: q, type: 'x', payload }, 1e6)]))[0].id;
+  const enq = async (payload: Record<string, number>) => (await t.store.enqueue([normalizeEnqueue({ queue: q, type: 'x', payload }, 1e6)]))[0].id;
 
   const done = await enq({ a: 1 });
   const waiting = await enq({ b: 1 });
