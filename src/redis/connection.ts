@@ -20,6 +20,16 @@ export type RedisClient = Redis | Cluster;
  */
 const UNPIPELINED = ['enqueueJobs', 'claimJobs'];
 
+/**
+ * How long a command may wait for its first byte back before the connection
+ * is dropped and made again, ms (ioredis `socketTimeout`). Far above any
+ * script's run (milliseconds) and a short stall (CASES C26: 4 s), below the
+ * TCP keepalive that would otherwise notice a frozen master after minutes.
+ */
+export const SOCKET_TIMEOUT_MS = 10_000;
+/** The same for blocking connections (BLPOP of idle workers ≤ 5 s, long polls 1 s at a time), ms. */
+export const BLOCKING_SOCKET_TIMEOUT_MS = 30_000;
+
 /** What createRedis reads of the config; without `redisSentinel`, no Sentinel. */
 export type RedisConnectionConfig = Pick<SluiceConfig, 'redisUrl' | 'redisClusterNodes'> & Partial<Pick<SluiceConfig, 'redisSentinel'>>;
 
@@ -61,6 +71,12 @@ export function createRedis(config: RedisConnectionConfig, opts: { blocking?: bo
     retryStrategy: (times) => Math.min(50 * times, 1000),
     maxRetriesPerRequest: opts.blocking ? null : 20,
     enableAutoPipelining: !opts.blocking,
+    // A node that stops answering without closing the connection (a frozen
+    // or partitioned master: its Sentinels fail it over, but its sockets stay
+    // open) is left after this long without a byte back, and the connection
+    // reconnects — to the new master, with Sentinel. Blocking connections
+    // wait in BLPOP for up to 5 s by design: they get more room.
+    socketTimeout: opts.blocking ? BLOCKING_SOCKET_TIMEOUT_MS : SOCKET_TIMEOUT_MS,
   };
   let client: RedisClient;
   if (config.redisClusterNodes) {
@@ -89,8 +105,9 @@ export function createRedis(config: RedisConnectionConfig, opts: { blocking?: bo
  * `failoverDetector` stays off: in ioredis 5.11 its `+switch-master` handler
  * can stop a client that is reconnecting at that moment for good (status
  * `end`, every command "Connection is closed"): 32 of 60 clients in one of
- * two runs of a master SIGKILL, none without it. The cost is that a master
- * that freezes without closing its connections holds them until they close.
+ * two runs of a master SIGKILL, none without it. A master that freezes
+ * without closing its connections is left by the socket timeout instead
+ * (SOCKET_TIMEOUT_MS).
  */
 function sentinelOptions(s: RedisSentinelConfig): RedisOptions {
   return {

@@ -3,7 +3,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import Redis from 'ioredis';
 import { loadConfig } from '../../src/config/config';
 import { normalizeEnqueue } from '../../src/core/job-options';
-import { createRedis } from '../../src/redis/connection';
+import { createRedis, SOCKET_TIMEOUT_MS } from '../../src/redis/connection';
 import { createRedisStores, type RedisStores } from '../../src/redis/stores';
 import { RedisScripts } from '../../src/redis/scripts';
 import { killAll, SluiceProcess, startSluice } from '../support/process';
@@ -247,6 +247,43 @@ test(`${JOBS} diag.sleep jobs through a Sentinel failover (master SIGKILLed mid-
       `blocked worker woke and ran a job ${idleMs} ms, long poll answered ${longPollMs} ms after the enqueue; ${AFTER_JOBS} jobs enqueued after the failover completed in ${afterMs} ms; all done ${tDone - tKill} ms after the kill; re-runs ${reruns}, stalled events ${stalled}` +
       `${rerun.length ? ` (${rerun.slice(0, 2).join('; ')})` : ''}; old master back as a replica and 10 more jobs done ${tLate - tBack} ms after its restart; mirrored ${tMirrored - tLate} ms later\n`,
   );
+});
+
+test('a master that freezes (SIGSTOP) without closing its connections: the processes leave it after the socket timeout and go on with the new master', async () => {
+  // After the first test: set.replica is the master, set.master its replica; the worker processes still run.
+  const frozen = set.node(await set.masterPort());
+  const next = frozen === set.master ? set.replica : set.master;
+  const pids = workers.map((w) => w.proc.pid);
+  const t0 = Date.now();
+  frozen.proc!.kill('SIGSTOP');
+  try {
+    await set.waitForMaster(next.port, 30_000);
+    const tSwitch = Date.now();
+    // A new client finds the new master at once; the processes' connections still hang on the frozen one.
+    const fresh = createRedis(loadConfig(redisEnv())) as Redis;
+    clients.push(fresh);
+    const s2 = createRedisStores(fresh, prefix);
+    const ids = (await s2.jobs.enqueue(Array.from({ length: 20 }, (_, i) => normalizeEnqueue({ queue: AFTER, type: 'diag.sleep', payload: { ms: 1, frozen: i } }, 1e6)))).map((r) => r.id);
+    const nextNode = track(set.nodeClient(next, DB));
+    const events = store.ctx.keys(AFTER).events;
+    await waitUntil(
+      'the jobs enqueued on the new master completed',
+      async () => {
+        const t = await auditTrails(nextNode, events);
+        return ids.every((id) => t.get(id)?.count.completed);
+      },
+      SOCKET_TIMEOUT_MS + 20_000,
+      100,
+    );
+    const tDone = Date.now();
+    for (const [i, w] of workers.entries()) {
+      expect(w.proc.pid).toBe(pids[i]);
+      expect(w.proc.exitCode).toBeNull();
+    }
+    process.stdout.write(`sentinel-failover (frozen master): SIGSTOP → new master named ${tSwitch - t0} ms, 20 new jobs done ${tDone - t0} ms after the freeze (socket timeout ${SOCKET_TIMEOUT_MS} ms)\n`);
+  } finally {
+    frozen.proc!.kill('SIGCONT');
+  }
 });
 
 /**

@@ -2,6 +2,9 @@ import { Cluster } from 'ioredis';
 import { WakeWaiter } from '../../core/ports/wake';
 import type { RedisClient } from '../connection';
 
+/** How long past its own timeout a BLPOP may stay unanswered before its connection is made again, ms. */
+const BLPOP_SLACK_MS = 2000;
+
 /**
  * Blocks until a queue's wake list gets a token or a timeout passes.
  *
@@ -61,7 +64,19 @@ export class RedisWakeWaiter implements WakeWaiter {
     try {
       if (!this.isCluster) {
         if (!this.single) this.single = this.makeConnection();
-        const r = await this.single.blpop(...[...wakeKeys.values()], seconds);
+        const conn = this.single;
+        let timer: NodeJS.Timeout | undefined;
+        // Redis answers a BLPOP by its timeout: one that has not answered
+        // BLPOP_SLACK_MS later is on a node that stopped answering without
+        // closing the connection (a frozen or partitioned master). Make the
+        // connection again (with Sentinel: to the new master) instead of
+        // waiting for the socket timeout; the worker claims meanwhile.
+        const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), timeoutMs + BLPOP_SLACK_MS)));
+        const r = await Promise.race([conn.blpop(...[...wakeKeys.values()], seconds), late]).finally(() => clearTimeout(timer));
+        if (r === 'late') {
+          conn.disconnect(true);
+          return false;
+        }
         return r !== null;
       }
       return await this.waitCluster(wakeKeys, timeoutMs);
