@@ -58,21 +58,13 @@ if type(g) == 'table' and g.err then
   if ARGV[5] ~= '' and last and idLess(last, ARGV[5]) then redis.call('XGROUP', 'SETID', KEYS[4], ARGV[6], ARGV[5]) end
 end
 
--- Stream ids compare as (ms, seq); both parts are exact as doubles.
-local function parseId(id)
-  local dash = string.find(id, '-', 1, true)
-  if not dash then return tonumber(id) or 0, 0 end
-  return tonumber(string.sub(id, 1, dash - 1)) or 0, tonumber(string.sub(id, dash + 1)) or 0
-end
 if ARGV[5] ~= '' then
   local info = redis.call('XINFO', 'STREAM', KEYS[4])
   local last = '0-0'
   for i = 1, #info, 2 do
     if info[i] == 'last-generated-id' then last = info[i + 1] end
   end
-  local lm, ls = parseId(last)
-  local wm, ws = parseId(ARGV[5])
-  if wm > lm or (wm == lm and ws > ls) then
+  if idLess(last, ARGV[5]) then
     -- Fails only if entries newer than 'last' exist, which cannot be: keep going.
     redis.pcall('XSETID', KEYS[4], ARGV[5])
   end
