@@ -68,13 +68,16 @@ export class RedisWakeWaiter implements WakeWaiter {
         let timer: NodeJS.Timeout | undefined;
         // Redis answers a BLPOP by its timeout: one that has not answered
         // BLPOP_SLACK_MS later is on a node that stopped answering without
-        // closing the connection (a frozen or partitioned master). Make the
-        // connection again (with Sentinel: to the new master) instead of
-        // waiting for the socket timeout; the worker claims meanwhile.
+        // closing the connection (a frozen or partitioned master), or was
+        // sent again after a reconnect. Drop that connection (its BLPOP goes
+        // with it: left pending, it would hold the connection and take the
+        // next wake token for nobody) and block on a new one next time
+        // (with Sentinel: on the new master); the worker claims meanwhile.
         const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), timeoutMs + BLPOP_SLACK_MS)));
         const r = await Promise.race([conn.blpop(...[...wakeKeys.values()], seconds), late]).finally(() => clearTimeout(timer));
         if (r === 'late') {
-          conn.disconnect(true);
+          if (this.single === conn) this.single = null;
+          conn.disconnect(false);
           return false;
         }
         return r !== null;
