@@ -1,4 +1,5 @@
 import { Global, Inject, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type Redis from 'ioredis';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import {
@@ -117,7 +118,7 @@ export class RedisModule implements OnModuleInit, OnApplicationShutdown {
     // the role itself; a cluster answers MOVED.)
     if (!this.config.redisClusterNodes && !this.config.redisSentinel) {
       // A server that does not know ROLE (a proxy) is taken as it is.
-      const role = ((await this.redis.call('ROLE').catch(() => null)) as string[] | null)?.[0];
+      const role = ((await (this.redis as Redis).role().catch(() => null)) as unknown[] | null)?.[0];
       if (role === 'slave') throw new Error(`Redis at ${describeRedis(this.config)} is a replica: point REDIS_URL at the master, or use REDIS_SENTINELS`);
     }
     await this.stores.ctx.scripts.verify();

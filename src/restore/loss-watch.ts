@@ -139,16 +139,24 @@ export class RedisLossWatch {
     if (!this.stores.connection.isReady()) return null;
     const lost: string[] = [];
     const rewound: { queue: string; epoch: string }[] = [];
-    for (const queue of await this.restorer.listQueues()) {
-      await this.guard(queue, async () => {
-        const pgMax = await this.newestMirrored(queue);
-        const s = await this.stores.restore.inspect(queue);
-        if (s.epoch === null) lost.push(queue);
-        else if (pgMax !== null && (s.lastDelivered === null || compareIds(s.lastDelivered, pgMax) < 0)) rewound.push({ queue, epoch: s.epoch });
-        // Not behind PostgreSQL: nothing to raise; refused if the server changed since inspect.
-        else if (s.checkedOn !== s.runId) await this.stores.restore.verify(queue, s.epoch, null, s.runId);
-      });
-    }
+    const queues = await this.restorer.listQueues();
+    // PostgreSQL first (one query for every queue), then Redis (the queues' checks
+    // in one auto-pipelined round): a healthy Redis is never behind what was read.
+    const pgMax = await this.newestMirroredAll(queues);
+    await Promise.all(
+      queues.map((queue) =>
+        this.guard(queue, async () => {
+          const top = pgMax.get(queue) ?? null;
+          const s = await this.stores.restore.inspect(queue);
+          if (s.epoch === null) lost.push(queue);
+          else if (top !== null && (s.lastDelivered === null || compareIds(s.lastDelivered, top) < 0)) rewound.push({ queue, epoch: s.epoch });
+          // Not behind PostgreSQL: nothing to raise; refused if the server changed since inspect.
+          else if (s.checkedOn !== s.runId) await this.stores.restore.verify(queue, s.epoch, null, s.runId);
+        }),
+      ),
+    );
+    lost.sort();
+    rewound.sort((a, b) => (a.queue < b.queue ? -1 : 1));
     if (!rewound.length && !lost.length) return null;
     return this.rebuild(lost, rewound);
   }
@@ -241,6 +249,18 @@ export class RedisLossWatch {
       [queue],
     )) as { known: boolean }[];
     return known;
+  }
+
+  /** The newest stream id ("ms-seq") PostgreSQL holds for each queue's events (absent: none), one query (an index probe per queue). */
+  private async newestMirroredAll(queues: string[]): Promise<Map<string, string>> {
+    if (!queues.length) return new Map();
+    const rows = (await this.db.query(
+      `SELECT q.name, e.m, e.s FROM unnest($1::text[]) AS q(name)
+       CROSS JOIN LATERAL (SELECT stream_ms::text AS m, stream_seq::text AS s FROM job_events
+                           WHERE queue = q.name ORDER BY stream_ms DESC, stream_seq DESC LIMIT 1) e`,
+      [queues],
+    )) as { name: string; m: string; s: string }[];
+    return new Map(rows.map((r) => [r.name, `${r.m}-${r.s}`]));
   }
 
   /** The newest stream id ("ms-seq") PostgreSQL holds for the queue's events, or null. */
