@@ -76,6 +76,10 @@ export interface NormalizedEnqueue {
   backoff?: BackoffSpec;
   timeoutMs?: number;
   idempotencyKey?: string;
+  /** The job's concurrency key (API.md v1.1 "Flow control per key"), 1..128 chars. */
+  concurrencyKey?: string;
+  /** Debounce (API.md v1.2): one job per key while it waits; windowMs 100..86,400,000, maxWaitMs windowMs..604,800,000. */
+  debounce?: { key: string; windowMs: number; maxWaitMs?: number };
 }
 
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);

@@ -12,6 +12,45 @@ export interface QueueSettings {
   external: boolean;
   /** Per-queue defaults for jobs that do not set them. */
   defaults: { maxAttempts?: number; backoff?: BackoffSpec; timeoutMs?: number };
+  /** At most this many active jobs per concurrency key, across all workers; null = none. */
+  keyConcurrency: number | null;
+  /** At most `max` starts per key in any sliding window of `durationMs`; null = none. */
+  keyRateLimit: RateLimit | null;
+  /**
+   * How claims pick among keys: `round_robin` rotates over the keys with ready
+   * jobs, `fifo` takes the best job of any eligible key. The effective value:
+   * as set, else `round_robin` once the queue has had a keyed job, else `fifo`.
+   */
+  fairness: Fairness;
+  /** A waiting job's effective priority rises by 1 per this many ms (bounded at 100); null = no aging. */
+  agingMs: number | null;
+}
+
+/** A cap on starts per window. */
+export interface RateLimit {
+  max: number;
+  durationMs: number;
+}
+
+export type Fairness = 'fifo' | 'round_robin';
+
+/** Limits of one concurrency key that replace the queue's for it (API.md v1.2 overrides). */
+export interface KeyLimits {
+  /** Replaces the queue's keyConcurrency for this key; null = the queue's applies. */
+  concurrency: number | null;
+  /** Replaces the queue's keyRateLimit for this key; null = the queue's applies. */
+  rateLimit: RateLimit | null;
+}
+
+/** One key of a queue as `GET /queues/:name/keys` shows it. */
+export interface KeyStats {
+  key: string;
+  /** Ready jobs of the key (waiting; delayed ones are not counted). */
+  waiting: number;
+  /** Jobs of the key held by workers (the slots it uses). */
+  active: number;
+  /** The key's override, null when it has none. */
+  overrides: KeyLimits | null;
 }
 
 /** What {@link QueueStore.configure} changes; absent fields stay, null removes a limit. */
@@ -21,6 +60,11 @@ export interface QueueConfigChange {
   rateLimit?: { max: number; durationMs: number } | null;
   external?: boolean;
   defaults?: { maxAttempts?: number; backoff?: BackoffSpec; timeoutMs?: number };
+  keyConcurrency?: number | null;
+  keyRateLimit?: RateLimit | null;
+  /** null = back to the default (see {@link QueueSettings.fairness}). */
+  fairness?: Fairness | null;
+  agingMs?: number | null;
 }
 
 /** Live counts of one queue (not the history's). */
@@ -55,4 +99,14 @@ export abstract class QueueStore {
    * worker id holding each (empty when unknown).
    */
   abstract activeHolders(queue: string, max: number): Promise<{ id: string; workerId: string }[]>;
+  /**
+   * The busiest keys of a queue, by waiting + active, then keys that only
+   * have an override (so an operator can see and remove it), at most `limit`
+   * (1..1000). Ranks among at most 10,000 keys per call (bounded work).
+   */
+  abstract keys(queue: string, limit: number): Promise<KeyStats[]>;
+  /** Sets (merges) one key's override; absent fields stay, null clears one. Returns the override now stored. */
+  abstract setKeyOverride(queue: string, key: string, change: Partial<KeyLimits>): Promise<KeyLimits>;
+  /** Removes one key's override. @returns false when it had none. */
+  abstract deleteKeyOverride(queue: string, key: string): Promise<boolean>;
 }
