@@ -20,14 +20,22 @@ export function laneChange(cfg: QueueConfigChange, current: Record<string, strin
 } {
   const set: Record<string, string | number> = {};
   const del: string[] = [];
-  let touched = false;
   let turnsOn = false;
   if (cfg.keyConcurrency === null) del.push('kc');
-  else if (cfg.keyConcurrency !== undefined) (set.kc = cfg.keyConcurrency), (turnsOn = true);
+  else if (cfg.keyConcurrency !== undefined) {
+    set.kc = cfg.keyConcurrency;
+    turnsOn = true;
+  }
   if (cfg.keyRateLimit === null) del.push('krm', 'krd');
-  else if (cfg.keyRateLimit) Object.assign(set, { krm: cfg.keyRateLimit.max, krd: cfg.keyRateLimit.durationMs }), (turnsOn = true);
+  else if (cfg.keyRateLimit) {
+    Object.assign(set, { krm: cfg.keyRateLimit.max, krd: cfg.keyRateLimit.durationMs });
+    turnsOn = true;
+  }
   if (cfg.fairness === null) del.push('fm');
-  else if (cfg.fairness) (set.fm = cfg.fairness === 'fifo' ? 'f' : 'r'), (turnsOn = true);
+  else if (cfg.fairness) {
+    set.fm = cfg.fairness === 'fifo' ? 'f' : 'r';
+    turnsOn = true;
+  }
   let agingChanged = false;
   if (cfg.agingMs === null) {
     del.push('ag');
@@ -37,7 +45,7 @@ export function laneChange(cfg: QueueConfigChange, current: Record<string, strin
     agingChanged = current.ag !== String(cfg.agingMs);
     turnsOn = true;
   }
-  touched = cfg.keyConcurrency !== undefined || cfg.keyRateLimit !== undefined || cfg.fairness !== undefined || cfg.agingMs !== undefined;
+  const touched = cfg.keyConcurrency !== undefined || cfg.keyRateLimit !== undefined || cfg.fairness !== undefined || cfg.agingMs !== undefined;
   const lanesOn = current.km === '1';
   const rebuild = (turnsOn && !lanesOn) || (agingChanged && lanesOn) ? 'jobs' : touched && lanesOn ? 'ring' : null;
   return { set, del, rebuild };
