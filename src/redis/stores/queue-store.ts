@@ -1,9 +1,10 @@
 import { decodeBackoff, encodeBackoff } from '../../core/backoff';
-import type { LiveCounts, QueueConfigChange, QueueSettings } from '../../core/ports/queues';
+import type { KeyLimits, KeyStats, LiveCounts, QueueConfigChange, QueueSettings } from '../../core/ports/queues';
 import { QueueStore } from '../../core/ports/queues';
 import type { RedisContext } from '../context';
 import { newQueueChannel, queuesKey } from '../keys';
 import { oldestWaitingSince } from '../waiting-age';
+import { laneChange, laneMeta, rebuildLanes, topKeys, writeOverride } from './lane-settings';
 
 /**
  * The Redis implementation of {@link QueueStore}: the global set of queue
@@ -54,22 +55,28 @@ export class RedisQueueStore implements QueueStore {
     if (cfg.defaults?.maxAttempts !== undefined) set.dMa = cfg.defaults.maxAttempts;
     if (cfg.defaults?.backoff) set.dBo = encodeBackoff(cfg.defaults.backoff);
     if (cfg.defaults?.timeoutMs !== undefined) set.dTo = cfg.defaults.timeoutMs;
+    const lanes = laneChange(cfg, await laneMeta(this.ctx, queue));
+    Object.assign(set, lanes.set);
+    del.push(...lanes.del);
     const multi = this.ctx.redis.multi();
     if (Object.keys(set).length) multi.hset(k.meta, set);
     if (del.length) multi.hdel(k.meta, ...del);
     // Resuming (or lifting a limit) must wake the workers blocked on this queue.
     multi.rpush(k.wake, 1);
     await multi.exec();
+    // Lanes mode on, aging changed (every waiting job re-scored) or limits
+    // changed (blocked lanes re-checked): see lua/rebuildLanes-3.lua.
+    if (lanes.rebuild) await rebuildLanes(this.ctx, queue, lanes.rebuild);
   }
 
   async settings(queue: string): Promise<QueueSettings | null> {
     const k = this.ctx.keys(queue);
     const [known, m] = await Promise.all([
       this.ctx.redis.sismember(queuesKey(this.ctx.prefix), queue),
-      this.ctx.redis.hmget(k.meta, 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'dMa', 'dBo', 'dTo'),
+      this.ctx.redis.hmget(k.meta, 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'dMa', 'dBo', 'dTo', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag'),
     ]);
     if (!known) return null;
-    const [paused, mc, rlMax, rlDur, ext, dMa, dBo, dTo] = m;
+    const [paused, mc, rlMax, rlDur, ext, dMa, dBo, dTo, kc, krm, krd, fm, kk, ag] = m;
     const defaults: QueueSettings['defaults'] = {};
     if (dMa) defaults.maxAttempts = Number(dMa);
     if (dBo) {
@@ -87,6 +94,10 @@ export class RedisQueueStore implements QueueStore {
       rateLimit: rlMax && rlDur ? { max: Number(rlMax), durationMs: Number(rlDur) } : null,
       external: ext === '1',
       defaults,
+      keyConcurrency: kc ? Number(kc) : null,
+      keyRateLimit: krm && krd ? { max: Number(krm), durationMs: Number(krd) } : null,
+      fairness: fm === 'f' ? 'fifo' : fm === 'r' || kk === '1' ? 'round_robin' : 'fifo',
+      agingMs: ag ? Number(ag) : null,
     };
   }
 
@@ -112,5 +123,19 @@ export class RedisQueueStore implements QueueStore {
       const [err, w] = res[i] ?? [null, null];
       return { id, workerId: !err && typeof w === 'string' ? w : '' };
     });
+  }
+
+  keys(queue: string, limit: number): Promise<KeyStats[]> {
+    return topKeys(this.ctx, queue, limit);
+  }
+
+  async setKeyOverride(queue: string, key: string, change: Partial<KeyLimits>): Promise<KeyLimits> {
+    const { after } = await writeOverride(this.ctx, queue, key, change);
+    return after ?? { concurrency: null, rateLimit: null };
+  }
+
+  async deleteKeyOverride(queue: string, key: string): Promise<boolean> {
+    const { before } = await writeOverride(this.ctx, queue, key, null);
+    return before !== null;
   }
 }
