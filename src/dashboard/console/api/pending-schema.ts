@@ -52,7 +52,7 @@ export interface PendingQueueFields {
   agingMs?: number | null;
 }
 
-/** The job field of issue 20. */
+/** The job field of issue 20 (a schedule's too: its jobs are enqueued with it). */
 export interface PendingJobFields {
   /** the job's concurrency key (1..128 characters), null when it has none */
   concurrencyKey?: string | null;

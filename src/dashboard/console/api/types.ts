@@ -30,7 +30,8 @@ export type QueueKey = Paths['/queues/{name}/keys']['get']['responses'][200]['co
 export type KeyLimits = QueueKey['limits'];
 export type Stats = S['DashboardStats'];
 export type Worker = S['Worker'];
-export type Schedule = S['Schedule'];
+/** A schedule; `concurrencyKey` from pending-schema.ts until the generated schema has it. */
+export type Schedule = Pending<S['Schedule'], PendingJobFields>;
 export type Session = S['Session'];
 /** `GET /jobs/dlq/groups` item (API.md v1.1 "Dead-letter groups"). */
 export type DlqGroup = S['DlqGroups']['items'][number];
