@@ -147,9 +147,11 @@ end
 -- Makes a job ready: the waiting set, and its lane in lanes mode. jk: the job
 -- hash (read for ra/ca only when the queue ages); ck: its concurrency key or nil.
 local function makeReady(prefix, waitingKey, id, jk, pr, sq, ck)
-  redis.call('ZADD', waitingKey, waitingScore(pr, sq), id)
   local L = lanesCtx(prefix)
+  -- Lanes on first: the copy of the waiting set into the unkeyed lane must
+  -- not take this keyed job with it.
   if ck and not L.on then lanesOn(L) end
+  redis.call('ZADD', waitingKey, waitingScore(pr, sq), id)
   if ck and not L.kk then
     -- The queue's first keyed job: fairness defaults to round robin from now on.
     redis.call('HSET', prefix .. 'meta', 'kk', '1')
