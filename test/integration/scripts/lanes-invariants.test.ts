@@ -52,6 +52,9 @@ async function checkInvariants(q: string): Promise<void> {
   const perKey: Record<string, string> = {};
   for (const [ck] of await fields(active)) if (ck) perKey[ck] = String(Number(perKey[ck] ?? 0) + 1);
   expect(kact).toEqual(perKey);
+  // The counts index: waiting + active per key.
+  const counts: Record<string, string> = { ...perKey };
+  const kcnt = await r.zrange(k.base + 'kcnt', 0, -1, 'WITHSCORES');
   if (meta.km !== '1') return;
   const laneOf = (ck: string | null) => (ck ? `${k.base}lane:${ck}` : `${k.base}lane`);
   // Every waiting job in its own lane.
@@ -64,6 +67,8 @@ async function checkInvariants(q: string): Promise<void> {
   // Lane entries that are not waiting are stale (claimed through the plain
   // path during a rebuild): allowed, a claim drops them when it meets them.
   // A lane with waiting jobs can come back: it is in the ring, blocked or parked.
+  for (const [ck] of wf) if (ck) counts[ck] = String(Number(counts[ck] ?? 0) + 1);
+  expect(Object.fromEntries(Array.from({ length: kcnt.length / 2 }, (_, i) => [kcnt[2 * i], kcnt[2 * i + 1]]))).toEqual(counts);
   const keysWithJobs = new Set(wf.map(([ck]) => ck ?? ''));
   for (const ck of keysWithJobs) expect([ck, ring.includes(ck) || kblk.includes(ck) || kpark.includes(ck)]).toEqual([ck, true]);
 }
