@@ -17,7 +17,6 @@
     concurrency key|'' (field ck; the job joins its key's lane, includes/lanes.lua),
     debounce|'' = "windowMs|maxWaitMs|key" (maxWaitMs may be empty; includes/debounce.lua)
   Unset options take the queue's defaults (meta dMa/dBo/dTo), then the process's.
-  (A caller of the 12-field layout, without debounce, still works.)
 
   Debounce: a job with a debounce key whose holder (the job the key points
   to) is still pending — waiting or delayed, never claimed — updates that job
