@@ -11,7 +11,7 @@ describe('key override requests', () => {
     expect(calls.map((c) => `${c.method} ${c.url.pathname} ${c.url.search}`)).toEqual(['PUT /queues/q/keys/a%2Fb%3Fc%20d ', 'DELETE /queues/q/keys/%25.. ']);
   });
 
-  it('refuse "", "." and "..": the URL parser would drop the segment and PUT /queues/q itself', async () => {
+  it('refuse "", "." and "..": the URL parser would resolve the dot segment and send PUT /queues/q/', async () => {
     for (const key of ['', '.', '..']) {
       await expect(setKeyOverride('q', key, { concurrency: 1 })).rejects.toThrow(/dot segment|empty/);
       await expect(removeKeyOverride('q', key)).rejects.toThrow(/dot segment|empty/);

@@ -33,10 +33,12 @@ export const listQueueKeys = (name: string, limit: number) =>
 
 /**
  * Refuses a key the URL cannot carry as one path segment: empty, or `.` / `..`
- * — a browser's URL parser removes those dot segments (WHATWG URL), so
- * `PUT /queues/q/keys/..` would be sent as `PUT /queues/q`, which configures the
- * queue itself. Any other key is fine: openapi-fetch encodes path parameters
- * with encodeURIComponent (`a/b` → `a%2Fb`). Length (1..128) is the server's to check.
+ * — a browser's URL parser resolves those dot segments (WHATWG URL, even
+ * percent-encoded as `%2E%2E`), so `PUT /queues/q/keys/..` would leave as
+ * `PUT /queues/q/`: another route (404 on Sluice today; the queue itself on a
+ * server that ignores trailing slashes). Any other key is fine: openapi-fetch
+ * encodes path parameters with encodeURIComponent (`a/b` → `a%2Fb`). Length
+ * (1..128) is the server's to check.
  * @throws Error for such a key; nothing is sent.
  */
 export function checkKeySegment(key: string): void {
