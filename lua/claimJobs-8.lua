@@ -101,6 +101,7 @@ if rlMax then
   if left < n then n = left end
 end
 
+local L = lanesCtx(prefix)
 local out = {0, -1}
 local claimed = 0
 -- Integers as strings for redis.call (see int() in now.lua).
@@ -110,7 +111,7 @@ local solo = false
 -- Claims job id if it is waiting. Returns 'claimed', 'stop' (it must run alone
 -- and cannot now: put it back, claim nothing more) or 'skip' (stale or corrupt:
 -- dropped). ck: the job's concurrency key (lanes mode), nil otherwise.
-local function claimJob(id)
+local function claimJob(id, noSlot)
   local jk = jobKey(prefix, id)
   local f, err = safeHmget(jk, 's', 'a', 'x', 'ty', 'o', 'pn', 'p0', 'iso', 'tp', 'ts', 'ck')
   if f and f[1] == 'waiting' and f[8] == '1' then
@@ -133,7 +134,9 @@ local function claimJob(id)
       redis.call('HSET', jk, 's', 'active', 'a', aS, 'x', xS, 'lt', token, 'w', ARGV[4], 'sa', nowS)
     end
     redis.call('ZADD', KEYS[3], leaseS, id)
-    if f[11] then redis.call('HINCRBY', prefix .. 'kact', f[11], 1) end
+    -- Slots are counted while the queue has a concurrency limit (lanes.lua kt);
+    -- the lanes path counts them once per lane (noSlot).
+    if f[11] and L.kt and not noSlot then redis.call('HINCRBY', L.act, f[11], 1) end
     emit(KEYS[5], nowS, 'claimed', id, 'waiting', 'active', aS, {'x', xS, 'w', ARGV[4]})
     claimed = claimed + 1
     local ma, to, bo = unpackOpts(f[5])
@@ -155,66 +158,115 @@ local function claimJob(id)
   return 'skip'
 end
 
-local L = lanesCtx(prefix)
 if L.on then
-  -- Lanes: take the ring's head lane, check its key's limits, pop its best
-  -- job, put the lane back (round robin: at the tail). Each step is O(log n)
-  -- in jobs and in keys; a lane found blocked leaves the ring (kblk / kpark),
-  -- so the work of one call is bounded by n plus the lanes it corrects.
+  -- Lanes, in passes: a pass reads the ring's first lanes (round robin: as
+  -- many as jobs are still wanted; fifo: the best one), checks each key's
+  -- limits, pops up to an equal share of the wanted jobs from each lane in
+  -- one call, then rotates the served lanes to the ring's tail (one ZADD)
+  -- and drops the emptied ones (one ZREM); the waiting set loses every
+  -- claimed id in one ZREM per call. A lane found blocked leaves the ring
+  -- (kblk / kpark), so the work of one call is bounded by n plus the lanes it
+  -- corrects; every step is O(log n) in jobs and in keys.
   unparkDue(L, now, 100)
   local budget = n + 200
   local skipped = 0
   local stopped = false
-  while claimed < n and budget > 0 do
-    budget = budget - 1
-    local h = redis.call('ZRANGE', L.ring, 0, 0)[1]
-    if not h then break end
-    local lk = laneKey(L, h)
-    local c, rm, rd = keyLimits(L, h)
-    local blocked = false
-    if c and (tonumber(redis.call('HGET', L.act, h)) or 0) >= c then
-      redis.call('ZREM', L.ring, h)
-      redis.call('SADD', prefix .. 'kblk', h)
-      blocked = true
-    elseif rm then
-      local due = rateDue(L, h, rm, rd, now)
-      if due then
-        redis.call('ZREM', L.ring, h)
-        redis.call('ZADD', prefix .. 'kpark', int(due), h)
-        blocked = true
-      end
-    end
-    if not blocked then
-      local p = redis.call('ZRANGE', lk, 0, 0, 'WITHSCORES')
-      if not p[1] then
-        redis.call('ZREM', L.ring, h)
-      else
-        local r = claimJob(p[1])
-        if r == 'stop' then
-          stopped = true
-          if claimed == 0 then out[1] = 6 end
-          break
-        end
-        redis.call('ZREM', lk, p[1])
-        redis.call('ZREM', KEYS[1], p[1])
-        if r == 'claimed' then
-          if rm then rateTake(L, h, rm, rd, now) end
-        else
-          skipped = skipped + 1
-        end
-        if redis.call('EXISTS', lk) == 0 then
+  local gone = {}
+  local tail = nil
+  local order = {} -- out index -> rank of the job in its lane's share * 1e6 + lane visit: the answer in turn order
+  local visits = 0
+  local multi = false
+  while claimed < n and budget > 0 and not stopped and not solo do
+    local want = n - claimed
+    local heads = redis.call('ZRANGE', L.ring, 0, L.rr and want - 1 or 0)
+    if #heads == 0 then break end
+    local share = L.rr and math.ceil(want / #heads) or 1
+    local rot, drop = {}, {}
+    for _, h in ipairs(heads) do
+      if claimed >= n or budget <= 0 or stopped or solo then break end
+      budget = budget - 1
+      visits = visits + 1
+      local lk = laneKey(L, h)
+      local c, rm, rd = keyLimits(L, h)
+      local allow = math.min(share, n - claimed)
+      local blocked = false
+      if c then
+        local act = tonumber(redis.call('HGET', L.act, h)) or 0
+        if act >= c then
           redis.call('ZREM', L.ring, h)
-        elseif L.rr then
-          redis.call('ZADD', L.ring, ringTail(L) + 1, h)
-        else
-          redis.call('ZADD', L.ring, redis.call('ZRANGE', lk, 0, 0, 'WITHSCORES')[2], h)
+          redis.call('SADD', prefix .. 'kblk', h)
+          blocked = true
+        elseif c - act < allow then
+          allow = c - act
         end
-        if solo then
-          out[1] = 5
-          break
+      end
+      if not blocked and rm then
+        local due = rateDue(L, h, rm, rd, now)
+        if due then
+          redis.call('ZREM', L.ring, h)
+          redis.call('ZADD', prefix .. 'kpark', int(due), h)
+          blocked = true
+        else
+          allow = 1 -- the window is checked again before each start
+        end
+      end
+      if not blocked then
+        local p = redis.call('ZPOPMIN', lk, allow)
+        local got = 0
+        local i = 1
+        while i <= #p do
+          local r = claimJob(p[i], true)
+          if r == 'stop' then
+            for j = i, #p, 2 do redis.call('ZADD', lk, p[j + 1], p[j]) end
+            stopped = true
+            if claimed == 0 then out[1] = 6 end
+            break
+          end
+          gone[#gone + 1] = p[i]
+          if r == 'claimed' then
+            got = got + 1
+            order[#out] = got * 1e6 + visits
+            if got > 1 then multi = true end
+            if rm then rateTake(L, h, rm, rd, now) end
+          else
+            skipped = skipped + 1
+          end
+          if solo then
+            for j = i + 2, #p, 2 do redis.call('ZADD', lk, p[j + 1], p[j]) end
+            out[1] = 5
+            break
+          end
+          i = i + 2
+        end
+        if got > 0 and L.kt and h ~= '' then redis.call('HINCRBY', L.act, h, got) end
+        if #p == 0 then
+          drop[#drop + 1] = h
+        elseif not stopped then
+          -- Fewer jobs than asked: the lane is empty now (unless some went back).
+          if #p < 2 * allow and not solo then
+            drop[#drop + 1] = h
+          elseif L.rr then
+            if not tail then tail = ringTail(L) end
+            tail = tail + 1
+            rot[#rot + 1] = tail
+            rot[#rot + 1] = h
+          else
+            local hd = redis.call('ZRANGE', lk, 0, 0, 'WITHSCORES')
+            if hd[2] then redis.call('ZADD', L.ring, hd[2], h) else drop[#drop + 1] = h end
+          end
         end
       end
     end
+    if #rot > 0 then redis.call('ZADD', L.ring, unpack(rot)) end
+    if #drop > 0 then redis.call('ZREM', L.ring, unpack(drop)) end
+  end
+  if #gone > 0 then redis.call('ZREM', KEYS[1], unpack(gone)) end
+  if multi then
+    -- Round robin in the answer too: each lane's first job, then the seconds…
+    local jobs = {}
+    for j = 3, #out do jobs[#jobs + 1] = {out[j], order[j] or 0} end
+    table.sort(jobs, function(x, y) return x[2] < y[2] end)
+    for j = 1, #jobs do out[j + 2] = jobs[j][1] end
   end
   if claimed > 0 and rlMax then
     redis.call('INCRBY', KEYS[7], claimed)
@@ -234,8 +286,7 @@ if L.on then
     end
     out[2] = hint
   else
-    if budget <= 0 or claimed < n then out[2] = 0 end
-    if skipped > 0 then out[2] = 0 end
+    if budget <= 0 or claimed < n or skipped > 0 then out[2] = 0 end
     wake(KEYS[6])
   end
   return out

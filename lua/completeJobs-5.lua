@@ -26,6 +26,7 @@ local now = nowMs()
 local nowS = int(now) -- integers as strings for redis.call (see int() in now.lua)
 local out = {}
 local freed = false -- a key's lane rejoined the ring (lanes.lua slotFree)
+local slots = {} -- key -> its jobs that left the active set: freed once per key
 for i = 3, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
   local jk = jobKey(ARGV[1], id)
@@ -41,18 +42,21 @@ for i = 3, #ARGV, 3 do
     else out[#out + 1] = ERR_LEASE_LOST end
   elseif f[6] == '1' then
     redis.call('HSET', jk, 's', 'cancelled', 'fa', nowS)
-    if redis.call('ZREM', KEYS[1], id) == 1 and slotFree(ARGV[1], f[7]) then freed = true end
+    if redis.call('ZREM', KEYS[1], id) == 1 and f[7] then slots[f[7]] = (slots[f[7]] or 0) + 1 end
     emit(KEYS[2], nowS, 'cancelled', id, 'active', 'cancelled', f[3], {'x', f[4], 'w', ARGV[2], 'r', 'cancel_requested'})
     out[#out + 1] = 2
   else
     -- lt stays: every fenced script also requires s == 'active', so a
     -- leftover token is inert, and not deleting saves a listpack rewrite.
     redis.call('HSET', jk, 's', 'completed', 'r', ARGV[i + 2], 'fa', nowS)
-    if redis.call('ZREM', KEYS[1], id) == 1 and slotFree(ARGV[1], f[7]) then freed = true end
+    if redis.call('ZREM', KEYS[1], id) == 1 and f[7] then slots[f[7]] = (slots[f[7]] or 0) + 1 end
     emit(KEYS[2], nowS, 'completed', id, 'active', 'completed', f[3],
       {'x', f[4], 'w', ARGV[2], 'd', ARGV[i + 2], 'ms', int(now - (tonumber(f[5]) or now))})
     out[#out + 1] = 1
   end
+end
+for k, c in pairs(slots) do
+  if slotFree(ARGV[1], k, c) then freed = true end
 end
 -- With a concurrency cap, a finished job frees a slot that idle workers may take.
 if freed or redis.call('HEXISTS', KEYS[4], 'mc') == 1 and redis.call('ZCARD', KEYS[5]) > 0 then wake(KEYS[3]) end

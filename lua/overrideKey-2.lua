@@ -14,8 +14,10 @@
 @include "lanes"
 
 local prev = redis.call('HGET', KEYS[1], ARGV[2])
-if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[2]) else redis.call('HSET', KEYS[1], ARGV[2], ARGV[3]) end
 local L = lanesCtx(ARGV[1])
+-- A concurrency override: slots are counted from now on (recounted first).
+if string.sub(ARGV[3], 1, 1) ~= '|' and ARGV[3] ~= '' then slotsOn(L) end
+if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[2]) else redis.call('HSET', KEYS[1], ARGV[2], ARGV[3]) end
 local k = ARGV[2]
 redis.call('SREM', ARGV[1] .. 'kblk', k)
 redis.call('ZREM', ARGV[1] .. 'kpark', k)

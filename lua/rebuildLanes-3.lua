@@ -3,7 +3,7 @@
   changed (src/redis/stores/lane-settings.ts calls it in chunks until done).
 
   KEYS[1] waiting  KEYS[2] meta  KEYS[3] wake
-  ARGV[1] key prefix   ARGV[2] phase: 'jobs' | 'ring'   ARGV[3] SCAN cursor ('0' to start)
+  ARGV[1] key prefix   ARGV[2] phase: 'slots' | 'jobs' | 'ring'   ARGV[3] SCAN cursor ('0' to start)
   ARGV[4] entries per call (clamped to 10..10,000)
   Returns the next cursor; '0' when the phase is done.
   'jobs': puts every waiting job in its lane with the queue's current lane
@@ -11,6 +11,8 @@
   ready jobs join lanes meanwhile, claims keep the plain path until lanes mode
   is on); at the end lanes mode is on (km). Safe to repeat or resume: an
   interrupted rebuild leaves the queue on the plain path, nothing stranded.
+  'slots': starts counting slots (includes/lanes.lua slotsOn: recounted from
+  the active set in this one step); called before a concurrency limit is set.
   'ring': re-scores the ring for the current fairness (fifo: each lane's head
   job) and puts blocked and parked lanes back (limits changed; each is
   re-checked by the next claim).
@@ -23,6 +25,10 @@
 local prefix = ARGV[1]
 local count = clamp(ARGV[4], 10, 10000, 1000)
 local L = lanesCtx(prefix)
+if ARGV[2] == 'slots' then
+  slotsOn(L)
+  return '0'
+end
 if ARGV[2] == 'jobs' then
   if ARGV[3] == '0' and not L.mig then
     redis.call('HSET', KEYS[2], 'kmig', '1')

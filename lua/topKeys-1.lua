@@ -7,10 +7,9 @@
   Returns flat entries {key, waiting, active, override or ''}: keys with ready
   or active jobs by waiting + active (descending, then by key), then keys
   that only have an override, at most ARGV[2].
-  Reads the counts index (<base>kcnt, includes/lanes.lua): O(log n + limit)
-  whatever the number of keys. The entries it reads are recounted from the
-  lanes and slots and corrected in the index when they differ (a count can
-  only drift through a job hash corrupted by hand), so what it returns is exact.
+  Reads the counts index (<base>kcnt, includes/lanes.lua, waiting + active
+  per key, kept in the same steps as the jobs move): O(log n + limit)
+  whatever the number of keys; active = that count - the key's lane.
 ]]
 @include "now"
 @include "score"
@@ -21,15 +20,11 @@ local limit = clamp(ARGV[2], 1, 1000, 50)
 local L = lanesCtx(prefix)
 local cnt = prefix .. 'kcnt'
 local list = {}
-for _, k in ipairs(redis.call('ZREVRANGE', cnt, 0, limit * 2 + 10)) do
+local top = redis.call('ZREVRANGE', cnt, 0, limit - 1, 'WITHSCORES')
+for i = 1, #top, 2 do
+  local k, total = top[i], tonumber(top[i + 1]) or 0
   local w = redis.call('ZCARD', laneKey(L, k))
-  local a = tonumber(redis.call('HGET', L.act, k)) or 0
-  if w + a > 0 then
-    list[#list + 1] = {k, w, a}
-    redis.call('ZADD', cnt, w + a, k)
-  else
-    redis.call('ZREM', cnt, k)
-  end
+  if total > 0 then list[#list + 1] = {k, w, math.max(0, total - w)} end
 end
 table.sort(list, function(x, y)
   local sx, sy = x[2] + x[3], y[2] + y[3]
@@ -51,7 +46,7 @@ if n < limit then
   for i = 1, #ov, 2 do
     if n >= limit then break end
     if not listed[ov[i]] then
-      out[#out + 1] = ov[i]; out[#out + 1] = redis.call('ZCARD', laneKey(L, ov[i])); out[#out + 1] = tonumber(redis.call('HGET', L.act, ov[i])) or 0
+      out[#out + 1] = ov[i]; out[#out + 1] = redis.call('ZCARD', laneKey(L, ov[i])); out[#out + 1] = math.max(0, (tonumber(redis.call('ZSCORE', cnt, ov[i])) or 0) - redis.call('ZCARD', laneKey(L, ov[i])))
       out[#out + 1] = ov[i + 1]
       n = n + 1
     end

@@ -43,7 +43,7 @@ local LANE_CTX = nil
 -- The queue's lane settings, read once per script call.
 local function lanesCtx(prefix)
   if LANE_CTX then return LANE_CTX end
-  local m = redis.call('HMGET', prefix .. 'meta', 'km', 'kmig', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag')
+  local m = redis.call('HMGET', prefix .. 'meta', 'km', 'kmig', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag', 'kt')
   LANE_CTX = {
     prefix = prefix,
     on = m[1] == '1',
@@ -57,6 +57,10 @@ local function lanesCtx(prefix)
     ag = clamp(m[8], 1, 86400000, nil),
     ring = prefix .. 'ring',
     act = prefix .. 'kact',
+    -- Slots are counted (kact) once the queue or a key has had a concurrency
+    -- limit (slotsOn); until then a claim and an ack skip that write.
+    kt = m[9] == '1',
+    blk = nil,
     ov = nil,
   }
   return LANE_CTX
@@ -100,9 +104,22 @@ local function keyLimits(L, k)
   return c, rm, rd
 end
 
--- One job of key k fewer waiting or active.
-local function countDown(L, k)
-  if (tonumber(redis.call('ZINCRBY', L.prefix .. 'kcnt', -1, k)) or 0) <= 0 then redis.call('ZREM', L.prefix .. 'kcnt', k) end
+-- n jobs (default 1) of key k fewer waiting or active.
+local function countDown(L, k, n)
+  if (tonumber(redis.call('ZINCRBY', L.prefix .. 'kcnt', -(n or 1), k)) or 0) <= 0 then redis.call('ZREM', L.prefix .. 'kcnt', k) end
+end
+
+-- Starts counting slots: kact is recounted from the active set in this same
+-- step (O(active jobs)), so a limit set right after holds exactly.
+local function slotsOn(L)
+  if L.kt then return end
+  redis.call('DEL', L.act)
+  for _, id in ipairs(redis.call('ZRANGE', L.prefix .. 'active', 0, -1)) do
+    local ck = redis.call('HGET', L.prefix .. 'job:' .. id, 'ck')
+    if ck then redis.call('HINCRBY', L.act, ck, 1) end
+  end
+  redis.call('HSET', L.prefix .. 'meta', 'kt', '1')
+  L.kt = true
 end
 
 local function ringTail(L)
@@ -183,14 +200,17 @@ local function laneRemove(prefix, id, ck)
   if (L.on or L.mig) and redis.call('ZREM', laneKey(L, ck or ''), id) == 1 and ck and ck ~= '' then countDown(L, ck) end
 end
 
--- A job of key ck left the active set: its slot comes back, and a lane that
--- waited for it rejoins the ring. Returns true when it did (wake a worker).
-local function slotFree(prefix, ck)
+-- n jobs (default 1) of key ck left the active set: their slots come back,
+-- and a lane that waited for them rejoins the ring. Returns true when it did
+-- (wake a worker).
+local function slotFree(prefix, ck, n)
   if not ck or ck == '' then return false end
   local L = lanesCtx(prefix)
-  if redis.call('HINCRBY', L.act, ck, -1) <= 0 then redis.call('HDEL', L.act, ck) end
-  countDown(L, ck)
-  if redis.call('SREM', prefix .. 'kblk', ck) == 1 then
+  n = n or 1
+  if L.kt and redis.call('HINCRBY', L.act, ck, -n) <= 0 then redis.call('HDEL', L.act, ck) end
+  countDown(L, ck, n)
+  if L.blk == nil then L.blk = redis.call('EXISTS', prefix .. 'kblk') == 1 end
+  if L.blk and redis.call('SREM', prefix .. 'kblk', ck) == 1 then
     local lk = laneKey(L, ck)
     if redis.call('EXISTS', lk) == 1 then
       ringAdd(L, ck, lk)

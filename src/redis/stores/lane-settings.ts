@@ -2,7 +2,7 @@ import type { KeyLimits, KeyStats, QueueConfigChange, RateLimit } from '../../co
 import type { RedisContext } from '../context';
 
 /** Meta fields of flow control per key (lua/includes/lanes.lua). */
-const LANE_FIELDS = ['km', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag'] as const;
+const LANE_FIELDS = ['km', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag', 'kt'] as const;
 
 /** Entries per rebuildLanes call: ~1,000 jobs keep each call to a few ms of Redis time. */
 const REBUILD_CHUNK = 1000;
@@ -64,9 +64,10 @@ export async function laneMeta(ctx: RedisContext, queue: string): Promise<Record
  * interrupted rebuild leaves the queue on its previous path and the next
  * configure call finishes it.
  */
-export async function rebuildLanes(ctx: RedisContext, queue: string, from: 'jobs' | 'ring'): Promise<void> {
+export async function rebuildLanes(ctx: RedisContext, queue: string, from: 'slots' | 'jobs' | 'ring'): Promise<void> {
   const k = ctx.keys(queue);
-  for (const phase of from === 'jobs' ? (['jobs', 'ring'] as const) : (['ring'] as const)) {
+  const phases = from === 'slots' ? (['slots'] as const) : from === 'jobs' ? (['jobs', 'ring'] as const) : (['ring'] as const);
+  for (const phase of phases) {
     let cursor = '0';
     do {
       cursor = String(await ctx.scripts.run<string>('rebuildLanes', [k.waiting, k.meta, k.wake], [k.base, phase, cursor === 'more' ? '0' : cursor, REBUILD_CHUNK]));

@@ -55,7 +55,10 @@ export class RedisQueueStore implements QueueStore {
     if (cfg.defaults?.maxAttempts !== undefined) set.dMa = cfg.defaults.maxAttempts;
     if (cfg.defaults?.backoff) set.dBo = encodeBackoff(cfg.defaults.backoff);
     if (cfg.defaults?.timeoutMs !== undefined) set.dTo = cfg.defaults.timeoutMs;
-    const lanes = laneChange(cfg, await laneMeta(this.ctx, queue));
+    const current = await laneMeta(this.ctx, queue);
+    const lanes = laneChange(cfg, current);
+    // Slots are counted before a concurrency limit exists, so it holds from its first claim.
+    if (typeof cfg.keyConcurrency === 'number' && current.kt !== '1') await rebuildLanes(this.ctx, queue, 'slots');
     Object.assign(set, lanes.set);
     del.push(...lanes.del);
     const multi = this.ctx.redis.multi();
