@@ -1,5 +1,5 @@
 import { decodeBackoff, encodeBackoff } from '../../core/backoff';
-import type { LiveCounts, QueueConfigChange, QueueSettings } from '../../core/ports/queues';
+import type { KeyLimits, KeyStats, LiveCounts, QueueConfigChange, QueueSettings } from '../../core/ports/queues'; // SHIM-h-api (KeyLimits, KeyStats)
 import { QueueStore } from '../../core/ports/queues';
 import type { RedisContext } from '../context';
 import { newQueueChannel, queuesKey } from '../keys';
@@ -54,6 +54,12 @@ export class RedisQueueStore implements QueueStore {
     if (cfg.defaults?.maxAttempts !== undefined) set.dMa = cfg.defaults.maxAttempts;
     if (cfg.defaults?.backoff) set.dBo = encodeBackoff(cfg.defaults.backoff);
     if (cfg.defaults?.timeoutMs !== undefined) set.dTo = cfg.defaults.timeoutMs;
+    // SHIM-h-api begin
+    for (const [f, v] of [['shimKc', cfg.keyConcurrency], ['shimKrl', cfg.keyRateLimit === undefined ? undefined : cfg.keyRateLimit && JSON.stringify(cfg.keyRateLimit)], ['shimFair', cfg.fairness], ['shimAge', cfg.agingMs]] as const) {
+      if (v === null) del.push(f);
+      else if (v !== undefined) set[f] = v;
+    }
+    // SHIM-h-api end
     const multi = this.ctx.redis.multi();
     if (Object.keys(set).length) multi.hset(k.meta, set);
     if (del.length) multi.hdel(k.meta, ...del);
@@ -66,10 +72,10 @@ export class RedisQueueStore implements QueueStore {
     const k = this.ctx.keys(queue);
     const [known, m] = await Promise.all([
       this.ctx.redis.sismember(queuesKey(this.ctx.prefix), queue),
-      this.ctx.redis.hmget(k.meta, 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'dMa', 'dBo', 'dTo'),
+      this.ctx.redis.hmget(k.meta, 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'dMa', 'dBo', 'dTo', 'shimKc', 'shimKrl', 'shimFair', 'shimAge'), // SHIM-h-api (shim*)
     ]);
     if (!known) return null;
-    const [paused, mc, rlMax, rlDur, ext, dMa, dBo, dTo] = m;
+    const [paused, mc, rlMax, rlDur, ext, dMa, dBo, dTo, shimKc, shimKrl, shimFair, shimAge] = m; // SHIM-h-api (shim*)
     const defaults: QueueSettings['defaults'] = {};
     if (dMa) defaults.maxAttempts = Number(dMa);
     if (dBo) {
@@ -87,6 +93,12 @@ export class RedisQueueStore implements QueueStore {
       rateLimit: rlMax && rlDur ? { max: Number(rlMax), durationMs: Number(rlDur) } : null,
       external: ext === '1',
       defaults,
+      // SHIM-h-api begin
+      keyConcurrency: shimKc ? Number(shimKc) : null,
+      keyRateLimit: shimKrl ? (JSON.parse(shimKrl) as QueueSettings['keyRateLimit']) : null,
+      fairness: shimFair === 'round_robin' || shimFair === 'fifo' ? shimFair : 'fifo',
+      agingMs: shimAge ? Number(shimAge) : null,
+      // SHIM-h-api end
     };
   }
 
@@ -113,4 +125,25 @@ export class RedisQueueStore implements QueueStore {
       return { id, workerId: !err && typeof w === 'string' ? w : '' };
     });
   }
+
+  // SHIM-h-api begin: a stand-in for the lead's implementation, removed before the merge.
+  async keys(queue: string, limit: number): Promise<KeyStats[]> {
+    const h = await this.ctx.redis.hgetall(this.ctx.keys(queue).base + 'shimKo');
+    return Object.keys(h).sort().slice(0, limit).map((key) => ({ key, waiting: 0, active: 0, overrides: JSON.parse(h[key]) as KeyLimits }));
+  }
+
+  async setKeyOverride(queue: string, key: string, change: Partial<KeyLimits>): Promise<KeyLimits> {
+    const hk = this.ctx.keys(queue).base + 'shimKo';
+    const cur = await this.ctx.redis.hget(hk, key);
+    const next: KeyLimits = { concurrency: null, rateLimit: null, ...(cur ? (JSON.parse(cur) as KeyLimits) : {}) };
+    if (change.concurrency !== undefined) next.concurrency = change.concurrency;
+    if (change.rateLimit !== undefined) next.rateLimit = change.rateLimit;
+    await this.ctx.redis.hset(hk, key, JSON.stringify(next));
+    return next;
+  }
+
+  async deleteKeyOverride(queue: string, key: string): Promise<boolean> {
+    return (await this.ctx.redis.hdel(this.ctx.keys(queue).base + 'shimKo', key)) === 1;
+  }
+  // SHIM-h-api end
 }
