@@ -25,6 +25,8 @@ export interface Enqueued {
   job: Job;
   /** An idempotency key matched an existing job: nothing was written. */
   replayed: boolean;
+  /** A debounce key matched a job not claimed yet: that job was updated instead of a new one created (API.md v1.2). */
+  debounced: boolean;
 }
 
 /**
@@ -80,9 +82,12 @@ export class JobsService {
     return Promise.all(
       results.map(async (r, i) => {
         // A new job is rendered from what the enqueue resolved (no read-back: the hot path);
-        // a replayed one is read, since it may have moved on since it was created.
-        const job = r.created ? createdJob(r.id, r.status as JobStatus, normalized[i], bodies[i].payload as Record<string, Json> | undefined, r.created) : await this.mustGet(r.id, normalized[i].queue);
-        return { job, replayed: r.replayed };
+        // a replayed or debounced one is read, since it existed before this call.
+        const job =
+          r.created && !r.debounced
+            ? createdJob(r.id, r.status as JobStatus, normalized[i], bodies[i].payload as Record<string, Json> | undefined, r.created)
+            : await this.mustGet(r.id, normalized[i].queue);
+        return { job, replayed: r.replayed, debounced: r.debounced === true };
       }),
     );
   }
@@ -209,6 +214,11 @@ function toInput(b: EnqueueJobDto): EnqueueInput {
     backoff: b.backoff ? (Object.fromEntries(Object.entries(b.backoff).filter(([, v]) => v !== undefined && v !== null)) as EnqueueInput['backoff']) : undefined,
     timeoutMs: b.timeoutMs ?? undefined,
     idempotencyKey: b.idempotencyKey ?? undefined,
+    concurrencyKey: b.concurrencyKey ?? undefined,
+    // Only the fields the client sent (the DTO instance has no others: unknown ones are refused).
+    debounce: b.debounce
+      ? (Object.fromEntries(Object.entries(b.debounce).filter(([, v]) => v !== undefined && v !== null)) as EnqueueInput['debounce'])
+      : undefined,
   };
 }
 

@@ -10,6 +10,13 @@ export interface EnqueueResult {
   /** True when an idempotency key matched an existing job (nothing written). */
   replayed: boolean;
   /**
+   * True when a debounce key (API.md v1.2) matched a job that had not been
+   * claimed yet: that job was updated (payload, options, runAt) instead of a
+   * new one created. The API answers 200 with `Sluice-Debounced: true`.
+   * Absent or false otherwise.
+   */
+  debounced?: boolean;
+  /**
    * For a new job (not replayed): what the enqueue resolved on Redis's side,
    * so a caller can render the job without reading it back. Times epoch ms;
    * the options are the job's own, else its queue's, else the process's.
