@@ -142,7 +142,8 @@ function logRows(rows: LogRow[]): string {
 }
 
 const JOB_COPY_SQL = `COPY jobs (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload, execution_seq,
-                   created_at, run_at, updated_at, last_event_ms, last_event_seq, worker_id, started_at, finished_at, last_error, result, progress) FROM STDIN`;
+                   created_at, run_at, updated_at, last_event_ms, last_event_seq, worker_id, started_at, finished_at, last_error, result, progress,
+                   concurrency_key) FROM STDIN`;
 
 function jobRows(rows: JobInsert[]): string {
   let s = '';
@@ -151,7 +152,8 @@ function jobRows(rows: JobInsert[]): string {
       copyNumber(r.attempts) + '\t' + copyNumber(r.maxAttempts) + '\t' + copyText(r.backoff) + '\t' + copyNumber(r.timeoutMs) + '\t' +
       copyText(r.idempotencyKey) + '\t' + copyText(r.payload) + '\t' + copyNumber(r.executionSeq) + '\t' + copyTime(r.createdAt) + '\t' +
       copyTime(r.runAt) + '\t' + copyTime(r.updatedAt) + '\t' + r.streamMs + '\t' + r.streamSeq + '\t' + copyText(r.workerId) + '\t' +
-      copyTime(r.startedAt) + '\t' + copyTime(r.finishedAt) + '\t' + copyText(r.lastError) + '\t' + copyText(r.result) + '\t' + copyText(r.progress) + '\n';
+      copyTime(r.startedAt) + '\t' + copyTime(r.finishedAt) + '\t' + copyText(r.lastError) + '\t' + copyText(r.result) + '\t' + copyText(r.progress) + '\t' +
+      copyText(r.concurrencyKey) + '\n';
   }
   return s;
 }
@@ -244,20 +246,20 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
       out.push({
         sql: `INSERT INTO jobs AS j (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload,
                            execution_seq, created_at, run_at, updated_at, last_event_ms, last_event_seq,
-                           worker_id, started_at, finished_at, last_error, result, progress)
+                           worker_id, started_at, finished_at, last_error, result, progress, concurrency_key)
          SELECT id, q, ty, s, pr, a, ma, bo, tm, ik, p, x, ${ts('ca')}, ${ts('ra')}, ${ts('ua')}, sm, ss,
-                w, ${ts('sa')}, ${ts('fa')}, er, r, pg
+                w, ${ts('sa')}, ${ts('fa')}, er, r, pg, ck
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::int[], $9::text[], $10::text[],
                      $11::float8[], $12::float8[], $13::bigint[], $14::bigint[], $15::int[], $16::int[], $17::float8[], $18::text[],
-                     $19::float8[], $20::float8[], $21::text[], $22::text[], $23::text[])
-           AS u(id, q, ty, s, pr, ma, bo, tm, ik, p, ca, ra, sm, ss, a, x, ua, w, sa, fa, er, r, pg)
+                     $19::float8[], $20::float8[], $21::text[], $22::text[], $23::text[], $24::text[])
+           AS u(id, q, ty, s, pr, ma, bo, tm, ik, p, ca, ra, sm, ss, a, x, ua, w, sa, fa, er, r, pg, ck)
          ${JOB_UPSERT}`,
         params: [
           txt(i, (r) => r.id), txt(i, (r) => r.queue), txt(i, (r) => r.type), txt(i, (r) => r.status), num(i, (r) => r.priority), num(i, (r) => r.maxAttempts),
           txt(i, (r) => r.backoff), num(i, (r) => r.timeoutMs), txt(i, (r) => r.idempotencyKey), txt(i, (r) => r.payload), num(i, (r) => r.createdAt),
           num(i, (r) => r.runAt), num(i, (r) => r.streamMs), num(i, (r) => r.streamSeq), num(i, (r) => r.attempts), num(i, (r) => r.executionSeq),
           num(i, (r) => r.updatedAt), txt(i, (r) => r.workerId), num(i, (r) => r.startedAt), num(i, (r) => r.finishedAt), txt(i, (r) => r.lastError),
-          txt(i, (r) => r.result), txt(i, (r) => r.progress),
+          txt(i, (r) => r.result), txt(i, (r) => r.progress), txt(i, (r) => r.concurrencyKey),
         ],
       });
     }

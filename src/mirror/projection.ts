@@ -8,7 +8,7 @@
  * field `h`), w worker, r reason, er error, d data JSON (result /
  * progress), and on `enqueued`: ty type, p payload, pr priority and o
  * "maxAttempts;timeoutMs;backoff" (also in the header), ik idempotency
- * key. `log` entries carry lvl and m.
+ * key, ck concurrency key (when the job has one). `log` entries carry lvl and m.
  */
 
 import { errorFingerprint } from '../core/error-fingerprint';
@@ -105,6 +105,8 @@ export interface JobInsert {
   timeoutMs: number;
   backoff: string;
   idempotencyKey: string | null;
+  /** The job's concurrency key (`ck` of its enqueued event), null when none. */
+  concurrencyKey: string | null;
   payload: string;
   createdAt: number;
   runAt: number;
@@ -286,7 +288,7 @@ export function project(entries: StreamEntry[]): MirrorBatch {
       const o = splitOptions(f.o);
       batch.inserts.push({
         id: jobId, queue, type: f.ty ?? '', status: f.t, priority: num(f.pr) ?? 0, maxAttempts: o?.maxAttempts || 1,
-        timeoutMs: o?.timeoutMs || 600_000, backoff: o?.backoff ?? '', idempotencyKey: str(f.ik), payload: f.p ?? '{}',
+        timeoutMs: o?.timeoutMs || 600_000, backoff: o?.backoff ?? '', idempotencyKey: str(f.ik), concurrencyKey: str(f.ck), payload: f.p ?? '{}',
         createdAt: at, runAt: num(f.ra) ?? at, streamMs, streamSeq,
         attempts: 0, workerId: null, executionSeq: 0, startedAt: null, finishedAt: null, lastError: null, result: null,
         progress: null, updatedAt: at,
