@@ -14,17 +14,19 @@
 @include "emit"
 @include "job"
 @include "fence"
+@include "lanes"
 
 -- The restore fence (includes/fence.lua): no change on a queue not checked since Redis restarted.
 if fenced(redis.call('HGET', KEYS[4], 'vr')) then return {ERR_RESTORING, ''} end
 local id = ARGV[2]
 local jk = jobKey(ARGV[1], id)
-local f = safeHmget(jk, 's', 'a', 'cr')
+local f = safeHmget(jk, 's', 'a', 'cr', 'ck')
 if not f or not f[1] then return {ERR_NOT_FOUND, ''} end
 local s = f[1]
 local now = nowMs()
 if s == 'waiting' or s == 'delayed' then
   redis.call('ZREM', s == 'waiting' and KEYS[1] or KEYS[2], id)
+  if s == 'waiting' then laneRemove(ARGV[1], id, f[4]) end
   redis.call('HSET', jk, 's', 'cancelled', 'fa', now, 'ua', now)
   emit(KEYS[3], now, 'cancelled', id, s, 'cancelled', f[2], {'r', 'client'})
   return {1, 'cancelled'}

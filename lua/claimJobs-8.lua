@@ -24,6 +24,10 @@
   fields of the hash (payload merged as 'p') as an 11th element; when lean,
   the job's W3C traceparent (field tp) and tracestate (ts) as 11th and 12th
   elements, only when it carries them.
+  Lanes mode (includes/lanes.lua: keyed jobs, key limits, fairness or aging):
+  jobs are taken lane by lane from the ring (round robin or fifo), each
+  lane's key under its keyConcurrency (slot +1 in kact) and its sliding-window
+  keyRateLimit; hintMs then also covers the soonest parked lane.
   Guarantee: due delayed jobs are promoted first; each claimed job moves
   waiting -> active with attempts+1, executionSeq+1, a fresh token and a lease
   in the active set, and one 'claimed' event. Limits hold across all workers.
@@ -36,6 +40,7 @@
 @include "promote"
 @include "wake"
 @include "fence"
+@include "lanes"
 
 local prefix = ARGV[1]
 local now = nowMs()
@@ -100,19 +105,19 @@ local out = {0, -1}
 local claimed = 0
 -- Integers as strings for redis.call (see int() in now.lua).
 local nowS, leaseS = int(now), int(lease)
-local popped = redis.call('ZPOPMIN', KEYS[1], n)
 local solo = false
-local stopAt = nil -- index in popped of the first entry to put back
-for i = 1, #popped, 2 do
-  local id = popped[i]
+
+-- Claims job id if it is waiting. Returns 'claimed', 'stop' (it must run alone
+-- and cannot now: put it back, claim nothing more) or 'skip' (stale or corrupt:
+-- dropped). ck: the job's concurrency key (lanes mode), nil otherwise.
+local function claimJob(id)
   local jk = jobKey(prefix, id)
-  local f, err = safeHmget(jk, 's', 'a', 'x', 'ty', 'o', 'pn', 'p0', 'iso', 'tp', 'ts')
+  local f, err = safeHmget(jk, 's', 'a', 'x', 'ty', 'o', 'pn', 'p0', 'iso', 'tp', 'ts', 'ck')
   if f and f[1] == 'waiting' and f[8] == '1' then
     -- A job whose lease expired runs alone: only an idle caller takes it, and
     -- takes nothing else with it. Others stop here, keeping the order.
-    if claimed == 0 and ARGV[8] == '1' then solo = true else stopAt = i end
+    if claimed == 0 and ARGV[8] == '1' then solo = true else return 'stop' end
   end
-  if stopAt then break end
   if not f then
     deadLetterCorrupt(prefix, KEYS[8], KEYS[5], id, now, 'waiting', err)
   elseif f[1] == 'waiting' then
@@ -128,6 +133,7 @@ for i = 1, #popped, 2 do
       redis.call('HSET', jk, 's', 'active', 'a', aS, 'x', xS, 'lt', token, 'w', ARGV[4], 'sa', nowS)
     end
     redis.call('ZADD', KEYS[3], leaseS, id)
+    if f[11] then redis.call('HINCRBY', prefix .. 'kact', f[11], 1) end
     emit(KEYS[5], nowS, 'claimed', id, 'waiting', 'active', aS, {'x', xS, 'w', ARGV[4]})
     claimed = claimed + 1
     local ma, to, bo = unpackOpts(f[5])
@@ -139,18 +145,115 @@ for i = 1, #popped, 2 do
       if f[10] then job[12] = f[10] end
     end
     out[#out + 1] = job
-    if solo then
-      stopAt = i + 2
-      break
-    end
+    return 'claimed'
   elseif f[1] and not VALID_STATES[f[1]] then
     deadLetterCorrupt(prefix, KEYS[8], KEYS[5], id, now, 'waiting', 'unknown state')
   elseif not f[1] and redis.call('EXISTS', jk) == 1 then
     deadLetterCorrupt(prefix, KEYS[8], KEYS[5], id, now, 'waiting', 'state missing')
   end
   -- else: a stale entry (job gone or already moved on); dropping it is correct.
+  return 'skip'
 end
 
+local L = lanesCtx(prefix)
+if L.on then
+  -- Lanes: take the ring's head lane, check its key's limits, pop its best
+  -- job, put the lane back (round robin: at the tail). Each step is O(log n)
+  -- in jobs and in keys; a lane found blocked leaves the ring (kblk / kpark),
+  -- so the work of one call is bounded by n plus the lanes it corrects.
+  unparkDue(L, now, 100)
+  local budget = n + 200
+  local skipped = 0
+  local stopped = false
+  while claimed < n and budget > 0 do
+    budget = budget - 1
+    local h = redis.call('ZRANGE', L.ring, 0, 0)[1]
+    if not h then break end
+    local lk = laneKey(L, h)
+    local c, rm, rd = keyLimits(L, h)
+    local blocked = false
+    if c and (tonumber(redis.call('HGET', L.act, h)) or 0) >= c then
+      redis.call('ZREM', L.ring, h)
+      redis.call('SADD', prefix .. 'kblk', h)
+      blocked = true
+    elseif rm then
+      local due = rateDue(L, h, rm, rd, now)
+      if due then
+        redis.call('ZREM', L.ring, h)
+        redis.call('ZADD', prefix .. 'kpark', int(due), h)
+        blocked = true
+      end
+    end
+    if not blocked then
+      local p = redis.call('ZRANGE', lk, 0, 0, 'WITHSCORES')
+      if not p[1] then
+        redis.call('ZREM', L.ring, h)
+      else
+        local r = claimJob(p[1])
+        if r == 'stop' then
+          stopped = true
+          if claimed == 0 then out[1] = 6 end
+          break
+        end
+        redis.call('ZREM', lk, p[1])
+        redis.call('ZREM', KEYS[1], p[1])
+        if r == 'claimed' then
+          if rm then rateTake(L, h, rm, rd, now) end
+        else
+          skipped = skipped + 1
+        end
+        if redis.call('EXISTS', lk) == 0 then
+          redis.call('ZREM', L.ring, h)
+        elseif L.rr then
+          redis.call('ZADD', L.ring, ringTail(L) + 1, h)
+        else
+          redis.call('ZADD', L.ring, redis.call('ZRANGE', lk, 0, 0, 'WITHSCORES')[2], h)
+        end
+        if solo then
+          out[1] = 5
+          break
+        end
+      end
+    end
+  end
+  if claimed > 0 and rlMax then
+    redis.call('INCRBY', KEYS[7], claimed)
+    boundWindow()
+  end
+  if stopped or solo then return out end
+  if redis.call('ZCARD', L.ring) == 0 then
+    -- Nothing claimable now: stale wake tokens go; the next chance is the
+    -- soonest delayed job or parked lane (a blocked lane returns with a wake
+    -- from the script that frees its slot).
+    redis.call('DEL', KEYS[6])
+    local hint = nextDelayedIn(KEYS[2], now)
+    local park = redis.call('ZRANGE', prefix .. 'kpark', 0, 0, 'WITHSCORES')
+    if park[2] then
+      local d = math.max(0, tonumber(park[2]) - now)
+      if hint < 0 or d < hint then hint = d end
+    end
+    out[2] = hint
+  else
+    if budget <= 0 or claimed < n then out[2] = 0 end
+    if skipped > 0 then out[2] = 0 end
+    wake(KEYS[6])
+  end
+  return out
+end
+
+local popped = redis.call('ZPOPMIN', KEYS[1], n)
+local stopAt = nil -- index in popped of the first entry to put back
+for i = 1, #popped, 2 do
+  local r = claimJob(popped[i])
+  if r == 'stop' then
+    stopAt = i
+    break
+  end
+  if solo then
+    stopAt = i + 2
+    break
+  end
+end
 if claimed > 0 and rlMax then
   redis.call('INCRBY', KEYS[7], claimed)
   boundWindow()

@@ -20,14 +20,16 @@
 @include "emit"
 @include "wake"
 @include "job"
+@include "lanes"
 
 local now = nowMs()
 local nowS = int(now) -- integers as strings for redis.call (see int() in now.lua)
 local out = {}
+local freed = false -- a key's lane rejoined the ring (lanes.lua slotFree)
 for i = 3, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
   local jk = jobKey(ARGV[1], id)
-  local f = safeHmget(jk, 's', 'lt', 'a', 'x', 'sa', 'cr')
+  local f = safeHmget(jk, 's', 'lt', 'a', 'x', 'sa', 'cr', 'ck')
   if not f or not f[1] then
     out[#out + 1] = ERR_NOT_FOUND
   elseif f[2] ~= token then
@@ -39,19 +41,19 @@ for i = 3, #ARGV, 3 do
     else out[#out + 1] = ERR_LEASE_LOST end
   elseif f[6] == '1' then
     redis.call('HSET', jk, 's', 'cancelled', 'fa', nowS)
-    redis.call('ZREM', KEYS[1], id)
+    if redis.call('ZREM', KEYS[1], id) == 1 and slotFree(ARGV[1], f[7]) then freed = true end
     emit(KEYS[2], nowS, 'cancelled', id, 'active', 'cancelled', f[3], {'x', f[4], 'w', ARGV[2], 'r', 'cancel_requested'})
     out[#out + 1] = 2
   else
     -- lt stays: every fenced script also requires s == 'active', so a
     -- leftover token is inert, and not deleting saves a listpack rewrite.
     redis.call('HSET', jk, 's', 'completed', 'r', ARGV[i + 2], 'fa', nowS)
-    redis.call('ZREM', KEYS[1], id)
+    if redis.call('ZREM', KEYS[1], id) == 1 and slotFree(ARGV[1], f[7]) then freed = true end
     emit(KEYS[2], nowS, 'completed', id, 'active', 'completed', f[3],
       {'x', f[4], 'w', ARGV[2], 'd', ARGV[i + 2], 'ms', int(now - (tonumber(f[5]) or now))})
     out[#out + 1] = 1
   end
 end
 -- With a concurrency cap, a finished job frees a slot that idle workers may take.
-if redis.call('HEXISTS', KEYS[4], 'mc') == 1 and redis.call('ZCARD', KEYS[5]) > 0 then wake(KEYS[3]) end
+if freed or redis.call('HEXISTS', KEYS[4], 'mc') == 1 and redis.call('ZCARD', KEYS[5]) > 0 then wake(KEYS[3]) end
 return out

@@ -11,9 +11,10 @@
     "<count>\n<traceparent>" / "<count>\n<traceparent>\n<tracestate>" when the
     group's request carries a W3C trace context (validated by the caller,
     src/core/trace-context.ts): its jobs store it as fields tp and ts
-  then 11 fields per job, groups in order:
+  then 12 fields per job, groups in order:
     id, type, payload JSON, priority, delay mode ('d' delayMs | 'a' absolute runAt | ''),
-    delay value (ms), maxAttempts|'', backoff|'', timeoutMs|'', idempotency key|'', body hash|''
+    delay value (ms), maxAttempts|'', backoff|'', timeoutMs|'', idempotency key|'', body hash|'',
+    concurrency key|'' (field ck; the job joins its key's lane, includes/lanes.lua)
   Unset options take the queue's defaults (meta dMa/dBo/dTo), then the process's.
 
   Returns one entry per group: {ERR_IDEMPOTENCY_CONFLICT, index in group} when
@@ -32,9 +33,10 @@
 @include "score"
 @include "wake"
 @include "job"
+@include "lanes"
 
 local prefix = ARGV[1]
-local FIELDS = 11
+local FIELDS = 12
 local now = nowMs()
 local nowS = int(now)
 local meta = redis.call('HMGET', KEYS[5], 'dMa', 'dBo', 'dTo')
@@ -142,7 +144,7 @@ for g = 1, groups do
         res[r + 4] = ''; res[r + 5] = ''; res[r + 6] = ''
       else
         seq = seq + 1
-        local ty, payload, priority, key = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 9]
+        local ty, payload, priority, key, ck = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 9], ARGV[b + 11] or ''
         -- The store sends an integer -100..100; anything else is brought into
         -- range (includes/clamp.lua) rather than stored.
         local pn = tonumber(priority)
@@ -160,7 +162,7 @@ for g = 1, groups do
         local state = 'waiting'
         if runAt > now then state = 'delayed' end
         -- attempts/executionSeq default to 0, runAt to createdAt, updatedAt to the latest timestamp.
-        if runAt == now and key == '' and #payload <= CHUNK and not tp then
+        if runAt == now and key == '' and ck == '' and #payload <= CHUNK and not tp then
           redis.call('HSET', jk, 's', state, 'ty', ty, 'pr', priority, 'sq', int(seq), 'o', o, 'ca', nowS, 'p0', payload)
         else
           local args = {'HSET', jk, 's', state, 'ty', ty, 'pr', priority, 'sq', int(seq), 'o', o, 'ca', nowS}
@@ -169,6 +171,7 @@ for g = 1, groups do
             args[#args + 1] = 'ik'; args[#args + 1] = key
             redis.call('SET', prefix .. 'idem:' .. key, id .. '|' .. ARGV[b + 10], 'PX', ARGV[5])
           end
+          if ck ~= '' then args[#args + 1] = 'ck'; args[#args + 1] = ck end
           if tp then
             args[#args + 1] = 'tp'; args[#args + 1] = tp
             if ts then args[#args + 1] = 'ts'; args[#args + 1] = ts end
@@ -177,7 +180,7 @@ for g = 1, groups do
           redis.call(unpack(args))
         end
         if state == 'waiting' then
-          redis.call('ZADD', KEYS[1], waitingScore(priority, seq), id)
+          makeReady(prefix, KEYS[1], id, jk, priority, seq, ck ~= '' and ck or nil)
           woke = true
         else
           redis.call('ZADD', KEYS[2], int(runAt), id)
@@ -189,10 +192,13 @@ for g = 1, groups do
         -- Header as in includes/emit.lua, with priority, runAt and the options
         -- (o may hold a '|': it goes last) after the empty x and ms.
         local tail = '|0|' .. nowS .. '|' .. id .. '|||' .. priority .. '|' .. runAtS .. '|' .. o
-        if key == '' then
+        if key == '' and ck == '' then
           redis.call('XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. tail, 'ty', ty, 'p', payload)
         else
-          redis.call('XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. tail, 'ty', ty, 'p', payload, 'ik', key)
+          local xa = {'XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. tail, 'ty', ty, 'p', payload}
+          if key ~= '' then xa[#xa + 1] = 'ik'; xa[#xa + 1] = key end
+          if ck ~= '' then xa[#xa + 1] = 'ck'; xa[#xa + 1] = ck end
+          redis.call(unpack(xa))
         end
         res[r + 1] = id; res[r + 2] = state; res[r + 3] = 0
         res[r + 4] = now; res[r + 5] = runAt; res[r + 6] = o

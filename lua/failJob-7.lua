@@ -19,10 +19,11 @@
 @include "score"
 @include "wake"
 @include "job"
+@include "lanes"
 
 local prefix, id, token = ARGV[1], ARGV[2], ARGV[3]
 local jk = jobKey(prefix, id)
-local f = safeHmget(jk, 's', 'lt', 'a', 'o', 'pr', 'sq', 'cr', 'x')
+local f = safeHmget(jk, 's', 'lt', 'a', 'o', 'pr', 'sq', 'cr', 'x', 'ck')
 if not f or not f[1] then return {ERR_NOT_FOUND, ''} end
 if f[1] ~= 'active' or f[2] ~= token then return {ERR_LEASE_LOST, f[1]} end
 
@@ -34,7 +35,7 @@ local a, ma = tonumber(f[3]) or 0, unpackOpts(f[4]) or 1
 local delay = clamp(ARGV[6], 0, MAX_DELAY_MS, 0)
 local reason, msg = ARGV[7], ARGV[4]
 local extra = {'x', f[8], 'w', ARGV[8], 'r', reason, 'er', msg}
-redis.call('ZREM', KEYS[1], id)
+local freed = redis.call('ZREM', KEYS[1], id) == 1 and slotFree(prefix, f[9])
 redis.call('HDEL', jk, 'lt')
 local to
 if f[7] == '1' or reason == 'cancelled' then
@@ -51,7 +52,7 @@ elseif ARGV[5] == '1' and a < ma then
   else
     to = 'waiting'
     redis.call('HSET', jk, 's', to, 'e', msg, 'ra', nowS, 'ua', nowS)
-    redis.call('ZADD', KEYS[3], waitingScore(f[5], f[6]), id)
+    makeReady(prefix, KEYS[3], id, jk, f[5], f[6], f[9])
     wake(KEYS[6])
   end
   extra[#extra + 1] = 'ra'; extra[#extra + 1] = ra
@@ -62,5 +63,5 @@ else
   redis.call('ZADD', KEYS[4], now, id)
   emit(KEYS[5], now, 'failed', id, 'active', to, a, extra)
 end
-if redis.call('HEXISTS', KEYS[7], 'mc') == 1 and redis.call('ZCARD', KEYS[3]) > 0 then wake(KEYS[6]) end
+if freed or redis.call('HEXISTS', KEYS[7], 'mc') == 1 and redis.call('ZCARD', KEYS[3]) > 0 then wake(KEYS[6]) end
 return {1, to}

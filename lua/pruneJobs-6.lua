@@ -17,12 +17,19 @@
 ]]
 @include "clamp"
 @include "job"
+@include "lanes"
 
 if redis.call('GET', KEYS[6]) ~= ARGV[2] or redis.call('EXISTS', KEYS[5]) == 1 then return -1 end
 redis.call('PEXPIRE', KEYS[6], clamp(ARGV[3], 1, MAX_LEASE_MS, 30000))
 local n = 0
 for i = 4, #ARGV do
   local id = ARGV[i]
+  local jk = jobKey(ARGV[1], id)
+  local f = redis.pcall('HMGET', jk, 's', 'ck')
+  local ck = type(f) == 'table' and f[2] or nil
+  if ck == false then ck = nil end
+  laneRemove(ARGV[1], id, ck)
+  if redis.call('ZREM', KEYS[3], id) == 1 then slotFree(ARGV[1], ck) end
   for k = 1, 4 do redis.call('ZREM', KEYS[k], id) end
   n = n + redis.call('DEL', jobKey(ARGV[1], id))
 end

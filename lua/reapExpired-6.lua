@@ -22,6 +22,7 @@
 @include "wake"
 @include "job"
 @include "fence"
+@include "lanes"
 
 local prefix = ARGV[1]
 -- The restore fence (includes/fence.lua): nothing moves until the queue is checked.
@@ -32,7 +33,7 @@ local reaped = 0
 local woke = false
 for _, id in ipairs(ids) do
   local jk = jobKey(prefix, id)
-  local f, err = safeHmget(jk, 's', 'lt', 'a', 'o', 'pr', 'sq', 'cr', 'x', 'w')
+  local f, err = safeHmget(jk, 's', 'lt', 'a', 'o', 'pr', 'sq', 'cr', 'x', 'w', 'ck')
   if not f then
     redis.call('ZREM', KEYS[1], id)
     deadLetterCorrupt(prefix, KEYS[3], KEYS[4], id, now, 'active', err)
@@ -47,6 +48,7 @@ for _, id in ipairs(ids) do
     end
   else
     redis.call('ZREM', KEYS[1], id)
+    if slotFree(prefix, f[10]) then woke = true end
     redis.call('HDEL', jk, 'lt')
     local a, ma = tonumber(f[3]) or 1, unpackOpts(f[4]) or 1
     local extra = {'x', f[8] or 0, 'w', f[9] or '', 'r', 'lease_expired'}
@@ -64,7 +66,7 @@ for _, id in ipairs(ids) do
       -- iso: its next run is alone (claimJobs), so if it crashes its worker
       -- again it takes no other job down with it.
       redis.call('HSET', jk, 's', 'waiting', 'e', 'lease expired (stalled) on attempt ' .. a, 'ua', now, 'iso', 1)
-      redis.call('ZADD', KEYS[2], waitingScore(f[5], f[6]), id)
+      makeReady(prefix, KEYS[2], id, jk, f[5], f[6], f[10])
       emit(KEYS[4], now, 'stalled', id, 'active', 'waiting', a, extra)
       woke = true
     else

@@ -22,6 +22,7 @@
 @include "score"
 @include "wake"
 @include "job"
+@include "lanes"
 
 local now = nowMs()
 local delay = clamp(ARGV[3], 0, MAX_DELAY_MS, 0)
@@ -32,13 +33,13 @@ local any = false
 for i = 5, #ARGV, 2 do
   local id, token = ARGV[i], ARGV[i + 1]
   local jk = jobKey(ARGV[1], id)
-  local f = safeHmget(jk, 's', 'lt', 'a', 'pr', 'sq', 'cr', 'x')
+  local f = safeHmget(jk, 's', 'lt', 'a', 'pr', 'sq', 'cr', 'x', 'ck')
   if not f or not f[1] then
     out[#out + 1] = ERR_NOT_FOUND
   elseif f[1] ~= 'active' or f[2] ~= token then
     out[#out + 1] = ERR_LEASE_LOST
   else
-    redis.call('ZREM', KEYS[1], id)
+    if redis.call('ZREM', KEYS[1], id) == 1 and slotFree(ARGV[1], f[8]) then any = true end
     redis.call('HDEL', jk, 'lt')
     local a = tonumber(f[3]) or 1
     if f[6] == '1' then
@@ -56,7 +57,7 @@ for i = 5, #ARGV, 2 do
         if redis.call('ZRANGE', KEYS[6], 0, 0)[1] == id then any = true end
       else
         redis.call('HSET', jk, 's', 'waiting', 'a', refunded, 'ua', now)
-        redis.call('ZADD', KEYS[2], waitingScore(f[4], f[5]), id)
+        makeReady(ARGV[1], KEYS[2], id, jk, f[4], f[5], f[8])
         emit(KEYS[3], now, 'released', id, 'active', 'waiting', a, {'x', f[7], 'w', ARGV[2], 'r', reason})
         any = true
       end

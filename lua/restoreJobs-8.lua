@@ -13,12 +13,12 @@
           entry PostgreSQL holds for the queue) or ''
   ARGV[6] audit consumer group name (created at ARGV[5], or '0', if missing;
           raised to ARGV[5] when behind)
-  then 16 fields per job, in sequence order:
+  then 17 fields per job, in sequence order:
     id, kind (waiting | delayed | active | cancel | failed; cancel = active with
     a pending cancel request), type, payload JSON, priority,
     options "maxAttempts;timeoutMs;backoff", attempts, executionSeq,
     createdAt ms, runAt ms, idempotency key|'', last error|'', worker id|'',
-    startedAt ms|'', failedAt ms|'', updatedAt ms
+    startedAt ms|'', failedAt ms|'', updatedAt ms, concurrency key|''
 
   Returns {'ok', waiting, delayed, active, failed, cancelled, skipped}
   (active = jobs that were active and came back waiting), or {'lock_lost'} /
@@ -39,6 +39,7 @@
 @include "wake"
 @include "job"
 @include "group"
+@include "lanes"
 
 local prefix, token = ARGV[1], ARGV[2]
 if redis.call('GET', KEYS[8]) ~= token then return {'lock_lost'} end
@@ -70,7 +71,7 @@ if ARGV[5] ~= '' then
   end
 end
 
-local FIELDS = 16
+local FIELDS = 17
 local now = nowMs()
 local n = {waiting = 0, delayed = 0, active = 0, failed = 0, cancelled = 0, skipped = 0}
 local woke = false
@@ -91,6 +92,9 @@ for b = 7, #ARGV, FIELDS do
     if ra ~= ca then args[#args + 1] = 'ra'; args[#args + 1] = ra end
     if x > 0 then args[#args + 1] = 'x'; args[#args + 1] = x end
     if ik ~= '' then args[#args + 1] = 'ik'; args[#args + 1] = ik end
+    local ck = ARGV[b + 16]
+    if ck == '' then ck = nil end
+    if ck then args[#args + 1] = 'ck'; args[#args + 1] = ck end
     if sa ~= '' then args[#args + 1] = 'sa'; args[#args + 1] = sa end
     payloadFields(payload, args)
     local function put(k, v) args[#args + 1] = k; args[#args + 1] = v end
@@ -125,7 +129,7 @@ for b = 7, #ARGV, FIELDS do
         local msg = 'restored from PostgreSQL after Redis lost its data while attempt ' .. a .. ' ran'
         put('s', 'waiting'); put('a', refunded); put('e', msg); put('ua', now)
         redis.call(unpack(args))
-        redis.call('ZADD', KEYS[1], waitingScore(pr, seq), id)
+        makeReady(ARGV[1], KEYS[1], id, jk, pr, seq, ck)
         extra[#extra + 1] = 'er'; extra[#extra + 1] = msg
         emit(KEYS[4], now, 'stalled', id, 'active', 'waiting', refunded, extra)
         n.active = n.active + 1
@@ -133,7 +137,7 @@ for b = 7, #ARGV, FIELDS do
         put('s', 'waiting'); put('a', a); put('ua', ua)
         if err ~= '' then put('e', err) end
         redis.call(unpack(args))
-        redis.call('ZADD', KEYS[1], waitingScore(pr, seq), id)
+        makeReady(ARGV[1], KEYS[1], id, jk, pr, seq, ck)
         n.waiting = n.waiting + 1
       end
       woke = true

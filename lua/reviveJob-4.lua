@@ -10,6 +10,7 @@
   ARGV[6] options "maxAttempts;timeoutMs;backoff"   ARGV[7] createdAt ms
   ARGV[8] executionSeq (runs so far)   ARGV[9] idempotency key or ''
   ARGV[10] '1' when ARGV[4] is a new payload (carried on the event), else '0'
+  ARGV[11] concurrency key or '' (optional)
   Returns {1, 'waiting'}, or {0, status} with nothing written when the job's
   hash exists (the caller then uses retryJob, which checks its state).
   Guarantee: never overwrites an existing hash; the job keeps its
@@ -23,6 +24,7 @@
 @include "job"
 @include "errors"
 @include "fence"
+@include "lanes"
 
 -- The restore fence (includes/fence.lua): no change on a queue not checked since Redis restarted.
 if fenced(redis.call('HGET', KEYS[4], 'vr')) then return {ERR_RESTORING, ''} end
@@ -42,9 +44,11 @@ local args = {'HSET', jk, 's', 'waiting', 'ty', ARGV[3], 'pr', pr, 'o', ARGV[6],
 local x = tonumber(ARGV[8]) or 0
 if x > 0 then args[#args + 1] = 'x'; args[#args + 1] = x end
 if ARGV[9] ~= '' then args[#args + 1] = 'ik'; args[#args + 1] = ARGV[9] end
+local ck = ARGV[11] ~= '' and ARGV[11] or nil
+if ck then args[#args + 1] = 'ck'; args[#args + 1] = ck end
 payloadFields(ARGV[4], args)
 redis.call(unpack(args))
-redis.call('ZADD', KEYS[1], waitingScore(pr, seq), id)
+makeReady(ARGV[1], KEYS[1], id, jk, pr, seq, ck)
 local extra = {'r', 'manual'}
 if ARGV[10] == '1' then extra[#extra + 1] = 'p'; extra[#extra + 1] = ARGV[4] end
 emit(KEYS[2], now, 'retried_from_dlq', id, 'cancelled', 'waiting', 0, extra)

@@ -1,18 +1,19 @@
 -- Moves due delayed jobs (runAt <= now) to the waiting set. Returns the count.
--- Needs: jobKey, safeHmget, deadLetterCorrupt, waitingScore, emit.
+-- Needs: jobKey, safeHmget, deadLetterCorrupt, waitingScore, emit, makeReady (lanes.lua).
+@include "lanes"
 local function promoteDue(prefix, delayedKey, waitingKey, failedKey, eventsKey, now, limit)
   local nowS = int(now) -- see int() in now.lua
   local ids = redis.call('ZRANGEBYSCORE', delayedKey, '-inf', nowS, 'LIMIT', 0, limit)
   for _, id in ipairs(ids) do
     redis.call('ZREM', delayedKey, id)
     local jk = jobKey(prefix, id)
-    local f, err = safeHmget(jk, 's', 'pr', 'sq', 'a')
+    local f, err = safeHmget(jk, 's', 'pr', 'sq', 'a', 'ck')
     if not f then
       deadLetterCorrupt(prefix, failedKey, eventsKey, id, now, 'delayed', err)
     elseif f[1] == 'delayed' then
       if tonumber(f[2]) and tonumber(f[3]) then
         redis.call('HSET', jk, 's', 'waiting', 'ua', nowS)
-        redis.call('ZADD', waitingKey, waitingScore(f[2], f[3]), id)
+        makeReady(prefix, waitingKey, id, jk, f[2], f[3], f[5])
         emit(eventsKey, nowS, 'promoted', id, 'delayed', 'waiting', f[4])
       else
         deadLetterCorrupt(prefix, failedKey, eventsKey, id, now, 'delayed', 'priority or sequence missing')

@@ -25,6 +25,8 @@ export interface QueueKeys {
    * queue's data (see src/restore/restore.ts).
    */
   epoch: string;
+  /** Flow control per key (lua/includes/lanes.lua): per-key overrides, a hash key -> "concurrency|rateMax|rateDurationMs". */
+  keyOverrides: string;
 }
 
 export function queueKeys(prefix: string, queue: string): QueueKeys {
@@ -42,6 +44,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     done: base + 'done',
     mirrorLock: base + 'auditlock',
     epoch: base + 'epoch',
+    keyOverrides: base + 'kov',
   };
 }
 

@@ -29,7 +29,10 @@ export type ScriptName =
   | 'verifyQueue'
   | 'resetQueue'
   | 'pruneJobs'
-  | 'readEvents';
+  | 'readEvents'
+  | 'rebuildLanes'
+  | 'overrideKey'
+  | 'topKeys';
 
 /**
  * Redis Cluster replies that prove a script did not run: its slot is served by

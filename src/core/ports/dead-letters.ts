@@ -18,6 +18,8 @@ export interface ReviveJobInput {
   createdAt: number;
   executionSeq: number;
   idempotencyKey: string | null;
+  /** The job's concurrency key, null/absent when it has none. */
+  concurrencyKey?: string | null;
 }
 
 /**

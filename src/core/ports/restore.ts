@@ -20,6 +20,8 @@ export interface RestoreJobInput {
   startedAt: number | null;
   failedAt: number | null;
   updatedAt: number;
+  /** The job's concurrency key (flow control per key), null when it has none. */
+  concurrencyKey?: string | null;
 }
 
 /** Outcome of one restoreJobs call: counts of jobs recreated per kind, and skipped (already there). */

@@ -40,7 +40,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
       [k.waiting, k.events, k.wake, k.meta],
       [
         k.base, j.id, j.type, j.payload, j.priority, `${j.maxAttempts};${j.timeoutMs};${encodeBackoff(j.backoff)}`,
-        j.createdAt, j.executionSeq, j.idempotencyKey ?? '', j.newPayload ? '1' : '0',
+        j.createdAt, j.executionSeq, j.idempotencyKey ?? '', j.newPayload ? '1' : '0', j.concurrencyKey ?? '',
       ],
       j.queue,
       j.id,

@@ -211,6 +211,7 @@ export class EnqueueBatcher {
           j.timeoutMs ?? '',
           j.idempotencyKey ?? '',
           j.idempotencyKey ? bodyHash(j) : '',
+          j.concurrencyKey ?? '',
         );
       }
     }
@@ -240,7 +241,7 @@ export class EnqueueBatcher {
 
 /** Stable hash of the parts of an enqueue request that define "the same body". */
 function bodyHash(j: NormalizedEnqueue): string {
-  const canonical = JSON.stringify([j.type, j.payloadJson, j.priority, j.delayMs ?? null, j.runAt ?? null, j.maxAttempts ?? null, j.backoff ?? null, j.timeoutMs ?? null]);
+  const canonical = JSON.stringify([j.type, j.payloadJson, j.priority, j.delayMs ?? null, j.runAt ?? null, j.maxAttempts ?? null, j.backoff ?? null, j.timeoutMs ?? null, j.concurrencyKey ?? null]);
   return createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
 }
 

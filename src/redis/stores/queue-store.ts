@@ -1,9 +1,10 @@
 import { decodeBackoff, encodeBackoff } from '../../core/backoff';
-import type { KeyLimits, KeyStats, LiveCounts, QueueConfigChange, QueueSettings } from '../../core/ports/queues'; // SHIM-h-api (KeyLimits, KeyStats)
+import type { KeyLimits, KeyStats, LiveCounts, QueueConfigChange, QueueSettings } from '../../core/ports/queues';
 import { QueueStore } from '../../core/ports/queues';
 import type { RedisContext } from '../context';
 import { newQueueChannel, queuesKey } from '../keys';
 import { oldestWaitingSince } from '../waiting-age';
+import { laneChange, laneMeta, rebuildLanes, topKeys, writeOverride } from './lane-settings';
 
 /**
  * The Redis implementation of {@link QueueStore}: the global set of queue
@@ -54,28 +55,28 @@ export class RedisQueueStore implements QueueStore {
     if (cfg.defaults?.maxAttempts !== undefined) set.dMa = cfg.defaults.maxAttempts;
     if (cfg.defaults?.backoff) set.dBo = encodeBackoff(cfg.defaults.backoff);
     if (cfg.defaults?.timeoutMs !== undefined) set.dTo = cfg.defaults.timeoutMs;
-    // SHIM-h-api begin
-    for (const [f, v] of [['shimKc', cfg.keyConcurrency], ['shimKrl', cfg.keyRateLimit === undefined ? undefined : cfg.keyRateLimit && JSON.stringify(cfg.keyRateLimit)], ['shimFair', cfg.fairness], ['shimAge', cfg.agingMs]] as const) {
-      if (v === null) del.push(f);
-      else if (v !== undefined) set[f] = v;
-    }
-    // SHIM-h-api end
+    const lanes = laneChange(cfg, await laneMeta(this.ctx, queue));
+    Object.assign(set, lanes.set);
+    del.push(...lanes.del);
     const multi = this.ctx.redis.multi();
     if (Object.keys(set).length) multi.hset(k.meta, set);
     if (del.length) multi.hdel(k.meta, ...del);
     // Resuming (or lifting a limit) must wake the workers blocked on this queue.
     multi.rpush(k.wake, 1);
     await multi.exec();
+    // Lanes mode on, aging changed (every waiting job re-scored) or limits
+    // changed (blocked lanes re-checked): see lua/rebuildLanes-3.lua.
+    if (lanes.rebuild) await rebuildLanes(this.ctx, queue, lanes.rebuild);
   }
 
   async settings(queue: string): Promise<QueueSettings | null> {
     const k = this.ctx.keys(queue);
     const [known, m] = await Promise.all([
       this.ctx.redis.sismember(queuesKey(this.ctx.prefix), queue),
-      this.ctx.redis.hmget(k.meta, 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'dMa', 'dBo', 'dTo', 'shimKc', 'shimKrl', 'shimFair', 'shimAge'), // SHIM-h-api (shim*)
+      this.ctx.redis.hmget(k.meta, 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'dMa', 'dBo', 'dTo', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag'),
     ]);
     if (!known) return null;
-    const [paused, mc, rlMax, rlDur, ext, dMa, dBo, dTo, shimKc, shimKrl, shimFair, shimAge] = m; // SHIM-h-api (shim*)
+    const [paused, mc, rlMax, rlDur, ext, dMa, dBo, dTo, kc, krm, krd, fm, kk, ag] = m;
     const defaults: QueueSettings['defaults'] = {};
     if (dMa) defaults.maxAttempts = Number(dMa);
     if (dBo) {
@@ -93,12 +94,10 @@ export class RedisQueueStore implements QueueStore {
       rateLimit: rlMax && rlDur ? { max: Number(rlMax), durationMs: Number(rlDur) } : null,
       external: ext === '1',
       defaults,
-      // SHIM-h-api begin
-      keyConcurrency: shimKc ? Number(shimKc) : null,
-      keyRateLimit: shimKrl ? (JSON.parse(shimKrl) as QueueSettings['keyRateLimit']) : null,
-      fairness: shimFair === 'round_robin' || shimFair === 'fifo' ? shimFair : 'fifo',
-      agingMs: shimAge ? Number(shimAge) : null,
-      // SHIM-h-api end
+      keyConcurrency: kc ? Number(kc) : null,
+      keyRateLimit: krm && krd ? { max: Number(krm), durationMs: Number(krd) } : null,
+      fairness: fm === 'f' ? 'fifo' : fm === 'r' || kk === '1' ? 'round_robin' : 'fifo',
+      agingMs: ag ? Number(ag) : null,
     };
   }
 
@@ -126,24 +125,17 @@ export class RedisQueueStore implements QueueStore {
     });
   }
 
-  // SHIM-h-api begin: a stand-in for the lead's implementation, removed before the merge.
-  async keys(queue: string, limit: number): Promise<KeyStats[]> {
-    const h = await this.ctx.redis.hgetall(this.ctx.keys(queue).base + 'shimKo');
-    return Object.keys(h).sort().slice(0, limit).map((key) => ({ key, waiting: 0, active: 0, overrides: JSON.parse(h[key]) as KeyLimits }));
+  keys(queue: string, limit: number): Promise<KeyStats[]> {
+    return topKeys(this.ctx, queue, limit);
   }
 
   async setKeyOverride(queue: string, key: string, change: Partial<KeyLimits>): Promise<KeyLimits> {
-    const hk = this.ctx.keys(queue).base + 'shimKo';
-    const cur = await this.ctx.redis.hget(hk, key);
-    const next: KeyLimits = { concurrency: null, rateLimit: null, ...(cur ? (JSON.parse(cur) as KeyLimits) : {}) };
-    if (change.concurrency !== undefined) next.concurrency = change.concurrency;
-    if (change.rateLimit !== undefined) next.rateLimit = change.rateLimit;
-    await this.ctx.redis.hset(hk, key, JSON.stringify(next));
-    return next;
+    const { after } = await writeOverride(this.ctx, queue, key, change);
+    return after ?? { concurrency: null, rateLimit: null };
   }
 
   async deleteKeyOverride(queue: string, key: string): Promise<boolean> {
-    return (await this.ctx.redis.hdel(this.ctx.keys(queue).base + 'shimKo', key)) === 1;
+    const { before } = await writeOverride(this.ctx, queue, key, null);
+    return before !== null;
   }
-  // SHIM-h-api end
 }

@@ -32,7 +32,7 @@ export class RedisRestoreStore implements RestoreStore {
     for (const j of jobs) {
       args.push(
         j.id, j.kind, j.type, j.payload, j.priority, `${j.maxAttempts};${j.timeoutMs};${j.backoff}`, j.attempts, j.executionSeq,
-        j.createdAt, j.runAt, j.idempotencyKey ?? '', j.lastError ?? '', j.workerId ?? '', j.startedAt ?? '', j.failedAt ?? '', j.updatedAt,
+        j.createdAt, j.runAt, j.idempotencyKey ?? '', j.lastError ?? '', j.workerId ?? '', j.startedAt ?? '', j.failedAt ?? '', j.updatedAt, j.concurrencyKey ?? '',
       );
     }
     const out = await this.ctx.scripts.run<(string | number)[]>(

@@ -1,0 +1,236 @@
+-- Flow control per key (API.md v1.1/v1.2 "Flow control per key"; docs/flow-control.md).
+--
+-- A queue runs in "lanes mode" once it has had a keyed job or was given key
+-- limits, fairness or aging (meta km = '1'). Then every ready job is in the
+-- queue's waiting set (the index counts, listings and restores read) AND in
+-- exactly one lane: `<base>lane:<key>` for a job with concurrency key <key>
+-- (hash field ck), `<base>lane` for a job without one. Lanes are sorted sets
+-- scored like the waiting set (priority, then enqueue order), or by
+-- readyAt + (100 - priority) * agingMs when the queue ages (laneScore).
+--
+-- The ring (`<base>ring`, sorted set of lane names; '' = the unkeyed lane)
+-- holds the lanes a claim may take from: round robin scores each by its turn
+-- (re-inserted at the tail after each job), fifo by its head job's score. A
+-- lane leaves the ring while it cannot give a job: empty; at its concurrency
+-- limit (then it is in `<base>kblk`, a set, until one of its jobs ends:
+-- slotFree); out of rate (then in `<base>kpark`, sorted by when its window
+-- frees a start: unparkDue). Every non-empty lane is in the ring, kblk or
+-- kpark, so none is forgotten; membership may be stale (a lane in the ring
+-- that is blocked), which a claim finds and corrects in O(log n).
+--
+-- Slots: `<base>kact` (hash key -> active jobs of the key) moves with the
+-- active set: +1 when a claim puts a keyed job there, -1 in every script that
+-- takes one out (complete, fail, release, reap, prune), only when ZREM on the
+-- active set removed it. Rate: `<base>krl:<key>`, a list of the key's last
+-- `max` start times (newest first), a sliding window.
+-- Overrides: `<base>kov`, hash key -> "concurrency|rateMax|rateDurationMs"
+-- ('' = the queue's applies).
+-- Meta: km lanes mode, kmig lanes being (re)built (src/redis/stores/lanes.ts),
+-- kk a keyed job was seen (default fairness round robin), fm fairness set
+-- ('f' | 'r'), ag agingMs, kc keyConcurrency, krm/krd keyRateLimit.
+-- Needs: clamp, int (now.lua), waitingScore (score.lua).
+@include "now"
+@include "score"
+
+-- laneScore's time origin (2026-01-01, ms): keeps the score below 2^53.
+local AGING_T0 = 1767225600000
+local LANE_CTX = nil
+
+-- The queue's lane settings, read once per script call.
+local function lanesCtx(prefix)
+  if LANE_CTX then return LANE_CTX end
+  local m = redis.call('HMGET', prefix .. 'meta', 'km', 'kmig', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag')
+  LANE_CTX = {
+    prefix = prefix,
+    on = m[1] == '1',
+    mig = m[2] == '1',
+    kc = clamp(m[3], 1, 1e9, nil),
+    krm = clamp(m[4], 1, 1e9, nil),
+    krd = clamp(m[5], 1, MAX_WINDOW_MS, 1000),
+    rr = m[6] == 'r' or (m[6] ~= 'f' and m[7] == '1'),
+    fm = m[6],
+    kk = m[7] == '1',
+    ag = clamp(m[8], 1, 86400000, nil),
+    ring = prefix .. 'ring',
+    act = prefix .. 'kact',
+    ov = nil,
+  }
+  return LANE_CTX
+end
+
+local function laneKey(L, k)
+  if k == '' then return L.prefix .. 'lane' end
+  return L.prefix .. 'lane:' .. k
+end
+
+-- A job's score in its lane. Aging: effective priority rises by 1 per agingMs,
+-- so ordering by readyAt + (100 - priority) * agingMs ranks by effective
+-- priority (then by readyAt); the low 10 bits keep enqueue order within one ms.
+local function laneScore(L, pr, sq, readyAt)
+  if not L.ag then return waitingScore(pr, sq) end
+  local t = clamp(readyAt, AGING_T0 - 1e11, MAX_TIME_MS, AGING_T0) - AGING_T0
+  return string.format('%d', (t + (100 - clamp(pr, -100, 100, 0)) * L.ag) * 1024 + clamp(sq, 0, 1e15, 0) % 1024)
+end
+
+-- The limits of key k: concurrency, rate max, rate window (ms); nil = none.
+local function keyLimits(L, k)
+  if k == '' then return nil, nil, nil end
+  if L.ov == nil then L.ov = redis.call('EXISTS', L.prefix .. 'kov') == 1 end
+  local c, rm, rd = L.kc, L.krm, L.krd
+  if L.ov then
+    local o = redis.call('HGET', L.prefix .. 'kov', k)
+    if o then
+      local a = string.find(o, '|', 1, true)
+      local b = a and string.find(o, '|', a + 1, true)
+      if b then
+        local oc = clamp(string.sub(o, 1, a - 1), 1, 1e9, nil)
+        local orm = clamp(string.sub(o, a + 1, b - 1), 1, 1e9, nil)
+        if oc then c = oc end
+        if orm then
+          rm = orm
+          rd = clamp(string.sub(o, b + 1), 1, MAX_WINDOW_MS, 1000)
+        end
+      end
+    end
+  end
+  return c, rm, rd
+end
+
+local function ringTail(L)
+  local t = redis.call('ZRANGE', L.ring, -1, -1, 'WITHSCORES')
+  return tonumber(t[2]) or 0
+end
+
+-- Puts lane k (non-empty) in the ring if it is not there: round robin at the
+-- tail, fifo at its head job's score.
+local function ringAdd(L, k, lk)
+  if L.rr then
+    if not redis.call('ZSCORE', L.ring, k) then redis.call('ZADD', L.ring, ringTail(L) + 1, k) end
+  else
+    local h = redis.call('ZRANGE', lk, 0, 0, 'WITHSCORES')
+    if h[2] then redis.call('ZADD', L.ring, h[2], k) end
+  end
+end
+
+-- Copies the unkeyed waiting jobs into the unkeyed lane and turns lanes mode
+-- on: the first keyed job of a queue. Not while the lanes are being rebuilt
+-- (kmig: the rebuild puts every job in its lane, and turns the mode on).
+local function lanesOn(L)
+  if L.on then return end
+  L.rr = L.fm ~= 'f'
+  L.kk = true
+  if not L.mig then
+    -- (With aging set but no rebuild run, these keep the plain order until
+    -- the next rebuild: nothing is lost, the order is approximate.)
+    local lk = laneKey(L, '')
+    if redis.call('ZUNIONSTORE', lk, 1, L.prefix .. 'waiting') > 0 then ringAdd(L, '', lk) end
+    redis.call('HSET', L.prefix .. 'meta', 'km', '1', 'kk', '1')
+    L.on = true
+  else
+    redis.call('HSET', L.prefix .. 'meta', 'kk', '1')
+  end
+end
+
+-- Adds job id (already in the waiting set) to its lane. readyAt: when it
+-- became ready (ms), used by aging only. Returns true when its lane joined the ring.
+local function laneAdd(L, k, id, score)
+  local lk = laneKey(L, k)
+  redis.call('ZADD', lk, score, id)
+  if redis.call('ZCARD', lk) == 1 then
+    ringAdd(L, k, lk)
+    return true
+  end
+  if not L.rr and redis.call('ZSCORE', L.ring, k) then redis.call('ZADD', L.ring, 'XX', 'LT', score, k) end
+  return false
+end
+
+-- Makes a job ready: the waiting set, and its lane in lanes mode. jk: the job
+-- hash (read for ra/ca only when the queue ages); ck: its concurrency key or nil.
+local function makeReady(prefix, waitingKey, id, jk, pr, sq, ck)
+  redis.call('ZADD', waitingKey, waitingScore(pr, sq), id)
+  local L = lanesCtx(prefix)
+  if ck and not L.on then lanesOn(L) end
+  if ck and not L.kk then
+    -- The queue's first keyed job: fairness defaults to round robin from now on.
+    redis.call('HSET', prefix .. 'meta', 'kk', '1')
+    L.kk = true
+    if L.fm ~= 'f' then L.rr = true end
+  end
+  if L.on or L.mig then
+    local ra = nil
+    if L.ag then
+      local t = redis.call('HMGET', jk, 'ra', 'ca')
+      ra = tonumber(t[1]) or tonumber(t[2])
+    end
+    laneAdd(L, ck or '', id, laneScore(L, pr, sq, ra))
+  end
+end
+
+-- Takes a ready job out of its lane (cancel, prune). The waiting set is the caller's.
+local function laneRemove(prefix, id, ck)
+  local L = lanesCtx(prefix)
+  if L.on or L.mig then redis.call('ZREM', laneKey(L, ck or ''), id) end
+end
+
+-- A job of key ck left the active set: its slot comes back, and a lane that
+-- waited for it rejoins the ring. Returns true when it did (wake a worker).
+local function slotFree(prefix, ck)
+  if not ck or ck == '' then return false end
+  local L = lanesCtx(prefix)
+  if redis.call('HINCRBY', L.act, ck, -1) <= 0 then redis.call('HDEL', L.act, ck) end
+  if redis.call('SREM', prefix .. 'kblk', ck) == 1 then
+    local lk = laneKey(L, ck)
+    if redis.call('EXISTS', lk) == 1 then
+      ringAdd(L, ck, lk)
+      return true
+    end
+  end
+  return false
+end
+
+-- When key k may start another job under its sliding window (ms), or nil now.
+local function rateDue(L, k, rm, rd, now)
+  local rk = L.prefix .. 'krl:' .. k
+  if redis.call('LLEN', rk) < rm then return nil end
+  local t = tonumber(redis.call('LINDEX', rk, rm - 1))
+  if not t or t + rd <= now then return nil end
+  return t + rd
+end
+
+-- Records a start of key k at now (ms) in its window.
+local function rateTake(L, k, rm, rd, now)
+  local rk = L.prefix .. 'krl:' .. k
+  redis.call('LPUSH', rk, int(now))
+  redis.call('LTRIM', rk, 0, rm - 1)
+  redis.call('PEXPIRE', rk, rd)
+end
+
+-- Lanes whose rate window has freed a start rejoin the ring (at most max).
+local function unparkDue(L, now, max)
+  local pk = L.prefix .. 'kpark'
+  local due = redis.call('ZRANGEBYSCORE', pk, '-inf', int(now), 'LIMIT', 0, max)
+  for _, k in ipairs(due) do
+    redis.call('ZREM', pk, k)
+    local lk = laneKey(L, k)
+    if redis.call('EXISTS', lk) == 1 then ringAdd(L, k, lk) end
+  end
+end
+
+-- Puts every blocked and parked lane back in the ring (limits changed: the
+-- next claims re-check each). At most max lanes of each; returns how many moved.
+local function lanesRecheck(L, max)
+  local moved = 0
+  for _, k in ipairs(redis.call('SRANDMEMBER', L.prefix .. 'kblk', max)) do
+    redis.call('SREM', L.prefix .. 'kblk', k)
+    local lk = laneKey(L, k)
+    if redis.call('EXISTS', lk) == 1 then ringAdd(L, k, lk) end
+    moved = moved + 1
+  end
+  for _, k in ipairs(redis.call('ZRANGE', L.prefix .. 'kpark', 0, max - 1)) do
+    redis.call('ZREM', L.prefix .. 'kpark', k)
+    local lk = laneKey(L, k)
+    if redis.call('EXISTS', lk) == 1 then ringAdd(L, k, lk) end
+    moved = moved + 1
+  end
+  return moved
+end
