@@ -25,7 +25,7 @@ const COMMON: Record<string, { status: number; description: string; retryAfter?:
   NotFound: { status: 404, description: 'Unknown id or name (another project’s too); or a project that does not exist (`X-Sluice-Project` of a root key).' },
   RequestTimeout: { status: 408, description: 'The request (headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS) was not received in time; the socket is closed.' },
   PayloadTooLarge: { status: 413, description: 'The body (or a payload) is over MAX_PAYLOAD_BYTES.' },
-  UriTooLong: { status: 414, description: 'A path segment (an id or a name) is longer than 100 characters.' },
+  UriTooLong: { status: 414, description: 'A path segment (an id, a name or a key) is longer than 256 characters (after percent-decoding).' },
   UnsupportedMediaType: { status: 415, description: 'A body with another Content-Type than application/json.' },
   TooManyRequests: { status: 429, description: 'Rate limited (API_RATE_LIMIT_MAX per window); retry after `Retry-After` seconds.', retryAfter: 'required' },
   HeadersTooLarge: { status: 431, description: 'The request line and headers are over 16 KiB; the socket is closed.' },
