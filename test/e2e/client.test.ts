@@ -179,6 +179,28 @@ describe('SluiceClient (e2e)', () => {
     expect(await client.dlq.purge({ queue: 'cl-dlq' })).toBe(3);
   });
 
+  it('flow control per key: concurrencyKey and debounce on enqueue, the queue fields, queues.keys / setKeyOverride / deleteKeyOverride', async () => {
+    const q = await client.queues.configure('cl-keys', { keyConcurrency: 2, keyRateLimit: { max: 10, durationMs: 1000 }, fairness: 'round_robin', agingMs: 2000 });
+    expect(q).toMatchObject({ keyConcurrency: 2, keyRateLimit: { max: 10, durationMs: 1000 }, fairness: 'round_robin', agingMs: 2000 });
+    const { job, replayed, debounced } = await client.enqueue({ type: 'diag.echo', queue: 'cl-keys', concurrencyKey: 'tenant/1' });
+    expect([job.concurrencyKey, replayed, debounced]).toEqual(['tenant/1', false, false]);
+    const withDebounce = await client.enqueue({ type: 'diag.echo', queue: 'cl-keys', debounce: { key: 'reindex', windowMs: 60_000 } });
+    expect(withDebounce.debounced).toBe(false);
+    const bad = await client.enqueue({ type: 'diag.echo', debounce: { key: 'k', windowMs: 10 } }).catch((e) => e);
+    expect(bad).toBeInstanceOf(ValidationFailedError);
+    expect(bad.details).toEqual([expect.objectContaining({ path: 'debounce.windowMs' })]);
+
+    // The key has a `/`: the client encodes it.
+    const set = await client.queues.setKeyOverride('cl-keys', 'tenant/1', { concurrency: 5 });
+    expect(set).toEqual({ key: 'tenant/1', waiting: 1, active: 0, overrides: { concurrency: 5, rateLimit: null }, limits: { concurrency: 5, rateLimit: { max: 10, durationMs: 1000 } } });
+    expect(await client.queues.keys('cl-keys')).toEqual([set]);
+    expect(await client.queues.keys('cl-keys', { limit: 1 })).toHaveLength(1);
+    expect(await client.queues.deleteKeyOverride('cl-keys', 'tenant/1')).toMatchObject({ key: 'tenant/1', overrides: null, limits: { concurrency: 2 } });
+    await expect(client.queues.keys('cl-nope')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.queues.setKeyOverride('cl-nope', 'k', { concurrency: 1 })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.queues.setKeyOverride('cl-keys', 'k', { concurrency: 0 })).rejects.toBeInstanceOf(ValidationFailedError);
+  });
+
   describe('retries', () => {
     it('503 with Retry-After: waits that long, keeps the X-Request-Id, then succeeds', async () => {
       const { job } = await client.enqueue({ type: 'diag.echo', queue: 'cl-retry' });

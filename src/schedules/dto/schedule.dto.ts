@@ -47,6 +47,7 @@ export class CreateScheduleDto extends PickType(EnqueueJobDto, ['queue', 'type',
   timeoutMs?: number | null;
 
   @ApiPropertyOptional({
+    type: 'string',
     minLength: 1,
     maxLength: LIMITS.maxFlowKeyLength,
     nullable: true,
