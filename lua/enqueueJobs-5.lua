@@ -11,21 +11,41 @@
     "<count>\n<traceparent>" / "<count>\n<traceparent>\n<tracestate>" when the
     group's request carries a W3C trace context (validated by the caller,
     src/core/trace-context.ts): its jobs store it as fields tp and ts
-  then 12 fields per job, groups in order:
+  then 13 fields per job, groups in order:
     id, type, payload JSON, priority, delay mode ('d' delayMs | 'a' absolute runAt | ''),
     delay value (ms), maxAttempts|'', backoff|'', timeoutMs|'', idempotency key|'', body hash|'',
-    concurrency key|'' (field ck; the job joins its key's lane, includes/lanes.lua)
+    concurrency key|'' (field ck; the job joins its key's lane, includes/lanes.lua),
+    debounce|'' = "windowMs|maxWaitMs|key" (maxWaitMs may be empty; includes/debounce.lua)
   Unset options take the queue's defaults (meta dMa/dBo/dTo), then the process's.
+
+  Debounce: a job with a debounce key whose holder (the job the key points
+  to) is still pending — waiting or delayed, never claimed — updates that job
+  instead of creating one: type, payload, priority, options, concurrency key
+  and trace context become this request's (an option it leaves unset goes
+  back to the default, as for a new job), its runAt now + windowMs but no
+  later than its createdAt + maxWaitMs; it keeps its id, createdAt and its
+  place (sequence) within its priority; one 'debounced' event. Otherwise the
+  job is created delayed until now + windowMs and takes the key. The delay
+  mode and value of a debounced job are ignored; debounce is ignored on a job
+  that carries an idempotency key (the API and the store refuse the pair).
+  While the queue is fenced (includes/fence.lua) no job is updated: the key
+  goes to a new job, so no request can be lost to a restore.
 
   Returns one entry per group: {ERR_IDEMPOTENCY_CONFLICT, index in group} when
   one of its keys was used with another body (nothing of the group written),
-  else {1, then 6 entries per job: id, status, replayed (0|1), createdAt (ms),
-  runAt (ms), packed options "maxAttempts;timeoutMs;backoff"} — the last three
-  are '' for a replayed job — so the caller can answer without reading the job back.
+  else {1, then per job: id, status, flag, createdAt (ms), runAt (ms), packed
+  options "maxAttempts;timeoutMs;backoff"} — flag 0 new job, 1 replayed (the
+  last three '') — so the caller can answer without reading the job back;
+  flag 2: an existing job was updated by debounce (its id, status and
+  createdAt, the new runAt and options), followed by a 7th entry, its
+  updatedAt (ms).
   Guarantee: each new job gets exactly one 'enqueued' event carrying its full
-  spec; delay is resolved on Redis's clock; groups behave as if run one after
-  another (a key first used by an earlier group of the call replays it); a job
-  id that already exists is never overwritten (a resent call replays).
+  spec, each debounce update one 'debounced' event with its new spec; delay
+  is resolved on Redis's clock; groups behave as if run one after another (a
+  key first used by an earlier group of the call replays it; a debounce key
+  taken by an earlier job of the call is updated); a job id that already
+  exists is never overwritten, and a debounce update is not applied twice
+  (a resent call replays both).
 ]]
 @include "errors"
 @include "now"
@@ -34,12 +54,14 @@
 @include "wake"
 @include "job"
 @include "lanes"
+@include "fence"
+@include "debounce"
 
 local prefix = ARGV[1]
-local FIELDS = 12
+local FIELDS = 13
 local now = nowMs()
 local nowS = int(now)
-local meta = redis.call('HMGET', KEYS[5], 'dMa', 'dBo', 'dTo')
+local meta = redis.call('HMGET', KEYS[5], 'dMa', 'dBo', 'dTo', 'vr')
 local groups = tonumber(ARGV[6])
 -- Group sizes, and the trace context of the groups that carry one.
 local counts, tps, tss = {}, {}, {}
@@ -63,6 +85,7 @@ end
 local seen = {}      -- key -> {id, hash} committed by an earlier group of this call
 local replay = {}    -- job index -> existing id
 local conflict = {}  -- group -> index in group
+local debs = {}      -- job index -> parsed debounce (includes/debounce.lua)
 local first = 7 + groups
 local base = first
 for g = 1, groups do
@@ -75,6 +98,12 @@ for g = 1, groups do
     -- numbers here, before anything is written (the store validates first).
     if not tonumber(ARGV[b + 3]) or not tonumber(ARGV[b + 5]) then
       return redis.error_reply('enqueueJobs: malformed priority or delay for job ' .. ARGV[b])
+    end
+    local dv = ARGV[b + 12]
+    if dv and dv ~= '' then
+      local d = debParse(dv)
+      if not d then return redis.error_reply('enqueueJobs: malformed debounce for job ' .. ARGV[b]) end
+      if key == '' then debs[b] = d end
     end
     if key ~= '' then
       local existing = mine[key] or seen[key]
@@ -124,6 +153,91 @@ local seq = 0
 if toWrite > 0 then seq = redis.call('HINCRBY', KEYS[5], 'seq', toWrite) - toWrite end
 local dMa, dBo, dTo = meta[1] or ARGV[2], meta[2] or ARGV[3], meta[3] or ARGV[4]
 local defaultOpts = packOpts(dMa, dTo, dBo)
+
+-- The store sends an integer -100..100; anything else is brought into
+-- range (includes/clamp.lua) rather than stored.
+local function jobPriority(priority)
+  local pn = tonumber(priority)
+  if not pn or pn < -100 or pn > 100 or pn ~= math.floor(pn) then return int(clamp(priority, -100, 100, 0)) end
+  return priority
+end
+
+-- The packed options of job b: its own, else the queue's, else the process's.
+local function jobOpts(b)
+  if ARGV[b + 6] == '' and ARGV[b + 7] == '' and ARGV[b + 8] == '' then return defaultOpts end
+  return packOpts(ARGV[b + 6] ~= '' and ARGV[b + 6] or dMa, ARGV[b + 8] ~= '' and ARGV[b + 8] or dTo, ARGV[b + 7] ~= '' and ARGV[b + 7] or dBo)
+end
+
+-- Read once per call, and only by a call that finds a debounce holder.
+local isFenced = nil
+
+-- The pending job holding debounce d: {id, jk, fields} (fields of hk below),
+-- or nil when the key is free (see includes/debounce.lua). A job that this
+-- very request item updated before (hash field du = the item's id: the call
+-- is a resend) is returned with replay = true, whatever its state.
+local function debHolder(d, itemId)
+  local hid = redis.call('GET', prefix .. 'deb:' .. d.key)
+  if not hid then return nil end
+  local hk = jobKey(prefix, hid)
+  local f = safeHmget(hk, 's', 'x', 'dk', 'du', 'ca', 'ra', 'o', 'ua', 'ck', 'sq', 'tp')
+  if not f or f[3] ~= d.key then return nil end
+  if f[4] == itemId then return {id = hid, jk = hk, f = f, replay = true} end
+  if (f[1] ~= 'waiting' and f[1] ~= 'delayed') or (tonumber(f[2]) or 0) ~= 0 then return nil end
+  if isFenced == nil then isFenced = fenced(meta[4]) end
+  if isFenced then return nil end
+  return {id = hid, jk = hk, f = f}
+end
+
+-- Updates the pending job h with job b of the call (see the header): takes it
+-- out of waiting (and its lane) or delayed, rewrites it, puts it where its new
+-- runAt says, one 'debounced' event. Returns its new status and runAt, its options.
+local function debUpdate(h, b, d, tp, ts)
+  local id, jk, f = h.id, h.jk, h.f
+  local s, oldCk, ca, sq = f[1], f[9], f[5], f[10]
+  local ty, payload, priority = ARGV[b + 1], ARGV[b + 2], jobPriority(ARGV[b + 3])
+  local ck = ARGV[b + 11] or ''
+  local o = jobOpts(b)
+  local runAt = debRunAt(d, now, ca)
+  local runAtS = int(runAt)
+  local ns = runAt > now and 'delayed' or 'waiting'
+  if s == 'waiting' then
+    redis.call('ZREM', KEYS[1], id)
+    laneRemove(prefix, id, oldCk)
+  else
+    redis.call('ZREM', KEYS[2], id)
+  end
+  -- Fields this request may not set again: the old concurrency key and trace context.
+  deletePayload(jk)
+  if oldCk or f[11] then redis.call('HDEL', jk, 'ck', 'tp', 'ts') end
+  local args = {'HSET', jk, 's', ns, 'ty', ty, 'pr', priority, 'o', o, 'ra', runAtS, 'ua', nowS, 'du', ARGV[b]}
+  if ck ~= '' then args[#args + 1] = 'ck'; args[#args + 1] = ck end
+  if tp then
+    args[#args + 1] = 'tp'; args[#args + 1] = tp
+    if ts then args[#args + 1] = 'ts'; args[#args + 1] = ts end
+  end
+  payloadFields(payload, args)
+  redis.call(unpack(args))
+  if ns == 'waiting' then
+    makeReady(prefix, KEYS[1], id, jk, priority, sq, ck ~= '' and ck or nil)
+    woke = true
+  else
+    redis.call('ZADD', KEYS[2], runAtS, id)
+    if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == id then woke = true end
+  end
+  debHold(prefix .. 'deb:' .. d.key, id, runAt, now)
+  -- Header as the enqueued event's: the job's new priority, runAt and options.
+  local tail = '|0|' .. nowS .. '|' .. id .. '|||' .. priority .. '|' .. runAtS .. '|' .. o
+  local xa
+  if s == 'waiting' then
+    xa = {'XADD', KEYS[3], '*', 'h', 'debounced|waiting|' .. ns .. tail, 'ty', ty, 'p', payload}
+  else
+    xa = {'XADD', KEYS[3], '*', 'h', 'debounced|delayed|' .. ns .. tail, 'ty', ty, 'p', payload}
+  end
+  if ck ~= '' then xa[#xa + 1] = 'ck'; xa[#xa + 1] = ck end
+  redis.call(unpack(xa))
+  return ns, runAt, o
+end
+
 base = first
 for g = 1, groups do
   local n = counts[g]
@@ -137,32 +251,42 @@ for g = 1, groups do
       local b = base + j * FIELDS
       local id = replay[b] or ARGV[b]
       local jk = prefix .. 'job:' .. id
+      local d = debs[b]
+      local h = nil
       -- Checked per job, not once per call: a call resent after a reconnect
       -- may find some of its jobs already finished and pruned, others live.
-      if replay[b] or redis.call('EXISTS', jk) == 1 then
+      local resent = replay[b] or redis.call('EXISTS', jk) == 1
+      if not resent and d then h = debHolder(d, ARGV[b]) end
+      if resent then
         res[r + 1] = id; res[r + 2] = redis.call('HGET', jk, 's') or 'unknown'; res[r + 3] = 1
         res[r + 4] = ''; res[r + 5] = ''; res[r + 6] = ''
+        r = r + 6
+      elseif h then
+        -- A resent update (h.replay) answers as the first run did, from the hash.
+        local st, runAt, o, ua = h.f[1], tonumber(h.f[6]) or tonumber(h.f[5]), h.f[7], tonumber(h.f[8])
+        if not h.replay then
+          st, runAt, o = debUpdate(h, b, d, tp, ts)
+          ua = now
+        end
+        res[r + 1] = h.id; res[r + 2] = st; res[r + 3] = 2
+        res[r + 4] = tonumber(h.f[5]) or now; res[r + 5] = runAt or now; res[r + 6] = o or defaultOpts; res[r + 7] = ua or now
+        r = r + 7
       else
         seq = seq + 1
-        local ty, payload, priority, key, ck = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 9], ARGV[b + 11] or ''
-        -- The store sends an integer -100..100; anything else is brought into
-        -- range (includes/clamp.lua) rather than stored.
-        local pn = tonumber(priority)
-        if not pn or pn < -100 or pn > 100 or pn ~= math.floor(pn) then priority = int(clamp(priority, -100, 100, 0)) end
-        local o = defaultOpts
-        if ARGV[b + 6] ~= '' or ARGV[b + 7] ~= '' or ARGV[b + 8] ~= '' then
-          o = packOpts(ARGV[b + 6] ~= '' and ARGV[b + 6] or dMa, ARGV[b + 8] ~= '' and ARGV[b + 8] or dTo, ARGV[b + 7] ~= '' and ARGV[b + 7] or dBo)
-        end
+        local ty, payload, priority, key, ck = ARGV[b + 1], ARGV[b + 2], jobPriority(ARGV[b + 3]), ARGV[b + 9], ARGV[b + 11] or ''
+        local o = jobOpts(b)
         local runAt = now
         local mode = ARGV[b + 4]
         -- Clamped (includes/clamp.lua): a delay to one year, an absolute
-        -- time to the Date range; past times run now.
-        if mode == 'd' then runAt = now + clamp(ARGV[b + 5], 0, MAX_DELAY_MS, 0)
+        -- time to the Date range; past times run now. A debounced job runs
+        -- at the window's end.
+        if d then runAt = debRunAt(d, now, now)
+        elseif mode == 'd' then runAt = now + clamp(ARGV[b + 5], 0, MAX_DELAY_MS, 0)
         elseif mode == 'a' then runAt = clamp(ARGV[b + 5], now, MAX_TIME_MS, now) end
         local state = 'waiting'
         if runAt > now then state = 'delayed' end
         -- attempts/executionSeq default to 0, runAt to createdAt, updatedAt to the latest timestamp.
-        if runAt == now and key == '' and ck == '' and #payload <= CHUNK and not tp then
+        if runAt == now and key == '' and ck == '' and #payload <= CHUNK and not tp and not d then
           redis.call('HSET', jk, 's', state, 'ty', ty, 'pr', priority, 'sq', int(seq), 'o', o, 'ca', nowS, 'p0', payload)
         else
           local args = {'HSET', jk, 's', state, 'ty', ty, 'pr', priority, 'sq', int(seq), 'o', o, 'ca', nowS}
@@ -175,6 +299,10 @@ for g = 1, groups do
           if tp then
             args[#args + 1] = 'tp'; args[#args + 1] = tp
             if ts then args[#args + 1] = 'ts'; args[#args + 1] = ts end
+          end
+          if d then
+            args[#args + 1] = 'dk'; args[#args + 1] = d.key
+            debHold(prefix .. 'deb:' .. d.key, id, runAt, now)
           end
           payloadFields(payload, args)
           redis.call(unpack(args))
@@ -202,8 +330,8 @@ for g = 1, groups do
         end
         res[r + 1] = id; res[r + 2] = state; res[r + 3] = 0
         res[r + 4] = now; res[r + 5] = runAt; res[r + 6] = o
+        r = r + 6
       end
-      r = r + 6
     end
     out[g] = res
   end

@@ -1,14 +1,16 @@
 --[[
-  topKeys: the busiest concurrency keys of a queue (GET /queues/:name/keys).
+  topKeys: the busiest concurrency keys of a queue (GET /queues/:name/keys,
+  the /metrics top keys).
 
   KEYS[1] overrides hash (<base>kov)
   ARGV[1] key prefix   ARGV[2] how many (clamped to 1..1000)
   Returns flat entries {key, waiting, active, override or ''}: keys with ready
-  or active jobs by waiting + active (descending), then keys that only have
-  an override, at most ARGV[2].
-  Bounded work: looks at no more than 10,000 keys of each source (the ring,
-  blocked, parked and active keys), so the ranking is among those.
-  Read-only.
+  or active jobs by waiting + active (descending, then by key), then keys
+  that only have an override, at most ARGV[2].
+  Reads the counts index (<base>kcnt, includes/lanes.lua): O(log n + limit)
+  whatever the number of keys. The entries it reads are recounted from the
+  lanes and slots and corrected in the index when they differ (a count can
+  only drift through a job hash corrupted by hand), so what it returns is exact.
 ]]
 @include "now"
 @include "score"
@@ -16,21 +18,19 @@
 
 local prefix = ARGV[1]
 local limit = clamp(ARGV[2], 1, 1000, 50)
-local CAP = 10000
 local L = lanesCtx(prefix)
-local seen, list = {}, {}
-local function consider(k)
-  if k == '' or seen[k] then return end
-  seen[k] = true
+local cnt = prefix .. 'kcnt'
+local list = {}
+for _, k in ipairs(redis.call('ZREVRANGE', cnt, 0, limit * 2 + 10)) do
   local w = redis.call('ZCARD', laneKey(L, k))
   local a = tonumber(redis.call('HGET', L.act, k)) or 0
-  if w + a > 0 then list[#list + 1] = {k, w, a} end
+  if w + a > 0 then
+    list[#list + 1] = {k, w, a}
+    redis.call('ZADD', cnt, w + a, k)
+  else
+    redis.call('ZREM', cnt, k)
+  end
 end
-for _, k in ipairs(redis.call('ZRANGE', L.ring, 0, CAP - 1)) do consider(k) end
-for _, k in ipairs(redis.call('SRANDMEMBER', prefix .. 'kblk', CAP)) do consider(k) end
-for _, k in ipairs(redis.call('ZRANGE', prefix .. 'kpark', 0, CAP - 1)) do consider(k) end
-local act = redis.call('HSCAN', L.act, '0', 'COUNT', CAP)[2]
-for i = 1, #act, 2 do consider(act[i]) end
 table.sort(list, function(x, y)
   local sx, sy = x[2] + x[3], y[2] + y[3]
   if sx ~= sy then return sx > sy end
@@ -47,7 +47,7 @@ for _, e in ipairs(list) do
   n = n + 1
 end
 if n < limit then
-  local ov = redis.call('HSCAN', KEYS[1], '0', 'COUNT', CAP)[2]
+  local ov = redis.call('HSCAN', KEYS[1], '0', 'COUNT', limit * 2)[2]
   for i = 1, #ov, 2 do
     if n >= limit then break end
     if not listed[ov[i]] then

@@ -4,8 +4,9 @@
 -- Fields: h, the header "event|from|to|attempt|at|jobId|x|ms[||ra]"
 -- (at: time, ms; x: executionSeq; ms: the execution's duration; ra: runAt
 -- of a retry), then the other extras as a flat list (w worker, r reason,
--- er error, d data JSON, ...). The enqueue script writes its event inline
--- with the same header plus "|pr|ra|o" (priority, runAt, options).
+-- er error, d data JSON, ...). The enqueue script writes its events
+-- (enqueued, debounced) inline with the same header plus "|pr|ra|o"
+-- (priority, runAt, options).
 -- The header packs every field that comes from a fixed vocabulary or is an
 -- integer (never a '|'; o, which may hold one, only ever last) into one:
 -- each field of an entry costs Redis a listpack element on XADD and two

@@ -2,6 +2,7 @@
 -- Redis's compact listpack encoding; the payload is stored in chunks of at
 -- most 64 bytes (the default hash-max-listpack-value) when it is up to 1 KiB,
 -- else in one field. Readers get it back whole as field 'p'.
+@include "clamp"
 local CHUNK = 64
 local CHUNKED_MAX = 1024
 local VALID_STATES = {waiting = true, delayed = true, active = true, completed = true, failed = true, cancelled = true}
@@ -47,10 +48,13 @@ local function payloadFields(payload, args)
   end
 end
 
--- Deletes the payload chunks of a job (before writing a new payload).
+-- Deletes the payload chunks of a job and its chunk count (before writing a
+-- new payload: payloadFields writes pn only for more than one chunk).
 local function deletePayload(jk)
-  local pn = tonumber(redis.call('HGET', jk, 'pn') or '1') or 1
-  for k = 0, pn - 1 do redis.call('HDEL', jk, 'p' .. k) end
+  local pn = clamp(redis.call('HGET', jk, 'pn'), 1, 1e6, 1)
+  local args = {'HDEL', jk, 'pn'}
+  for k = 0, pn - 1 do args[#args + 1] = 'p' .. k end
+  redis.call(unpack(args))
 end
 
 -- HGETALL with payload chunks merged into one 'p' field. Chunk fields are

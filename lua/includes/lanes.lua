@@ -23,6 +23,10 @@
 -- takes one out (complete, fail, release, reap, prune), only when ZREM on the
 -- active set removed it. Rate: `<base>krl:<key>`, a list of the key's last
 -- `max` start times (newest first), a sliding window.
+-- Counts: `<base>kcnt`, sorted set key -> waiting + active jobs of the key
+-- (+1 when a keyed job joins its lane, -1 when one leaves its lane other
+-- than by a claim, or leaves the active set), so the busiest keys are read
+-- in O(log n) (lua/topKeys-1.lua, which also corrects the entries it reads).
 -- Overrides: `<base>kov`, hash key -> "concurrency|rateMax|rateDurationMs"
 -- ('' = the queue's applies).
 -- Meta: km lanes mode, kmig lanes being (re)built (src/redis/stores/lanes.ts),
@@ -96,6 +100,11 @@ local function keyLimits(L, k)
   return c, rm, rd
 end
 
+-- One job of key k fewer waiting or active.
+local function countDown(L, k)
+  if (tonumber(redis.call('ZINCRBY', L.prefix .. 'kcnt', -1, k)) or 0) <= 0 then redis.call('ZREM', L.prefix .. 'kcnt', k) end
+end
+
 local function ringTail(L)
   local t = redis.call('ZRANGE', L.ring, -1, -1, 'WITHSCORES')
   return tonumber(t[2]) or 0
@@ -135,7 +144,7 @@ end
 -- became ready (ms), used by aging only. Returns true when its lane joined the ring.
 local function laneAdd(L, k, id, score)
   local lk = laneKey(L, k)
-  redis.call('ZADD', lk, score, id)
+  if redis.call('ZADD', lk, score, id) == 1 and k ~= '' then redis.call('ZINCRBY', L.prefix .. 'kcnt', 1, k) end
   if redis.call('ZCARD', lk) == 1 then
     ringAdd(L, k, lk)
     return true
@@ -147,9 +156,11 @@ end
 -- Makes a job ready: the waiting set, and its lane in lanes mode. jk: the job
 -- hash (read for ra/ca only when the queue ages); ck: its concurrency key or nil.
 local function makeReady(prefix, waitingKey, id, jk, pr, sq, ck)
-  redis.call('ZADD', waitingKey, waitingScore(pr, sq), id)
   local L = lanesCtx(prefix)
+  -- Lanes on first: the copy of the waiting set into the unkeyed lane must
+  -- not take this keyed job with it.
   if ck and not L.on then lanesOn(L) end
+  redis.call('ZADD', waitingKey, waitingScore(pr, sq), id)
   if ck and not L.kk then
     -- The queue's first keyed job: fairness defaults to round robin from now on.
     redis.call('HSET', prefix .. 'meta', 'kk', '1')
@@ -169,7 +180,7 @@ end
 -- Takes a ready job out of its lane (cancel, prune). The waiting set is the caller's.
 local function laneRemove(prefix, id, ck)
   local L = lanesCtx(prefix)
-  if L.on or L.mig then redis.call('ZREM', laneKey(L, ck or ''), id) end
+  if (L.on or L.mig) and redis.call('ZREM', laneKey(L, ck or ''), id) == 1 and ck and ck ~= '' then countDown(L, ck) end
 end
 
 -- A job of key ck left the active set: its slot comes back, and a lane that
@@ -178,6 +189,7 @@ local function slotFree(prefix, ck)
   if not ck or ck == '' then return false end
   local L = lanesCtx(prefix)
   if redis.call('HINCRBY', L.act, ck, -1) <= 0 then redis.call('HDEL', L.act, ck) end
+  countDown(L, ck)
   if redis.call('SREM', prefix .. 'kblk', ck) == 1 then
     local lk = laneKey(L, ck)
     if redis.call('EXISTS', lk) == 1 then

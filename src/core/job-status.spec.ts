@@ -9,6 +9,7 @@ const API_EVENTS = [
   'enqueued', 'promoted', 'claimed', 'heartbeat_lost', 'progress', 'completed', 'retry_scheduled',
   'failed', 'stalled', 'released', 'cancelled', 'cancel_requested', 'retried_from_dlq',
   'purged', // an addition: DELETE /jobs/dlq
+  'debounced', // API.md v1.2
 ];
 /** Events that record something about an active job but are not a state transition. */
 const NON_TRANSITION_EVENTS = new Set(['progress', 'purged']);
@@ -77,10 +78,16 @@ describe('TRANSITIONS', () => {
   });
 
   it('a running job goes back to delayed only by a retry or a release with a delay', () => {
-    expect(TRANSITIONS.filter((t) => t.to === 'delayed' && t.from !== null)).toEqual([
+    expect(TRANSITIONS.filter((t) => t.to === 'delayed' && t.from !== null && t.from !== 'waiting' && t.from !== 'delayed')).toEqual([
       { from: 'active', to: 'delayed', event: 'retry_scheduled' },
       { from: 'active', to: 'delayed', event: 'released' },
     ]);
+  });
+
+  it('a debounce update moves a job only between waiting and delayed, and is the only way from waiting to delayed', () => {
+    const debounced = TRANSITIONS.filter((t) => t.event === 'debounced');
+    expect(debounced.map((t) => `${t.from}>${t.to}`).sort()).toEqual(['delayed>delayed', 'delayed>waiting', 'waiting>delayed', 'waiting>waiting']);
+    expect(TRANSITIONS.filter((t) => t.from === 'waiting' && t.to === 'delayed').map((t) => t.event)).toEqual(['debounced']);
   });
 
   it('every transition is reachable from enqueue', () => {
@@ -109,6 +116,7 @@ describe('TRANSITIONS', () => {
 const VARIABLE_VALUES: Record<string, (string | null)[]> = {
   'cancelJob-4.lua:cancelled:from:s': ['waiting', 'delayed'],
   'enqueueJobs-5.lua:enqueued:to:state': ['waiting', 'delayed'],
+  'enqueueJobs-5.lua:debounced:to:ns': ['waiting', 'delayed'],
   'failJob-7.lua:cancelled:to:to': ['cancelled'],
   'failJob-7.lua:retry_scheduled:to:to': ['delayed', 'waiting'],
   'failJob-7.lua:failed:to:to': ['failed'],

@@ -11,11 +11,14 @@
  *
  * - `waiting`: ready to run (also while its queue is paused). Moved in by
  *   enqueue, promotion of a due delayed job, release on graceful shutdown,
- *   the reaper after a lease expired, and a DLQ retry. Moved out by claim or
- *   cancel. A crash changes nothing: the job stays in the `waiting` set.
- * - `delayed`: `runAt` is in the future (first run or a retry's backoff).
- *   Moved out by promotion (claim scripts and the promoter) or cancel. Safe
- *   across restarts: the wake-up time lives in the `delayed` sorted set.
+ *   the reaper after a lease expired, a DLQ retry, and a debounce update
+ *   whose maxWaitMs is reached. Moved out by claim, cancel, or a debounce
+ *   update of a never-claimed job (back to `delayed`). A crash changes
+ *   nothing: the job stays in the `waiting` set.
+ * - `delayed`: `runAt` is in the future (first run, a debounce window, or a
+ *   retry's backoff). Moved out by promotion (claim scripts and the
+ *   promoter), cancel, or a debounce update that makes it due. Safe across
+ *   restarts: the wake-up time lives in the `delayed` sorted set.
  * - `active`: held by one worker under a lease (lock token + expiry). Moved
  *   out only by the holder (complete / fail / release, fenced by the token)
  *   or by the reaper once the lease expired. If the worker crashes, the
@@ -53,6 +56,10 @@ export type JobEventName =
   | 'cancelled'
   | 'cancel_requested'
   | 'retried_from_dlq'
+  // API.md v1.2: an enqueue with a debounce key updated this job (new
+  // payload, options and runAt) instead of creating one; waiting or delayed
+  // to waiting or delayed.
+  | 'debounced'
   // Addition to API.md: DELETE /jobs/dlq removed the failed job from the DLQ
   // (and from Redis); not a state change, the history keeps it 'failed'.
   | 'purged';
@@ -93,6 +100,12 @@ export const TRANSITIONS: readonly Transition[] = [
   { from: 'delayed', to: 'failed', event: 'failed' },
   { from: 'failed', to: 'waiting', event: 'retried_from_dlq' },
   { from: 'cancelled', to: 'waiting', event: 'retried_from_dlq' },
+  // Debounce (API.md v1.2): a never-claimed job gets a new runAt, now +
+  // windowMs (delayed) or, once its maxWaitMs is reached, now (waiting).
+  { from: 'waiting', to: 'waiting', event: 'debounced' },
+  { from: 'waiting', to: 'delayed', event: 'debounced' },
+  { from: 'delayed', to: 'delayed', event: 'debounced' },
+  { from: 'delayed', to: 'waiting', event: 'debounced' },
 ];
 
 /** True when `from -> to` appears in {@link TRANSITIONS}. */

@@ -8,7 +8,7 @@ export interface JobEvent {
   seq: number;
   /** When the transition happened, epoch ms (Redis clock). */
   at: number;
-  /** enqueued, promoted, claimed, heartbeat_lost, progress, completed, retry_scheduled, failed, stalled, released, cancelled, cancel_requested, retried_from_dlq. */
+  /** enqueued, promoted, claimed, heartbeat_lost, progress, completed, retry_scheduled, failed, stalled, released, cancelled, cancel_requested, retried_from_dlq, purged, debounced. */
   event: string;
   /** Status before (null for `enqueued`). */
   from: string | null;
@@ -19,7 +19,7 @@ export interface JobEvent {
   /** e.g. `lease_expired`, `timeout`, `client`, `shutdown`. */
   reason: string | null;
   error: string | null;
-  /** Event data parsed from JSON: the payload on `enqueued`, the result on `completed`, the progress on `progress`; the raw text if it is not JSON. */
+  /** Event data parsed from JSON: the payload on `enqueued` and `debounced`, the result on `completed`, the progress on `progress`; the raw text if it is not JSON. */
   data: Json | null;
 }
 

@@ -55,11 +55,23 @@ describe('POST /jobs answers (JobsController.create)', () => {
     expect(given[0][0]).toMatchObject({ queue: 'q', concurrencyKey: 'c-1', debounce: { key: 'd', windowMs: 5000, maxWaitMs: 60_000 } });
   });
 
-  it('a debounced enqueue: 200 with Sluice-Debounced: true and the job as stored (read back, not rendered from the request)', async () => {
-    const { controller } = controllerAnswering({ debounced: true, created });
+  it('a debounced enqueue: 200 with Sluice-Debounced: true and the job as the update left it (first createdAt, new runAt, updatedAt)', async () => {
+    const { controller } = controllerAnswering({ debounced: true, status: 'delayed', created: { ...created, runAt: 9_000, updatedAt: 4_000 } });
+    const { r, reply: rep } = reply();
+    const body = new EnqueueJobPipe().transform({ type: 't', queue: 'q', payload: { v: 3 }, concurrencyKey: 'c-2', debounce: { key: 'd', windowMs: 5000 } });
+    const job = await controller.create(body, rep, req);
+    expect(r).toEqual({ statusCode: 200, headers: { 'sluice-debounced': 'true' } });
+    expect(job).toMatchObject({
+      id: stored.id, status: 'delayed', payload: { v: 3 }, concurrencyKey: 'c-2', attempts: 0,
+      createdAt: '1970-01-01T00:00:01.000Z', runAt: '1970-01-01T00:00:09.000Z', updatedAt: '1970-01-01T00:00:04.000Z',
+    });
+  });
+
+  it('a debounced enqueue the store did not resolve: the job is read back', async () => {
+    const { controller } = controllerAnswering({ debounced: true });
     const { r, reply: rep } = reply();
     const job = await controller.create(new EnqueueJobPipe().transform({ type: 't', queue: 'q', debounce: { key: 'd', windowMs: 5000 } }), rep, req);
-    expect(r).toEqual({ statusCode: 200, headers: { 'sluice-debounced': 'true' } });
+    expect(r.statusCode).toBe(200);
     expect(job).toMatchObject({ id: stored.id, status: 'delayed', payload: { v: 2 }, runAt: '1970-01-01T00:00:06.000Z' });
   });
 

@@ -81,12 +81,12 @@ export class JobsService {
     const results = await this.store.enqueue(normalized, trace);
     return Promise.all(
       results.map(async (r, i) => {
-        // A new job is rendered from what the enqueue resolved (no read-back: the hot path);
-        // a replayed or debounced one is read, since it existed before this call.
-        const job =
-          r.created && !r.debounced
-            ? createdJob(r.id, r.status as JobStatus, normalized[i], bodies[i].payload as Record<string, Json> | undefined, r.created)
-            : await this.mustGet(r.id, normalized[i].queue);
+        // A new or debounced job is rendered from what the enqueue resolved (no read-back: the hot
+        // path; a debounced job is never-claimed and now holds this request's spec); a replayed one
+        // is read, since it may have moved on since it was created.
+        const job = r.created
+          ? createdJob(r.id, r.status as JobStatus, normalized[i], bodies[i].payload as Record<string, Json> | undefined, r.created)
+          : await this.mustGet(r.id, normalized[i].queue);
         return { job, replayed: r.replayed, debounced: r.debounced === true };
       }),
     );
@@ -222,7 +222,11 @@ function toInput(b: EnqueueJobDto): EnqueueInput {
   };
 }
 
-/** The job as it was just created: its state at enqueue time (a worker may have taken it since). */
+/**
+ * The job as it was just created, or just updated by a debounce (then `c` has
+ * its first enqueue's createdAt and the update's time as updatedAt): its state
+ * at enqueue time (a worker may have taken it since).
+ */
 export function createdJob(id: string, status: JobStatus, n: NormalizedEnqueue, payload: Record<string, Json> | undefined, c: NonNullable<EnqueueResult['created']>): Job {
   let backoff: BackoffSpec;
   try {
@@ -251,7 +255,7 @@ export function createdJob(id: string, status: JobStatus, n: NormalizedEnqueue, 
     runAt: c.runAt,
     startedAt: null,
     finishedAt: null,
-    updatedAt: c.createdAt,
+    updatedAt: c.updatedAt ?? c.createdAt,
     executionSeq: 0,
     cancelRequested: false,
   };

@@ -5,7 +5,10 @@ import { BatchMessage, sendBatch } from '../postgres/pg-batch';
 import type { MirrorBatch, EventRow, ExecutionEnd, ExecutionStart, JobInsert, JobPatch, LogRow } from './projection';
 
 /** Bits of JobPatch.mask: which columns a patch sets (others stay as they are). */
-const PATCH_COLUMNS = ['status', 'attempts', 'workerId', 'executionSeq', 'startedAt', 'finishedAt', 'runAt', 'lastError', 'result', 'progress', 'payload'] as const;
+const PATCH_COLUMNS = [
+  'status', 'attempts', 'workerId', 'executionSeq', 'startedAt', 'finishedAt', 'runAt', 'lastError', 'result', 'progress', 'payload',
+  'type', 'priority', 'maxAttempts', 'timeoutMs', 'backoff', 'concurrencyKey',
+] as const;
 
 const ts = (col: string) => `to_timestamp(${col} / 1000.0)`;
 
@@ -337,12 +340,17 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
   return out;
 }
 
-/** The idempotent tail of the jobs insert: an existing row is brought forward only by newer events. */
+/**
+ * The idempotent tail of the jobs insert: an existing row is brought forward only by newer events.
+ * The spec columns (type, priority, options, concurrency key) too: a `debounced` event folded into the insert changes them.
+ */
 const JOB_UPSERT = `ON CONFLICT (id) DO UPDATE SET
          status = EXCLUDED.status, attempts = EXCLUDED.attempts, execution_seq = EXCLUDED.execution_seq, run_at = EXCLUDED.run_at,
          updated_at = EXCLUDED.updated_at, worker_id = EXCLUDED.worker_id, started_at = EXCLUDED.started_at,
          finished_at = EXCLUDED.finished_at, last_error = EXCLUDED.last_error, result = EXCLUDED.result,
          progress = EXCLUDED.progress, payload = EXCLUDED.payload,
+         type = EXCLUDED.type, priority = EXCLUDED.priority, max_attempts = EXCLUDED.max_attempts,
+         backoff = EXCLUDED.backoff, timeout_ms = EXCLUDED.timeout_ms, concurrency_key = EXCLUDED.concurrency_key,
          last_event_ms = EXCLUDED.last_event_ms, last_event_seq = EXCLUDED.last_event_seq
        WHERE (j.last_event_ms, j.last_event_seq) < (EXCLUDED.last_event_ms, EXCLUDED.last_event_seq)`;
 
@@ -357,15 +365,20 @@ function planPatches(patches: JobPatch[]): PlannedStatement {
        ${set(0, 'status', 'u.s')}, ${set(1, 'attempts', 'u.a')}, ${set(2, 'worker_id', 'u.w')}, ${set(3, 'execution_seq', 'u.x')},
        ${set(4, 'started_at', ts('u.sa'))}, ${set(5, 'finished_at', ts('u.fa'))}, ${set(6, 'run_at', ts('u.ra'))},
        ${set(7, 'last_error', 'u.er')}, ${set(8, 'result', 'u.r')}, ${set(9, 'progress', 'u.pg')}, ${set(10, 'payload', 'u.p')},
+       ${set(11, 'type', 'u.ty')}, ${set(12, 'priority', 'u.pr')}, ${set(13, 'max_attempts', 'u.ma')}, ${set(14, 'timeout_ms', 'u.tm')},
+       ${set(15, 'backoff', 'u.bo')}, ${set(16, 'concurrency_key', 'u.ck')},
        updated_at = ${ts('u.ua')}, last_event_ms = u.sm, last_event_seq = u.ss
      FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bigint[], $5::float8[], $6::text[], $7::int[], $8::text[], $9::int[],
-                 $10::float8[], $11::float8[], $12::float8[], $13::text[], $14::text[], $15::text[], $16::text[])
-       AS u(id, m, sm, ss, ua, s, a, w, x, sa, fa, ra, er, r, pg, p)
+                 $10::float8[], $11::float8[], $12::float8[], $13::text[], $14::text[], $15::text[], $16::text[],
+                 $17::text[], $18::int[], $19::int[], $20::int[], $21::text[], $22::text[])
+       AS u(id, m, sm, ss, ua, s, a, w, x, sa, fa, ra, er, r, pg, p, ty, pr, ma, tm, bo, ck)
      WHERE j.id = u.id AND (j.last_event_ms, j.last_event_seq) < (u.sm, u.ss)`,
     params: [
       txt((p) => p.id), numArray(masks), num((p) => p.streamMs), num((p) => p.streamSeq), num((p) => p.updatedAt),
       txt((p) => p.status), num((p) => p.attempts), txt((p) => p.workerId), num((p) => p.executionSeq), num((p) => p.startedAt),
       num((p) => p.finishedAt), num((p) => p.runAt), txt((p) => p.lastError), txt((p) => p.result), txt((p) => p.progress), txt((p) => p.payload),
+      txt((p) => p.type), num((p) => p.priority), num((p) => p.maxAttempts), num((p) => p.timeoutMs), txt((p) => p.backoff),
+      txt((p) => p.concurrencyKey),
     ],
   };
 }

@@ -8,7 +8,8 @@
  * field `h`), w worker, r reason, er error, d data JSON (result /
  * progress), and on `enqueued`: ty type, p payload, pr priority and o
  * "maxAttempts;timeoutMs;backoff" (also in the header), ik idempotency
- * key, ck concurrency key (when the job has one). `log` entries carry lvl and m.
+ * key, ck concurrency key (when the job has one); `debounced` carries the
+ * same ty, p, pr, ra, o and ck (the job's new spec). `log` entries carry lvl and m.
  */
 
 import { errorFingerprint } from '../core/error-fingerprint';
@@ -141,6 +142,13 @@ export interface JobPatch {
   result?: string | null;
   progress?: string | null;
   payload?: string;
+  /** Set by a `debounced` event only: the job's new spec (its concurrency key null when the update sent none). */
+  type?: string;
+  priority?: number;
+  maxAttempts?: number;
+  timeoutMs?: number;
+  backoff?: string;
+  concurrencyKey?: string | null;
 }
 
 export interface ExecutionStart {
@@ -199,7 +207,7 @@ export interface MirrorBatch {
 /** Every event name the scripts emit (src/core/job-status.ts), and `log`. */
 const EVENT_NAMES: ReadonlySet<string> = new Set<JobEventName | 'log'>([
   'enqueued', 'promoted', 'claimed', 'heartbeat_lost', 'progress', 'completed', 'retry_scheduled', 'failed', 'stalled', 'released',
-  'cancelled', 'cancel_requested', 'retried_from_dlq', 'purged', 'log',
+  'cancelled', 'cancel_requested', 'retried_from_dlq', 'purged', 'debounced', 'log',
 ]);
 const STATUSES: ReadonlySet<string> = new Set(JOB_STATUSES);
 
@@ -281,7 +289,7 @@ export function project(entries: StreamEntry[]): MirrorBatch {
     const worker = str(f.w);
     batch.events.push({
       queue, streamMs, streamSeq, jobId, at, event: f.e, from: str(f.f), to: str(f.t), attempt, executionSeq: x,
-      workerId: worker, reason, error, data: f.e === 'enqueued' ? str(f.p) : str(f.d),
+      workerId: worker, reason, error, data: f.e === 'enqueued' || f.e === 'debounced' ? str(f.p) : str(f.d),
     });
 
     if (f.e === 'enqueued') {
@@ -351,6 +359,22 @@ export function project(entries: StreamEntry[]): MirrorBatch {
         if (f.p) p.payload = f.p;
         dlq.set(jobId, { jobId, present: false, lastError: null, attempts: 0, failedAt: at });
         break;
+      case 'debounced': {
+        // The enqueue that updated the job sent its whole spec, as `enqueued` does.
+        const o = splitOptions(f.o);
+        if (f.ty) p.type = f.ty;
+        if (f.p !== undefined) p.payload = f.p;
+        p.priority = num(f.pr) ?? 0;
+        p.runAt = num(f.ra) ?? at;
+        if (o) {
+          p.maxAttempts = o.maxAttempts || 1;
+          p.timeoutMs = o.timeoutMs || 600_000;
+          p.backoff = o.backoff;
+        }
+        // The job is what the last request asked for: without a key, it has none now.
+        p.concurrencyKey = str(f.ck);
+        break;
+      }
       case 'purged':
         // Status stays 'failed' (f.t): the history keeps the job as it ended.
         dlq.set(jobId, { jobId, present: false, purged: true, lastError: null, attempts: attempt ?? 0, failedAt: at });
@@ -401,6 +425,12 @@ function foldPatches(inserts: JobInsert[], patches: JobPatch[]): JobPatch[] {
     if (p.result !== undefined) row.result = p.result;
     if (p.progress !== undefined) row.progress = p.progress;
     if (p.payload !== undefined) row.payload = p.payload;
+    if (p.type !== undefined) row.type = p.type;
+    if (p.priority !== undefined) row.priority = p.priority;
+    if (p.maxAttempts !== undefined) row.maxAttempts = p.maxAttempts;
+    if (p.timeoutMs !== undefined) row.timeoutMs = p.timeoutMs;
+    if (p.backoff !== undefined) row.backoff = p.backoff;
+    if (p.concurrencyKey !== undefined) row.concurrencyKey = p.concurrencyKey;
     row.updatedAt = p.updatedAt;
     row.streamMs = p.streamMs;
     row.streamSeq = p.streamSeq;

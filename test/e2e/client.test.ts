@@ -186,6 +186,8 @@ describe('SluiceClient (e2e)', () => {
     expect([job.concurrencyKey, replayed, debounced]).toEqual(['tenant/1', false, false]);
     const withDebounce = await client.enqueue({ type: 'diag.echo', queue: 'cl-keys', debounce: { key: 'reindex', windowMs: 60_000 } });
     expect(withDebounce.debounced).toBe(false);
+    const again = await client.enqueue({ type: 'diag.echo', queue: 'cl-keys', payload: { v: 2 }, debounce: { key: 'reindex', windowMs: 60_000 } });
+    expect([again.debounced, again.replayed, again.job.id, again.job.payload]).toEqual([true, false, withDebounce.job.id, { v: 2 }]);
     const bad = await client.enqueue({ type: 'diag.echo', debounce: { key: 'k', windowMs: 10 } }).catch((e) => e);
     expect(bad).toBeInstanceOf(ValidationFailedError);
     expect(bad.details).toEqual([expect.objectContaining({ path: 'debounce.windowMs' })]);

@@ -218,18 +218,32 @@ describe('flow control per key (AUTH off)', () => {
     expect(doc.components.headers['Sluice-Debounced']).toMatchObject({ required: false, schema: { enum: ['true'] } });
   });
 
-  // The engine's debounce (lua) is not in yet: unskip when enqueueJobs handles `debounce`.
-  it.skip('debounce: a second enqueue with the key while the job waits → 200, Sluice-Debounced: true, the same job updated; once claimed → a new job (201)', async () => {
+  it('debounce: a second enqueue with the key while the job waits → 200, Sluice-Debounced: true, the same job updated (concurrencyKey too); once claimed → a new job (201)', async () => {
     const q = 'fc-debounce';
     expect((await api.http.put(`/queues/${q}`).send({ external: true })).status).toBe(200);
-    const first = await api.http.post('/jobs').send({ type: 'x', queue: q, payload: { v: 1 }, debounce: { key: 'd', windowMs: 60_000 } });
+    const first = await api.http.post('/jobs').send({ type: 'x', queue: q, payload: { v: 1 }, concurrencyKey: 'c-1', debounce: { key: 'd', windowMs: 300 } });
     expect(first.status).toBe(201);
     expect(first.headers['sluice-debounced']).toBeUndefined();
-    const second = await api.http.post('/jobs').send({ type: 'x', queue: q, payload: { v: 2 }, debounce: { key: 'd', windowMs: 60_000 } });
+    expect(first.body).toMatchObject({ status: 'delayed', concurrencyKey: 'c-1' });
+    const second = await api.http.post('/jobs').send({ type: 'x', queue: q, payload: { v: 2 }, concurrencyKey: 'c-2', debounce: { key: 'd', windowMs: 300 } });
     expect(second.status).toBe(200);
     expect(second.headers['sluice-debounced']).toBe('true');
-    expect(second.body).toMatchObject({ id: first.body.id, payload: { v: 2 } });
+    expect(second.body).toMatchObject({ id: first.body.id, payload: { v: 2 }, concurrencyKey: 'c-2', createdAt: first.body.createdAt });
     expect(Date.parse(second.body.runAt)).toBeGreaterThanOrEqual(Date.parse(first.body.runAt));
+    // As stored: the live job, then its history (a debounced event; the key followed the update).
+    expect((await api.http.get(`/jobs/${first.body.id}`)).body).toMatchObject({ payload: { v: 2 }, concurrencyKey: 'c-2' });
+    await waitUntil('the debounced event mirrored', async () => ((await api.http.get(`/jobs/${first.body.id}/events`)).body.items ?? []).some((e: { event: string }) => e.event === 'debounced') || undefined, 20_000, 100);
+    await waitUntil('the key mirrored', async () => ((await api.db.dataSource.query(`SELECT concurrency_key FROM jobs WHERE id = $1`, [first.body.id])) as { concurrency_key: string }[])[0]?.concurrency_key === 'c-2' || undefined, 20_000, 100);
+    // Claimed once due: the key is free, the next enqueue makes a new job.
+    const claimed = await waitUntil('the job claimable', async () => {
+      const c = await api.http.post(`/queues/${q}/claim`).send({ workerId: 'fc-w' });
+      return c.body.jobs?.length ? c.body.jobs : undefined;
+    }, 10_000, 100);
+    expect(claimed.map((j: { id: string }) => j.id)).toEqual([first.body.id]);
+    const third = await api.http.post('/jobs').send({ type: 'x', queue: q, payload: { v: 3 }, debounce: { key: 'd', windowMs: 300 } });
+    expect(third.status).toBe(201);
+    expect(third.body.id).not.toBe(first.body.id);
+    expect(third.body.concurrencyKey).toBeNull();
   });
 });
 

@@ -81,7 +81,7 @@ export function expectedEventRow(e: StreamEntry) {
     worker_id: s(f.w),
     reason: s(f.r),
     error: s(f.er),
-    data: f.e === 'enqueued' ? s(f.p) : s(f.d),
+    data: f.e === 'enqueued' || f.e === 'debounced' ? s(f.p) : s(f.d),
   };
 }
 

@@ -1387,10 +1387,10 @@ export interface components {
             /** Format: date-time */
             at: string;
             /**
-             * @description `purged` (addition to API.md): removed from the DLQ by DELETE /jobs/dlq
+             * @description `purged` (addition to API.md): removed from the DLQ by DELETE /jobs/dlq; `debounced` (v1.2): an enqueue with the job's debounce key updated it
              * @enum {string}
              */
-            event: "enqueued" | "promoted" | "claimed" | "heartbeat_lost" | "progress" | "completed" | "retry_scheduled" | "failed" | "stalled" | "released" | "cancelled" | "cancel_requested" | "retried_from_dlq" | "purged";
+            event: "enqueued" | "promoted" | "claimed" | "heartbeat_lost" | "progress" | "completed" | "retry_scheduled" | "failed" | "stalled" | "released" | "cancelled" | "cancel_requested" | "retried_from_dlq" | "purged" | "debounced";
             /**
              * @description status before; null when none
              * @enum {string|null}

@@ -10,18 +10,19 @@ export interface EnqueueResult {
   /** True when an idempotency key matched an existing job (nothing written). */
   replayed: boolean;
   /**
-   * True when a debounce key (API.md v1.2) matched a job that had not been
-   * claimed yet: that job was updated (payload, options, runAt) instead of a
-   * new one created. The API answers 200 with `Sluice-Debounced: true`.
-   * Absent or false otherwise.
+   * True when the job's debounce key (API.md v1.2) was held by a job still
+   * waiting or delayed: that job was updated instead of a new one created
+   * (`id` is the existing job's; HTTP 200 with `Sluice-Debounced: true`).
    */
   debounced?: boolean;
   /**
-   * For a new job (not replayed): what the enqueue resolved on Redis's side,
-   * so a caller can render the job without reading it back. Times epoch ms;
-   * the options are the job's own, else its queue's, else the process's.
+   * For a new job (not replayed), or one updated by debounce: what the
+   * enqueue resolved on Redis's side, so a caller can render the job without
+   * reading it back. Times epoch ms; the options are the job's own, else its
+   * queue's, else the process's. For a debounced job: its first enqueue's
+   * createdAt, its new runAt and options, and `updatedAt` (the update's time).
    */
-  created?: { createdAt: number; runAt: number; maxAttempts: number; timeoutMs: number; backoff: string };
+  created?: { createdAt: number; runAt: number; maxAttempts: number; timeoutMs: number; backoff: string; updatedAt?: number };
 }
 
 /**

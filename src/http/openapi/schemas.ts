@@ -223,8 +223,8 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       at: time(),
       event: {
         type: 'string',
-        enum: ['enqueued', 'promoted', 'claimed', 'heartbeat_lost', 'progress', 'completed', 'retry_scheduled', 'failed', 'stalled', 'released', 'cancelled', 'cancel_requested', 'retried_from_dlq', 'purged'],
-        description: '`purged` (addition to API.md): removed from the DLQ by DELETE /jobs/dlq',
+        enum: ['enqueued', 'promoted', 'claimed', 'heartbeat_lost', 'progress', 'completed', 'retry_scheduled', 'failed', 'stalled', 'released', 'cancelled', 'cancel_requested', 'retried_from_dlq', 'purged', 'debounced'],
+        description: '`purged` (addition to API.md): removed from the DLQ by DELETE /jobs/dlq; `debounced` (v1.2): an enqueue with the job\'s debounce key updated it',
       },
       from: nullableStatus('status before; null when none'),
       to: nullableStatus('status after; null when unchanged'),

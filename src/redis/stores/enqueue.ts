@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { DEFAULT_BACKOFF, encodeBackoff } from '../../core/backoff';
-import { ScriptErrorCode, IdempotencyConflictError, UnavailableError } from '../../core/errors';
+import { ScriptErrorCode, IdempotencyConflictError, UnavailableError, ValidationError } from '../../core/errors';
 import type { JobStatus } from '../../core/job-status';
 import { LIMITS, NormalizedEnqueue } from '../../core/job-options';
 import type { AdmissionCheck, EnqueueResult } from '../../core/ports/jobs';
@@ -79,7 +79,11 @@ export class EnqueueBatcher {
    * the rest at the end of the turn; a lone request is never delayed.
    * @param trace the request's W3C trace context (validated, src/core/trace-context.ts):
    *   every job of the request stores it (hash fields tp, ts) for its workers.
+   * A job with `debounce` whose key is held by a pending job updates that
+   * job instead (result `debounced: true`, lua/enqueueJobs-5.lua).
    * @throws IdempotencyConflictError (nothing of that request's queue group written).
+   * @throws ValidationError when a job carries both debounce and an
+   *   idempotency key (the API refuses the pair first; nothing written).
    * @throws UnavailableError when the admission check refuses the call
    *   (nothing written, not even the queue's name in the registry).
    */
@@ -87,6 +91,8 @@ export class EnqueueBatcher {
     const refused = this.admission?.();
     if (refused) throw new UnavailableError(refused);
     if (!jobs.length) return [];
+    const both = jobs.findIndex((j) => j.debounce && j.idempotencyKey !== undefined);
+    if (both >= 0) throw new ValidationError('invalid job', [{ path: jobs.length > 1 ? `jobs[${both}].debounce` : 'debounce', message: 'debounce and idempotencyKey are mutually exclusive' }]);
     const queue = jobs[0].queue;
     if (jobs.every((j) => j.queue === queue)) {
       // The common case, one queue: no per-queue bookkeeping on the hot path.
@@ -212,6 +218,7 @@ export class EnqueueBatcher {
           j.idempotencyKey ?? '',
           j.idempotencyKey ? bodyHash(j) : '',
           j.concurrencyKey ?? '',
+          j.debounce ? `${j.debounce.windowMs}|${j.debounce.maxWaitMs ?? ''}|${j.debounce.key}` : '',
         );
       }
     }
@@ -226,11 +233,18 @@ export class EnqueueBatcher {
       const r = out[n];
       if (r[0] === ScriptErrorCode.IdempotencyConflict) return g.resolve({ results: [], conflictIndex: Number(r[1]) });
       const results: EnqueueResult[] = [];
-      for (let i = 1; i < r.length; i += 6) {
-        const replayed = Number(r[i + 2]) === 1;
+      // 6 entries per job; a debounced one (flag 2) has a 7th, its updatedAt.
+      for (let i = 1; i < r.length; ) {
+        const flag = Number(r[i + 2]);
+        const replayed = flag === 1;
         const res: EnqueueResult = { id: String(r[i]), status: r[i + 1] as JobStatus, replayed };
         const o = replayed ? null : splitOptions(String(r[i + 5]));
         if (o) res.created = { createdAt: Number(r[i + 3]), runAt: Number(r[i + 4]), ...o };
+        if (flag === 2) {
+          res.debounced = true;
+          if (res.created) res.created.updatedAt = Number(r[i + 6]);
+          i += 7;
+        } else i += 6;
         results.push(res);
       }
       g.resolve({ results });

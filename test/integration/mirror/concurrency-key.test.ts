@@ -84,3 +84,33 @@ test('the idempotent form (INSERT … unnest of a replayed batch) writes it too,
   const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE id = $1`, [id]);
   expect(n).toBe(1);
 });
+
+test('a debounced event sets the key the update sent (null without one), by patch and folded into the insert', async () => {
+  const id = uuidv7();
+  const at = Date.now();
+  const debounced = (ms: number, key?: string): string[] => [
+    'h', `debounced|delayed|delayed|0|${ms}|${id}|||0|${ms + 60_000}|${OPTIONS}`, 'ty', 'x', 'p', '{"v":2}', ...(key === undefined ? [] : ['ck', key]),
+  ];
+  const write = (ms: number, flat: string[], fresh = false) => writeBatch(db.dataSource, project([{ queue: 'ck-deb', id: `${ms}-0`, fields: entryFields(flat) }]), fresh);
+  await write(at, enqueued(id, at, 'first'), true);
+  expect((await readJob(id)).concurrencyKey).toBe('first');
+  await write(at + 1, debounced(at + 1, 'second'));
+  expect((await readJob(id)).concurrencyKey).toBe('second');
+  await write(at + 2, debounced(at + 2));
+  expect((await readJob(id)).concurrencyKey).toBeNull();
+  // An older entry delivered again changes nothing.
+  await write(at + 1, debounced(at + 1, 'second'));
+  expect((await readJob(id)).concurrencyKey).toBeNull();
+
+  // Enqueued and debounced in one batch: one row, with the last key (COPY, then the idempotent form of a replay).
+  const other = uuidv7();
+  const both = () =>
+    project([
+      { queue: 'ck-deb', id: `${at}-5`, fields: entryFields(enqueued(other, at, 'a')) },
+      { queue: 'ck-deb', id: `${at}-6`, fields: entryFields(['h', `debounced|delayed|delayed|0|${at}|${other}|||0|${at + 60_000}|${OPTIONS}`, 'ty', 'x', 'p', '{}', 'ck', 'b']) },
+    ]);
+  await writeBatch(db.dataSource, both(), true);
+  expect((await readJob(other)).concurrencyKey).toBe('b');
+  await writeBatch(db.dataSource, both(), false);
+  expect((await readJob(other)).concurrencyKey).toBe('b');
+});

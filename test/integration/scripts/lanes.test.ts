@@ -63,6 +63,10 @@ describe('fair shares', () => {
     const q = newQueue();
     const plain = await enqKeyed(q, undefined, 30);
     await enqKeyed(q, 'A', 30);
+    // Each job is in exactly one lane: its key's, or the unkeyed one.
+    const base = t.keys(q).base;
+    expect(await t.redis.zcard(base + 'lane')).toBe(30);
+    expect(await t.redis.zcard(base + 'lane:A')).toBe(30);
     const c = await claim(q, 4);
     const keys = await Promise.all(c.jobs.map((j) => keyOf(q, j.id)));
     expect(keys.sort()).toEqual(['', '', 'A', 'A']);
