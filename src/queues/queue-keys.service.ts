@@ -76,8 +76,8 @@ export class QueueKeysService {
 
   /**
    * One key's counts. The port answers counts for the busiest keys only
-   * (QueueStore.keys, up to 1000 of at most 10,000 ranked): a key outside
-   * them reads 0 waiting and 0 active here.
+   * (QueueStore.keys, at most 1000): a key outside them reads 0 waiting and
+   * 0 active here.
    */
   private async counts(queue: string, key: string): Promise<{ key: string; waiting: number; active: number }> {
     const found = (await this.store.keys(queue, LIMITS.maxKeysListLimit)).find((k) => k.key === key);

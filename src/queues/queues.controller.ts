@@ -73,7 +73,7 @@ export class QueuesController {
     operationId: 'listQueueKeys',
     summary: 'The busiest concurrency keys of a queue, with their overrides and the limits in force',
     description:
-      'Keys by waiting + active jobs (ranked among at most 10,000 keys), then keys that only have an override. `limits` is what applies to the key: its override where set, else the queue\'s keyConcurrency / keyRateLimit.',
+      'Keys by waiting + active jobs, busiest first, then keys that only have an override. `limits` is what applies to the key: its override where set, else the queue\'s keyConcurrency / keyRateLimit.',
   })
   @ApiAnswer(200, 'QueueKeys', 'At most `limit` keys, busiest first.')
   async listKeys(@Param('name') name: string, @Query() q: QueueKeysQueryDto, @Req() req: FastifyRequest): Promise<{ items: ApiQueueKey[] }> {

@@ -396,7 +396,7 @@ export interface paths {
         };
         /**
          * The busiest concurrency keys of a queue, with their overrides and the limits in force
-         * @description Keys by waiting + active jobs (ranked among at most 10,000 keys), then keys that only have an override. `limits` is what applies to the key: its override where set, else the queue's keyConcurrency / keyRateLimit.
+         * @description Keys by waiting + active jobs, busiest first, then keys that only have an override. `limits` is what applies to the key: its override where set, else the queue's keyConcurrency / keyRateLimit.
          */
         get: operations["listQueueKeys"];
         put?: never;
