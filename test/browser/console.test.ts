@@ -235,7 +235,7 @@ test('DLQ view: failed jobs by cause; purge asks first (groups need GET /jobs/dl
 
 test('a viewer sees no destructive control on any view', async () => {
   const { ctx, page } = await loggedIn('viewer@example.com');
-  const DESTRUCTIVE = /pause|resume|cancel|retry|purge|delete|disable|enable|save|new schedule|clone/i;
+  const DESTRUCTIVE = /pause|resume|cancel|retry|purge|delete|disable|enable|save|new schedule|clone|override/i;
   for (const path of ['/ui/', '/ui/queues/mail', `/ui/jobs/${failedJob}`, '/ui/jobs?queue=mail', '/ui/dlq', '/ui/workers', '/ui/schedules']) {
     await page.goto(`${api.url}${path}`);
     await page.locator('h1').waitFor();
@@ -251,6 +251,91 @@ test('a viewer sees no destructive control on any view', async () => {
   await page.screenshot({ path: join(SHOTS, 'login.png') });
   expect(await axeViolations(page)).toEqual([]);
   await ctx.close();
+});
+
+/** The rows of the queue view's keys table, as their cells' text (the actions column left out). */
+async function keyRows(page: Page, queue: string): Promise<string[][]> {
+  return page
+    .getByRole('region', { name: `Busiest keys of ${queue}` })
+    .locator('tbody tr')
+    .evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td')).slice(0, 6).map((td) => td.textContent ?? '')));
+}
+
+test('keys: keyed jobs listed busiest first; an operator sets a key\'s override (also in GET /queues/:name/keys), edits the per-key settings, removes it; a viewer only reads', async () => {
+  const as = (r: ReturnType<TestApi['http']['post']>) => r.set('authorization', ROOT_KEY);
+  // An external queue: nothing claims its jobs here, so the counts hold still. A key with a slash and a space travels as one encoded segment.
+  const SLASHED = 'tenant/eu 1';
+  expect((await as(api.http.put('/queues/tenants')).send({ external: true, keyConcurrency: 2 })).status).toBe(200);
+  const keyed: Record<string, string> = {};
+  for (const [key, n] of [['acme', 5], ['globex', 2], [SLASHED, 1]] as const) {
+    for (let i = 0; i < n; i++) keyed[key] = (await as(api.http.post('/jobs')).send({ queue: 'tenants', type: 'render', payload: { i }, concurrencyKey: key })).body.id;
+  }
+  const keysOf = async () => (await as(api.http.get('/queues/tenants/keys'))).body.items as { key: string; waiting: number; overrides: unknown; limits: unknown }[];
+  await until(async () => (await keysOf()).find((k) => k.key === 'acme')?.waiting === 5);
+
+  const { ctx, page } = await loggedIn('ops@example.com');
+  await page.goto(`${api.url}/ui/queues/tenants`);
+  const table = page.getByRole('region', { name: 'Busiest keys of tenants' });
+  await table.getByText('acme', { exact: true }).waitFor();
+  expect(await keyRows(page, 'tenants')).toEqual([
+    ['acme', '5', '0', '2', 'none', '—'],
+    ['globex', '2', '0', '2', 'none', '—'],
+    [SLASHED, '1', '0', '2', 'none', '—'],
+  ]);
+
+  // Set an override: a value out of bounds is refused here (nothing sent), then a good one is saved.
+  await page.getByRole('button', { name: `Set override of key ${SLASHED}` }).click();
+  const form = page.getByRole('form', { name: `Override for key ${SLASHED}` });
+  await form.getByLabel('Concurrency of this key').fill('0');
+  await form.getByRole('button', { name: 'Save override' }).click();
+  await form.getByText('must be an integer 1..100000').waitFor();
+  expect((await keysOf()).find((k) => k.key === SLASHED)?.overrides).toBeNull();
+  await form.getByLabel('Concurrency of this key').fill('7');
+  await form.getByLabel('Rate limit of this key: starts').fill('10');
+  await form.getByLabel('Rate limit of this key: per (ms)').fill('60000');
+  await form.getByRole('button', { name: 'Save override' }).click();
+  await page.getByText(`Override of key ${SLASHED} saved`).waitFor();
+  await until(async () => (await keyRows(page, 'tenants')).some((r) => r.join('|') === [SLASHED, '1', '0', '7', '10 per 1 min', 'override concurrency, rate limit'].join('|')));
+  expect((await keysOf()).find((k) => k.key === SLASHED)).toMatchObject({ overrides: { concurrency: 7, rateLimit: { max: 10, durationMs: 60000 } }, limits: { concurrency: 7, rateLimit: { max: 10, durationMs: 60000 } } });
+  await page.screenshot({ path: join(SHOTS, 'queue-keys.png'), fullPage: true });
+  expect(await axeViolations(page)).toEqual([]);
+
+  // The per-key settings: the keys without an override follow the queue's new keyConcurrency.
+  await page.getByLabel('Per-key concurrency').fill('3');
+  await page.getByRole('button', { name: 'Save settings' }).click();
+  await page.getByText('Saved.').waitFor();
+  expect((await as(api.http.get('/queues/tenants'))).body).toMatchObject({ keyConcurrency: 3 });
+  await until(async () => (await keyRows(page, 'tenants')).find((r) => r[0] === 'acme')?.[3] === '3');
+  expect((await keyRows(page, 'tenants')).find((r) => r[0] === SLASHED)?.[3]).toBe('7');
+
+  // Remove it (confirmed): back to the queue's limits.
+  await page.getByRole('button', { name: `Edit override of key ${SLASHED}` }).click();
+  await page.getByRole('button', { name: 'Remove override' }).click();
+  await page.getByRole('alertdialog').getByRole('button', { name: 'Remove override' }).click();
+  await page.getByText(`Override of key ${SLASHED} removed.`).waitFor();
+  await until(async () => (await keyRows(page, 'tenants')).some((r) => r.join('|') === [SLASHED, '1', '0', '3', 'none', '—'].join('|')));
+  expect((await keysOf()).find((k) => k.key === SLASHED)?.overrides ?? null).toBeNull();
+
+  // The job page and the explorer show the key.
+  await page.goto(`${api.url}/ui/jobs/${keyed.acme}`);
+  await page.locator('dt', { hasText: 'Concurrency key' }).waitFor();
+  expect(await page.locator('dt:text-is("Concurrency key") + dd').textContent()).toBe('acme');
+  await page.goto(`${api.url}/ui/jobs?queue=tenants`);
+  await page.getByRole('region', { name: 'Jobs' }).getByText(SLASHED, { exact: true }).waitFor();
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${api.url}/ui/queues/tenants`);
+  await table.getByText('acme', { exact: true }).waitFor();
+  expect(await noSideways(page)).toBe(true);
+  await ctx.close();
+
+  // A viewer: the same rows, no control that changes them.
+  const v = await loggedIn('viewer@example.com');
+  await v.page.goto(`${api.url}/ui/queues/tenants`);
+  await v.page.getByRole('region', { name: 'Busiest keys of tenants' }).getByText('acme', { exact: true }).waitFor();
+  expect((await keyRows(v.page, 'tenants')).map((r) => r[0])).toEqual(['acme', 'globex', SLASHED]);
+  expect(await v.page.getByRole('button', { name: /override/i }).count()).toBe(0);
+  expect(await v.page.getByLabel('Per-key concurrency').isDisabled()).toBe(true);
+  await v.ctx.close();
 });
 
 test('a DLQ group retried with an edited payload ends completed; a whole group retried', async () => {

@@ -28,8 +28,12 @@ export const cancelJob = (id: string) => unwrap<Job>(client.DELETE('/jobs/{id}',
 export const retryJob = (id: string, payload?: Record<string, unknown>) =>
   unwrap<Job>(client.POST('/jobs/{id}/retry', { params: { path: { id } }, body: payload === undefined ? {} : { payload } }));
 
-/** The `POST /jobs` body of a copy of `job` (same queue, type, priority, attempts, backoff, timeout; no idempotency key). */
+/**
+ * The `POST /jobs` body of a copy of `job` (same queue, type, priority, attempts, backoff, timeout and
+ * concurrency key, so the copy is held to the same per-key limits; no idempotency key, no debounce).
+ */
 export function cloneBody(job: Job, payload: Record<string, unknown>) {
-  return { queue: job.queue, type: job.type, payload, priority: job.priority, maxAttempts: job.maxAttempts, backoff: job.backoff, timeoutMs: job.timeoutMs };
+  const body = { queue: job.queue, type: job.type, payload, priority: job.priority, maxAttempts: job.maxAttempts, backoff: job.backoff, timeoutMs: job.timeoutMs };
+  return job.concurrencyKey == null ? body : { ...body, concurrencyKey: job.concurrencyKey };
 }
 export const enqueueJob = (body: ReturnType<typeof cloneBody>) => unwrap<Job>(client.POST('/jobs', { body }));

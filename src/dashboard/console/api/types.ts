@@ -1,3 +1,4 @@
+import type { Pending, PendingJobFields, PendingQueueFields, PathsWithPending as Paths } from './pending-schema';
 import type { components } from './schema';
 
 /**
@@ -14,16 +15,23 @@ export const JOB_STATUSES: JobStatus[] = ['waiting', 'delayed', 'active', 'compl
 export type Role = S['LoginSession']['role'];
 
 export type Backoff = S['Backoff'];
-export type Job = S['Job'];
+/** A job; `concurrencyKey` from pending-schema.ts until the generated schema has it. */
+export type Job = Pending<S['Job'], PendingJobFields>;
 export type Page<T> = { items: T[]; nextCursor: string | null };
 export type JobEvent = S['JobEvent'];
 export type Execution = S['JobExecution'];
 export type LogLine = S['JobLogLine'];
 export type Counts = S['QueueCounts'];
-export type Queue = S['Queue'];
+/** A queue; the issue 20 fields (keyConcurrency, keyRateLimit, fairness, agingMs) from pending-schema.ts until the generated schema has them. */
+export type Queue = Pending<S['Queue'], PendingQueueFields>;
+/** `GET /queues/:name/keys` item: one concurrency key's counts, its override and the limits in force (API.md v1.1/v1.2 flow control per key). */
+export type QueueKey = Paths['/queues/{name}/keys']['get']['responses'][200]['content']['application/json']['items'][number];
+/** One key's limits (its override, or the effective ones). */
+export type KeyLimits = QueueKey['limits'];
 export type Stats = S['DashboardStats'];
 export type Worker = S['Worker'];
-export type Schedule = S['Schedule'];
+/** A schedule; `concurrencyKey` from pending-schema.ts until the generated schema has it. */
+export type Schedule = Pending<S['Schedule'], PendingJobFields>;
 export type Session = S['Session'];
 /** `GET /jobs/dlq/groups` item (API.md v1.1 "Dead-letter groups"). */
 export type DlqGroup = S['DlqGroups']['items'][number];

@@ -25,7 +25,7 @@ async function bulk(ids: string[], act: (id: string) => Promise<unknown>, verb: 
 }
 
 /**
- * A page of jobs: links to each, status, attempts, last error; with `canOperate`,
+ * A page of jobs: links to each, status, queue, concurrency key, attempts, last error; with `canOperate`,
  * per-row cancel/retry (plus `rowAction` next to Retry) and a selection for bulk cancel/retry (confirmed).
  * `onChanged` is called after an action so the owner can refresh its page.
  */
@@ -46,6 +46,7 @@ export function JobsTable({ jobs, canOperate, onChanged, caption, rowAction }: {
     { id: 'type', header: 'Type', cell: (c) => c.row.original.type },
     { id: 'status', header: 'Status', cell: (c) => <StatusBadge status={c.row.original.status} /> },
     { id: 'queue', header: 'Queue', cell: (c) => c.row.original.queue, meta: { optional: true } },
+    { id: 'key', header: 'Concurrency key', cell: (c) => (c.row.original.concurrencyKey == null ? <span className="muted">—</span> : <span className="mono clip">{c.row.original.concurrencyKey}</span>), meta: { optional: true } },
     { id: 'attempts', header: 'Attempts', cell: (c) => `${c.row.original.attempts}/${c.row.original.maxAttempts}`, meta: { optional: true } },
     { id: 'updated', header: 'Updated', cell: (c) => <Time at={c.row.original.updatedAt} />, meta: { optional: true } },
     { id: 'error', header: 'Last error', cell: (c) => <span className="clip">{errorText(c.row.original)}</span>, meta: { optional: true } },

@@ -43,6 +43,7 @@ export function aJob(over: Partial<Job> = {}): Job {
     backoff: { type: 'exponential', delayMs: 2000, maxDelayMs: 3600000, jitter: 'equal' },
     timeoutMs: 600000,
     idempotencyKey: null,
+    concurrencyKey: null,
     progress: null,
     result: null,
     lastError: 'boom',

@@ -81,4 +81,28 @@ describe('job view', () => {
     fireEvent.click(within(screen.getByRole('alertdialog')).getByRole('button', { name: 'Cancel job' }));
     await screen.findByText('409 conflict: job is completed');
   });
+
+  it('shows the concurrency key (— without one); a clone keeps it', async () => {
+    signedInAs('operator');
+    jobRoutes({ concurrencyKey: 'customer-42' });
+    route('POST /jobs', { status: 201, body: aJob({ id: '0190f5a0-0000-7000-8000-000000000002', status: 'waiting', concurrencyKey: 'customer-42' }) });
+    renderAt(`/jobs/${ID}`);
+    const dd = (await screen.findByText('Concurrency key')).nextElementSibling;
+    expect(dd?.textContent).toBe('customer-42');
+    fireEvent.click(screen.getByRole('button', { name: 'Clone as new job' }));
+    fireEvent.click(screen.getByRole('button', { name: 'Enqueue the copy' }));
+    await waitFor(() => expect(calls.find((c) => c.method === 'POST')?.body).toMatchObject({ queue: 'emails', type: 'send', concurrencyKey: 'customer-42' }));
+  });
+
+  it('a job without a concurrency key shows —, and its clone sends none', async () => {
+    signedInAs('operator');
+    jobRoutes();
+    route('POST /jobs', { status: 201, body: aJob({ id: '0190f5a0-0000-7000-8000-000000000002', status: 'waiting' }) });
+    renderAt(`/jobs/${ID}`);
+    expect((await screen.findByText('Concurrency key')).nextElementSibling?.textContent).toBe('—');
+    fireEvent.click(screen.getByRole('button', { name: 'Clone as new job' }));
+    fireEvent.click(screen.getByRole('button', { name: 'Enqueue the copy' }));
+    await waitFor(() => expect(calls.some((c) => c.method === 'POST')).toBe(true));
+    expect(calls.find((c) => c.method === 'POST')?.body).not.toHaveProperty('concurrencyKey');
+  });
 });

@@ -109,6 +109,8 @@ export function JobView() {
           </dd></div>
           <div><dt>Priority</dt>
           <dd>{j.priority}</dd></div>
+          <div><dt>Concurrency key</dt>
+          <dd>{j.concurrencyKey == null ? '—' : <span className="mono">{j.concurrencyKey}</span>}</dd></div>
           <div><dt>Worker</dt>
           <dd>{j.workerId ?? '—'}</dd></div>
           <div><dt>Created</dt>

@@ -41,6 +41,20 @@ describe('jobs explorer', () => {
   });
 });
 
+describe('jobs explorer: concurrency key', () => {
+  it('is a column of the results (— for jobs without one)', async () => {
+    signedInAs('viewer');
+    route('GET /jobs', { items: [aJob({ id: id(2), concurrencyKey: 'customer-42' }), aJob({ id: id(1) })], nextCursor: null });
+    renderAt('/jobs?queue=emails');
+    await screen.findByText('customer-42');
+    const region = screen.getByRole('region', { name: 'Jobs' });
+    const headers = [...region.querySelectorAll('th')].map((th) => th.textContent);
+    const col = headers.indexOf('Concurrency key');
+    expect(col).toBeGreaterThan(-1);
+    expect([...region.querySelectorAll('tbody tr')].map((tr) => tr.querySelectorAll('td')[col].textContent)).toEqual(['customer-42', '—']);
+  });
+});
+
 describe('explorer filter query', () => {
   const form = (o: Record<string, string>) => {
     const f = new FormData();

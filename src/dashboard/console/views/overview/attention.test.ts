@@ -11,6 +11,10 @@ const q = (over: Partial<Queue> & { c?: Partial<typeof counts> } = {}): Queue =>
   defaults: { maxAttempts: 3, backoff: { type: 'fixed', delayMs: 1, maxDelayMs: 1, jitter: 'none' }, timeoutMs: 1 },
   external: false,
   payloadSearch: false,
+  keyConcurrency: null,
+  keyRateLimit: null,
+  fairness: 'fifo',
+  agingMs: null,
   counts: { ...counts, ...over.c },
   ...over,
 });

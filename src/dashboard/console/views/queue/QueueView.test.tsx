@@ -1,4 +1,4 @@
-import { fireEvent, screen, within } from '@testing-library/react';
+import { fireEvent, screen, waitFor, within } from '@testing-library/react';
 import { describe, expect, it } from 'vitest';
 import { calls, envelope, route } from '../../test/fake-server';
 import { aJob, renderAt, signedInAs } from '../../test/render';
@@ -11,6 +11,10 @@ const queue = (paused = false) => ({
   defaults: { maxAttempts: 3, backoff: { type: 'exponential', delayMs: 2000, maxDelayMs: 3600000, jitter: 'equal' }, timeoutMs: 600000 },
   external: false,
   counts: { waiting: 2, delayed: 0, active: 1, completed: 5, failed: 0, cancelled: 0 },
+  keyConcurrency: null,
+  keyRateLimit: { max: 100, durationMs: 60000 },
+  fairness: 'round_robin',
+  agingMs: null,
 });
 
 describe('queue view', () => {
@@ -46,6 +50,49 @@ describe('queue view', () => {
     await screen.findByText('must be at most 86400000');
     expect(screen.getByLabelText('Rate limit: per (ms)').getAttribute('aria-invalid')).toBe('true');
     expect(calls.find((c) => c.method === 'PUT')?.body).toMatchObject({ maxConcurrency: 4, rateLimit: { max: 10, durationMs: 99999999999 } });
+    // Per-key fields left as loaded are not sent (GET answers the effective fairness: sending it would pin it).
+    for (const f of ['keyConcurrency', 'keyRateLimit', 'fairness', 'agingMs']) expect(calls.find((c) => c.method === 'PUT')?.body).not.toHaveProperty(f);
+  });
+
+  it('settings per concurrency key: shown as loaded, checked against the bounds, only what changed is sent; the keys refresh', async () => {
+    signedInAs('operator');
+    let q = queue();
+    route('GET /queues/emails', () => q);
+    route('GET /jobs', { items: [], nextCursor: null });
+    route('GET /queues/emails/keys', { items: [] });
+    route('PUT /queues/emails', ({ body }: { body: Record<string, unknown> }) => (q = { ...q, ...body, fairness: (body.fairness as string | null) ?? 'round_robin' } as typeof q));
+    renderAt('/queues/emails');
+    const conc = await screen.findByLabelText('Per-key concurrency');
+    expect((conc as HTMLInputElement).value).toBe('');
+    expect((screen.getByLabelText('Per-key rate limit: starts') as HTMLInputElement).value).toBe('100');
+    expect((screen.getByLabelText('Per-key rate limit: per (ms)') as HTMLInputElement).value).toBe('60000');
+    expect((screen.getByLabelText('Fairness') as HTMLSelectElement).value).toBe('round_robin');
+    const aging = screen.getByLabelText('Aging: +1 priority per (ms)');
+    fireEvent.change(conc, { target: { value: '100001' } });
+    fireEvent.change(screen.getByLabelText('Per-key rate limit: starts'), { target: { value: '10001' } });
+    fireEvent.change(aging, { target: { value: '999' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    expect(screen.getByText('must be an integer 1..100000')).toBeTruthy();
+    expect(screen.getByText('must be an integer 1..10000')).toBeTruthy();
+    expect(screen.getByText('must be an integer 1000..86400000')).toBeTruthy();
+    expect([conc, aging].map((e) => e.getAttribute('aria-invalid'))).toEqual(['true', 'true']);
+    expect(calls.some((c) => c.method === 'PUT')).toBe(false);
+    fireEvent.change(conc, { target: { value: '3' } });
+    fireEvent.change(screen.getByLabelText('Per-key rate limit: starts'), { target: { value: '' } });
+    fireEvent.change(screen.getByLabelText('Per-key rate limit: per (ms)'), { target: { value: '' } });
+    fireEvent.change(screen.getByLabelText('Fairness'), { target: { value: 'default' } });
+    fireEvent.change(aging, { target: { value: '60000' } });
+    const keyCalls = () => calls.filter((c) => c.url.pathname === '/queues/emails/keys').length;
+    const before = keyCalls();
+    fireEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    await screen.findByText('Saved.');
+    expect(calls.find((c) => c.method === 'PUT')?.body).toMatchObject({ keyConcurrency: 3, keyRateLimit: null, fairness: null, agingMs: 60000 });
+    // The keys' effective limits follow the queue's: the list is asked again.
+    await waitFor(() => expect(keyCalls()).toBeGreaterThan(before));
+    // Saved: the form now holds what the server answered, and an unchanged save sends no per-key field.
+    fireEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    await waitFor(() => expect(calls.filter((c) => c.method === 'PUT')).toHaveLength(2));
+    for (const f of ['keyConcurrency', 'keyRateLimit', 'fairness', 'agingMs']) expect(calls.filter((c) => c.method === 'PUT')[1].body).not.toHaveProperty(f);
   });
 
   it('a viewer sees the settings read-only and no pause, cancel or retry', async () => {

@@ -6,9 +6,10 @@ import { QueryState, Section, StatusBadge } from '../../components/bits';
 import { useQueue, useQueueActions } from '../../hooks/queues';
 import { usePermissions } from '../../hooks/session';
 import { JobsList } from '../jobs/JobsView';
+import { KeysPanel } from './KeysPanel';
 import { QueueSettingsForm } from './QueueSettingsForm';
 
-/** `/ui/queues/:name`: counts, pause/resume (confirmed), settings, jobs by status in tabs. */
+/** `/ui/queues/:name`: counts, pause/resume (confirmed), the busiest concurrency keys and their overrides, settings, jobs by status in tabs. */
 export function QueueView() {
   const { name = '' } = useParams();
   const q = useQueue(name);
@@ -42,6 +43,9 @@ export function QueueView() {
             </div>
           ))}
         </dl>
+      </Section>
+      <Section title="Busiest keys">
+        <KeysPanel queue={queue} canEdit={canOperate} />
       </Section>
       <Section title="Settings">
         <QueueSettingsForm key={queue.name} queue={queue} canEdit={canOperate} save={(s) => act.configure.mutateAsync(s)} />

@@ -18,6 +18,7 @@ const schedule: Schedule = {
   maxAttempts: null,
   backoff: null,
   timeoutMs: null,
+  concurrencyKey: null,
   enabled: false,
   nextRunAt: null,
   lastRunAt: null,
