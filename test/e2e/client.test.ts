@@ -201,6 +201,14 @@ describe('SluiceClient (e2e)', () => {
     await expect(client.queues.keys('cl-nope')).rejects.toBeInstanceOf(NotFoundError);
     await expect(client.queues.setKeyOverride('cl-nope', 'k', { concurrency: 1 })).rejects.toBeInstanceOf(NotFoundError);
     await expect(client.queues.setKeyOverride('cl-keys', 'k', { concurrency: 0 })).rejects.toBeInstanceOf(ValidationFailedError);
+    // `.` and `..` would leave as another route (dot segments): refused before sending.
+    const counting = via();
+    for (const key of ['.', '..']) {
+      await expect(counting.queues.setKeyOverride('cl-keys', key, { concurrency: 1 })).rejects.toMatchObject({ name: 'ValidationFailedError', status: 0, details: [{ path: 'key' }] });
+      await expect(counting.queues.deleteKeyOverride('cl-keys', key)).rejects.toBeInstanceOf(ValidationFailedError);
+    }
+    expect(proxy.seen).toEqual([]);
+    expect((await client.queues.setKeyOverride('cl-keys', '...', { concurrency: 1 })).key).toBe('...');
   });
 
   describe('retries', () => {

@@ -1,5 +1,5 @@
 import createClient, { type Client } from 'openapi-fetch';
-import { errorFromResponse } from './errors';
+import { errorFromResponse, ValidationFailedError } from './errors';
 import type { components, operations, paths } from './schema';
 import { traceHeaders } from './tracing';
 import { callFetch, DEFAULT_RETRIES, type CallOptions, type RetryPolicy, type TransportOptions } from './transport';
@@ -202,10 +202,10 @@ export class SluiceClient {
      * (only the fields sent change; null removes one). The key travels URL-encoded. @throws NotFoundError (unknown queue)
      */
     setKeyOverride: async (name: string, key: string, body: KeyOverride, opts: RequestOptions = {}): Promise<QueueKey> =>
-      (await this.send(this.raw.PUT('/queues/{name}/keys/{key}', { params: { path: { name, key } }, body, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data,
+      (await this.send(this.raw.PUT('/queues/{name}/keys/{key}', { params: { path: { name, key: keyInPath(key) } }, body, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data,
     /** `DELETE /queues/:name/keys/:key`: removes the key's override (idempotent). @throws NotFoundError (unknown queue) */
     deleteKeyOverride: async (name: string, key: string, opts: RequestOptions = {}): Promise<QueueKey> =>
-      (await this.send(this.raw.DELETE('/queues/{name}/keys/{key}', { params: { path: { name, key } }, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data,
+      (await this.send(this.raw.DELETE('/queues/{name}/keys/{key}', { params: { path: { name, key: keyInPath(key) } }, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data,
   };
 
   // ---- external worker protocol (ExternalWorker uses these)
@@ -257,6 +257,18 @@ export class SluiceClient {
     if (!response.ok) throw errorFromResponse(response.status, error, response.headers);
     return { data: data as T, response };
   }
+}
+
+/**
+ * A concurrency key as a path segment. `.` and `..` cannot be one: fetch's URL
+ * parser resolves them as dot segments (even percent-encoded), so the request
+ * would go to another route. Refused before anything is sent.
+ * @throws ValidationFailedError (status 0: not the server's answer) naming `key`.
+ */
+function keyInPath(key: string): string {
+  if (key !== '.' && key !== '..') return key;
+  const message = 'the keys "." and ".." cannot travel in a URL path (URL parsers resolve them as dot segments)';
+  throw new ValidationFailedError(`invalid key: ${message}`, 0, 'validation_failed', [{ path: 'key', message }]);
 }
 
 /** Yields the items of page after page until `nextCursor` is null. */
