@@ -323,7 +323,8 @@ class Job:
     """One claimed job as a handler sees it.
 
     Fields: ``id``, ``type``, ``queue``, ``payload``, ``attempts`` (this attempt,
-    1-based), ``max_attempts``, ``raw`` (the claim's job object). Events:
+    1-based), ``max_attempts``, ``concurrency_key`` (None when the job has none),
+    ``raw`` (the claim's job object). Events:
     ``cancelled`` (a client asked to cancel), ``lease_lost``, ``stopping`` (the
     worker is shutting down: finish soon). :meth:`progress` and :meth:`log` are
     sent with the next heartbeat.
@@ -337,6 +338,7 @@ class Job:
         self.payload: Any = raw.get("payload")
         self.attempts: int = int(raw.get("attempts") or 1)
         self.max_attempts: int = int(raw.get("maxAttempts") or 1)
+        self.concurrency_key: Optional[str] = raw.get("concurrencyKey")
         self.lock_token: str = raw["lockToken"]
         self.cancel_event = threading.Event()
         self.lease_lost_event = threading.Event()

@@ -1,6 +1,6 @@
 import { DEFAULT_BACKOFF } from './backoff';
 import { ValidationError } from './errors';
-import { EnqueueInput, LIMITS, NAMED_PRIORITIES, PayloadTooLargeError, normalizeEnqueue } from './job-options';
+import { EnqueueInput, flowKeyProblem, LIMITS, NAMED_PRIORITIES, PayloadTooLargeError, normalizeEnqueue } from './job-options';
 
 const MAX = 524_288;
 
@@ -201,5 +201,89 @@ describe('normalizeEnqueue: payload size', () => {
     const n = normalizeEnqueue({ type: 't', payload: { s: '\ud800', e: '😀' } }, MAX);
     expect(n.payloadJson).toBe('{"s":"\\ud800","e":"😀"}');
     expect(JSON.parse(n.payloadJson)).toEqual({ s: '\ud800', e: '😀' });
+  });
+});
+
+describe('normalizeEnqueue: flow control per key (concurrencyKey, debounce)', () => {
+  it('keeps a concurrencyKey of 1 and of 128 characters, and a debounce with or without maxWaitMs', () => {
+    expect(normalizeEnqueue({ type: 't', concurrencyKey: 'c' }, MAX).concurrencyKey).toBe('c');
+    expect(normalizeEnqueue({ type: 't', concurrencyKey: 'é'.repeat(128) }, MAX).concurrencyKey).toBe('é'.repeat(128));
+    expect(normalizeEnqueue({ type: 't', concurrencyKey: '😀'.repeat(64) }, MAX).concurrencyKey).toBe('😀'.repeat(64));
+    expect(normalizeEnqueue({ type: 't', debounce: { key: 'k', windowMs: 100 } }, MAX).debounce).toEqual({ key: 'k', windowMs: 100 });
+    expect(normalizeEnqueue({ type: 't', debounce: { key: 'k'.repeat(128), windowMs: 86_400_000, maxWaitMs: 604_800_000 } }, MAX).debounce).toEqual({
+      key: 'k'.repeat(128),
+      windowMs: 86_400_000,
+      maxWaitMs: 604_800_000,
+    });
+    // maxWaitMs may equal windowMs; concurrencyKey and debounce together are fine.
+    expect(normalizeEnqueue({ type: 't', concurrencyKey: 'c', debounce: { key: 'k', windowMs: 500, maxWaitMs: 500 } }, MAX)).toMatchObject({
+      concurrencyKey: 'c',
+      debounce: { key: 'k', windowMs: 500, maxWaitMs: 500 },
+    });
+  });
+
+  it('leaves both undefined when absent', () => {
+    const n = normalizeEnqueue({ type: 't' }, MAX);
+    expect(n.concurrencyKey).toBeUndefined();
+    expect(n.debounce).toBeUndefined();
+  });
+
+  it('keeps only the known fields of debounce', () => {
+    const n = normalizeEnqueue({ type: 't', debounce: { key: 'k', windowMs: 100, extra: 1 } as never }, MAX);
+    expect(n.debounce).toEqual({ key: 'k', windowMs: 100 });
+  });
+
+  it.each([
+    [{ concurrencyKey: '' }, 'concurrencyKey', /1\.\.128/],
+    [{ concurrencyKey: 'c'.repeat(129) }, 'concurrencyKey', /1\.\.128/],
+    [{ concurrencyKey: 42 }, 'concurrencyKey', /string/],
+    [{ concurrencyKey: null }, 'concurrencyKey', /string/],
+    [{ concurrencyKey: 'a\u0000b' }, 'concurrencyKey', /NUL/],
+    [{ concurrencyKey: 'a\ud800' }, 'concurrencyKey', /surrogate/],
+    [{ concurrencyKey: '\udc00a' }, 'concurrencyKey', /surrogate/],
+    [{ debounce: 'k' }, 'debounce', /object/],
+    [{ debounce: null }, 'debounce', /object/],
+    [{ debounce: [1] }, 'debounce', /object/],
+    [{ debounce: { windowMs: 100 } }, 'debounce.key', /1\.\.128/],
+    [{ debounce: { key: '', windowMs: 100 } }, 'debounce.key', /1\.\.128/],
+    [{ debounce: { key: 'k'.repeat(129), windowMs: 100 } }, 'debounce.key', /1\.\.128/],
+    [{ debounce: { key: 'a\u0000', windowMs: 100 } }, 'debounce.key', /NUL/],
+    [{ debounce: { key: '\ud83d', windowMs: 100 } }, 'debounce.key', /surrogate/],
+    [{ debounce: { key: 'k' } }, 'debounce.windowMs', /100\.\.86400000/],
+    [{ debounce: { key: 'k', windowMs: 99 } }, 'debounce.windowMs', /100\.\.86400000/],
+    [{ debounce: { key: 'k', windowMs: 86_400_001 } }, 'debounce.windowMs', /100\.\.86400000/],
+    [{ debounce: { key: 'k', windowMs: 100.5 } }, 'debounce.windowMs', /integer/],
+    [{ debounce: { key: 'k', windowMs: '100' } }, 'debounce.windowMs', /integer/],
+    [{ debounce: { key: 'k', windowMs: 1000, maxWaitMs: 999 } }, 'debounce.maxWaitMs', /windowMs\.\.604800000/],
+    [{ debounce: { key: 'k', windowMs: 1000, maxWaitMs: 604_800_001 } }, 'debounce.maxWaitMs', /604800000/],
+    [{ debounce: { key: 'k', windowMs: 1000, maxWaitMs: 1000.5 } }, 'debounce.maxWaitMs', /integer/],
+    [{ debounce: { key: 'k', windowMs: 1000, maxWaitMs: null } }, 'debounce.maxWaitMs', /integer/],
+    [{ debounce: { key: 'k', windowMs: 100 }, idempotencyKey: 'i' }, 'debounce', /idempotencyKey/],
+  ])('%j is refused on %s', (input, path, message) => {
+    const d = details({ type: 't', ...input });
+    expect(d).toEqual([{ path, message: expect.stringMatching(message) }]);
+  });
+
+  it('a bad windowMs bounds maxWaitMs by the smallest window; every bad field is listed, with the batch prefix', () => {
+    expect(details({ type: 't', debounce: { key: '', windowMs: 5, maxWaitMs: 50 } }, MAX, 'jobs.2.').map((x) => x.path)).toEqual([
+      'jobs.2.debounce.key',
+      'jobs.2.debounce.windowMs',
+      'jobs.2.debounce.maxWaitMs',
+    ]);
+    expect(paths({ type: 't', debounce: { key: 'k', windowMs: 5, maxWaitMs: 100 } })).toEqual(['debounce.windowMs']);
+    expect(paths({ type: 't', concurrencyKey: '', debounce: { key: 'k', windowMs: 100 }, idempotencyKey: 'i' })).toEqual(['concurrencyKey', 'debounce']);
+  });
+});
+
+describe('flowKeyProblem', () => {
+  it('accepts 1..128 well-formed characters and names the problem otherwise', () => {
+    expect(flowKeyProblem('x')).toBeNull();
+    expect(flowKeyProblem('x'.repeat(LIMITS.maxFlowKeyLength))).toBeNull();
+    expect(flowKeyProblem('customer/42 ü 😀')).toBeNull();
+    expect(flowKeyProblem('x'.repeat(129))).toMatch(/1\.\.128/);
+    expect(flowKeyProblem('')).toMatch(/1\.\.128/);
+    expect(flowKeyProblem(undefined)).toMatch(/string/);
+    expect(flowKeyProblem('\u0000')).toMatch(/NUL/);
+    expect(flowKeyProblem('\udfff')).toMatch(/surrogate/);
   });
 });

@@ -27,6 +27,27 @@ export const LIMITS = Object.freeze({
   maxAttempts: 100,
   maxTimeoutMs: 86_400_000,
   maxIdempotencyKeyLength: 255,
+  /** A job's `concurrencyKey` and a `debounce.key`, characters (API.md v1.1/v1.2 "Flow control per key"). */
+  maxFlowKeyLength: 128,
+  /** `debounce.windowMs`, ms (API.md v1.2). */
+  minDebounceWindowMs: 100,
+  maxDebounceWindowMs: 86_400_000,
+  /** `debounce.maxWaitMs` upper bound, ms (one week, API.md v1.2); its lower bound is the windowMs sent. */
+  maxDebounceMaxWaitMs: 604_800_000,
+  /** A queue's `keyConcurrency` and a key's override `concurrency`: active jobs per concurrency key. */
+  maxKeyConcurrency: 100_000,
+  /**
+   * A queue's `keyRateLimit.max` and a key's override `rateLimit.max`: starts per
+   * window per key. The window slides: each key keeps the start times of its
+   * window as a list, so `max` bounds that list (10,000: *ours*).
+   */
+  maxKeyRateLimitMax: 10_000,
+  /** A queue's `agingMs`, ms (1 s .. 1 day). */
+  minAgingMs: 1000,
+  maxAgingMs: 86_400_000,
+  /** `GET /queues/:name/keys?limit=`: 1..1000, default 50. */
+  maxKeysListLimit: 1000,
+  defaultKeysListLimit: 50,
   defaultTimeoutMs: 600_000,
   defaultQueue: 'default',
 });
@@ -57,6 +78,17 @@ export interface EnqueueInput {
   backoff?: BackoffSpec;
   timeoutMs?: number;
   idempotencyKey?: string;
+  /** The job's concurrency key (API.md v1.1 "Flow control per key"): 1..128 characters. */
+  concurrencyKey?: string;
+  /** API.md v1.2 debounce; exclusive with idempotencyKey. */
+  debounce?: DebounceSpec;
+}
+
+/** API.md v1.2 "Flow control per key: debounce": key 1..128 chars, windowMs 100..86,400,000, maxWaitMs windowMs..604,800,000 (absent: no bound). */
+export interface DebounceSpec {
+  key: string;
+  windowMs: number;
+  maxWaitMs?: number;
 }
 
 /**
@@ -83,6 +115,55 @@ export interface NormalizedEnqueue {
 }
 
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
+
+/**
+ * Why `v` cannot be a flow-control key (a job's `concurrencyKey`, a
+ * `debounce.key`, a key of `/queues/:name/keys/:key`), or null when it can:
+ * a string of 1..{@link LIMITS.maxFlowKeyLength} characters without NUL or
+ * a lone surrogate. The HTTP layer refuses NUL and lone surrogates in every
+ * body, query and path already; checked here too for callers that are not
+ * HTTP (schedules), since Redis keeps keys as UTF-8, where two keys that
+ * differ only in a lone surrogate would become one.
+ */
+export function flowKeyProblem(v: unknown): string | null {
+  if (typeof v !== 'string' || v.length < 1 || v.length > LIMITS.maxFlowKeyLength) return `must be a string of 1..${LIMITS.maxFlowKeyLength} characters`;
+  if (v.includes('\u0000')) return 'must not contain NUL characters (U+0000)';
+  if (LONE_SURROGATE.test(v)) return 'must be well-formed Unicode (no lone surrogates)';
+  return null;
+}
+
+/**
+ * Validates a `debounce` object (API.md v1.2), reporting each bad field
+ * through `bad` (`debounce.key`, `debounce.windowMs`, `debounce.maxWaitMs`).
+ * @returns the spec with only its known fields, or undefined when it is bad.
+ */
+function checkDebounce(v: unknown, bad: (path: string, message: string) => void): DebounceSpec | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+    bad('debounce', 'must be an object {key, windowMs, maxWaitMs?}');
+    return undefined;
+  }
+  const d = v as Record<string, unknown>;
+  let ok = true;
+  const keyProblem = flowKeyProblem(d.key);
+  if (keyProblem) {
+    bad('debounce.key', keyProblem);
+    ok = false;
+  }
+  const windowOk = isInt(d.windowMs) && d.windowMs >= LIMITS.minDebounceWindowMs && d.windowMs <= LIMITS.maxDebounceWindowMs;
+  if (!windowOk) {
+    bad('debounce.windowMs', `must be an integer ${LIMITS.minDebounceWindowMs}..${LIMITS.maxDebounceWindowMs}`);
+    ok = false;
+  }
+  if (d.maxWaitMs !== undefined) {
+    const min = windowOk ? (d.windowMs as number) : LIMITS.minDebounceWindowMs;
+    if (!(isInt(d.maxWaitMs) && d.maxWaitMs >= min && d.maxWaitMs <= LIMITS.maxDebounceMaxWaitMs)) {
+      bad('debounce.maxWaitMs', `must be an integer ${windowOk ? 'windowMs' : LIMITS.minDebounceWindowMs}..${LIMITS.maxDebounceMaxWaitMs}`);
+      ok = false;
+    }
+  }
+  if (!ok) return undefined;
+  return d.maxWaitMs === undefined ? { key: d.key as string, windowMs: d.windowMs as number } : { key: d.key as string, windowMs: d.windowMs as number, maxWaitMs: d.maxWaitMs as number };
+}
 
 /**
  * Validates and normalizes one enqueue input.
@@ -131,6 +212,16 @@ export function normalizeEnqueue(input: EnqueueInput, maxPayloadBytes: number, p
     // two different keys would collide.
     bad('idempotencyKey', 'must be well-formed Unicode (no lone surrogates)');
   }
+  if (input.concurrencyKey !== undefined) {
+    const problem = flowKeyProblem(input.concurrencyKey);
+    if (problem) bad('concurrencyKey', problem);
+  }
+  let debounce: DebounceSpec | undefined;
+  if (input.debounce !== undefined) {
+    debounce = checkDebounce(input.debounce, bad);
+    // One job per debounce key would be a second identity beside the idempotency key's: the two never combine.
+    if (input.idempotencyKey !== undefined) bad('debounce', 'debounce and idempotencyKey are mutually exclusive');
+  }
   if (details.length) throw new ValidationError('invalid job', details);
   const payloadJson = JSON.stringify(payload);
   if (Buffer.byteLength(payloadJson) > maxPayloadBytes) throw new PayloadTooLargeError(maxPayloadBytes);
@@ -145,6 +236,8 @@ export function normalizeEnqueue(input: EnqueueInput, maxPayloadBytes: number, p
     backoff,
     timeoutMs: input.timeoutMs,
     idempotencyKey: input.idempotencyKey,
+    concurrencyKey: input.concurrencyKey,
+    debounce,
   };
 }
 

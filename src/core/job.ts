@@ -20,6 +20,8 @@ export interface Job {
   backoff: BackoffSpec;
   timeoutMs: number;
   idempotencyKey: string | null;
+  /** The job's concurrency key (API.md v1.1 "Flow control per key"); null when it has none. */
+  concurrencyKey: string | null;
   progress: Json | null;
   result: Json | null;
   lastError: string | null;

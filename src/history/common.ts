@@ -29,7 +29,7 @@ export const epochMs = (col: string): string => `round(extract(epoch FROM ${col}
  * `job_events_job` index, and only for active rows.
  */
 export const JOB_SELECT = `j.id, j.queue, j.type, j.status, j.priority, j.attempts, j.max_attempts, j.backoff, j.timeout_ms,
-  j.idempotency_key, j.payload, j.progress, j.result, j.last_error, j.worker_id, j.execution_seq,
+  j.idempotency_key, j.concurrency_key, j.payload, j.progress, j.result, j.last_error, j.worker_id, j.execution_seq,
   ${epochMs('j.created_at')} AS created_ms, ${epochMs('j.run_at')} AS run_ms, ${epochMs('j.started_at')} AS started_ms,
   ${epochMs('j.finished_at')} AS finished_ms, ${epochMs('j.updated_at')} AS updated_ms,
   CASE WHEN j.status = 'active' THEN EXISTS (
@@ -48,6 +48,7 @@ export interface JobRow {
   backoff: string;
   timeout_ms: number;
   idempotency_key: string | null;
+  concurrency_key: string | null;
   payload: string;
   progress: string | null;
   result: string | null;
@@ -100,6 +101,8 @@ export function rowToJob(r: JobRow): Job {
     backoff: parseBackoff(r.backoff),
     timeoutMs: r.timeout_ms,
     idempotencyKey: r.idempotency_key,
+    // Rows mirrored before the column existed read null (migration 1796001600000-ConcurrencyKeys).
+    concurrencyKey: r.concurrency_key ?? null,
     progress: parseJsonOrNull(r.progress),
     result: parseJsonOrNull(r.result),
     lastError: r.last_error,

@@ -116,7 +116,7 @@ function dlqRowToJob(r: DlqRow): Job {
     ? rowToJob(r)
     : {
         id: r.d_id, queue: r.d_queue, type: r.d_type, payload: {}, status: 'failed', priority: 0, attempts: r.d_attempts,
-        maxAttempts: Math.max(1, r.d_attempts), backoff: { ...DEFAULT_BACKOFF }, timeoutMs: 600_000, idempotencyKey: null,
+        maxAttempts: Math.max(1, r.d_attempts), backoff: { ...DEFAULT_BACKOFF }, timeoutMs: 600_000, idempotencyKey: null, concurrencyKey: null,
         progress: null, result: null, lastError: null, workerId: null, createdAt: r.failed_ms, runAt: r.failed_ms,
         startedAt: null, finishedAt: r.failed_ms, updatedAt: r.failed_ms, executionSeq: r.d_attempts, cancelRequested: false,
       };

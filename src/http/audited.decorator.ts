@@ -9,11 +9,14 @@ export const AUDIT_METADATA = 'sluice:audit';
  * Where the target of an audited action is read (never from anything but the
  * one named field; a value that is not a string of 1..200 characters gives no target):
  * - `param`: a route parameter (`/queues/:name/pause` → `{param: 'name'}`);
+ * - `params`: route parameters joined with `/`, for a thing named within
+ *   another (`/queues/:name/keys/:key` → `{params: ['name', 'key']}` → `emails/customer-42`;
+ *   no target unless each is a non-empty string);
  * - `query`: a query-string field;
  * - `body`: a top-level string field of the JSON body (a queue name, never a payload);
  * - `result`: a top-level field of the answer (the id of what the call created).
  */
-export type AuditTarget = { param: string } | { query: string } | { body: string } | { result: string };
+export type AuditTarget = { param: string } | { params: string[] } | { query: string } | { body: string } | { result: string };
 
 /**
  * A route's operator-audit declaration (docs/security.md, "Operator log"):

@@ -59,7 +59,7 @@ function httpLayerMessage(status: number, code: unknown, message: string): strin
   if (status === 413) return 'request body too large';
   if (status === 415) return 'Content-Type must be application/json for a request with a body';
   if (code === 'FST_ERR_BAD_URL') return 'malformed URL: a path segment is not valid percent-encoded UTF-8';
-  if (code === 'FST_ERR_MAX_PARAM_LENGTH') return 'a path segment (an id or a name) is longer than 100 characters';
+  if (code === 'FST_ERR_MAX_PARAM_LENGTH') return 'a path segment (an id, a name or a key) is longer than 256 characters';
   return message;
 }
 

@@ -81,7 +81,7 @@ export class DlqService {
     const revived = await this.deadLetters.revive({
       id, queue: copy.queue, type: copy.type, payload: JSON.stringify(payload ?? copy.payload), newPayload: payload !== undefined,
       priority: copy.priority, maxAttempts: copy.maxAttempts, timeoutMs: copy.timeoutMs, backoff: copy.backoff,
-      createdAt: copy.createdAt, executionSeq: copy.executionSeq, idempotencyKey: copy.idempotencyKey,
+      createdAt: copy.createdAt, executionSeq: copy.executionSeq, idempotencyKey: copy.idempotencyKey, concurrencyKey: copy.concurrencyKey,
     });
     // null: a concurrent retry recreated it first; retryJob then answers by its state.
     return revived ?? this.deadLetters.retryAndGet(copy.queue, id, payload);

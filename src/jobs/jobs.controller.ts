@@ -26,14 +26,21 @@ export class JobsController {
 
   /**
    * 201 with the new job; 200 with the existing job and
-   * `Idempotent-Replayed: true` when its idempotency key matched.
+   * `Idempotent-Replayed: true` when its idempotency key matched; 200 with
+   * the updated job and `Sluice-Debounced: true` when its debounce key
+   * matched a job not claimed yet (API.md v1.2).
    */
   @Post()
   @Access('producer')
   @NotAudited('enqueue: in the job history already, and the hot path')
   @ApiOperation({ operationId: 'enqueueJob', summary: 'Enqueue a job' })
   @ApiAnswer(201, 'Job', 'The new job.')
-  @ApiAnswer(200, 'Job', 'The idempotency key matched a job enqueued with the same body: that job.', ['Idempotent-Replayed'])
+  @ApiAnswer(
+    200,
+    'Job',
+    'Either the idempotency key matched a job enqueued with the same body: that job (`Idempotent-Replayed: true`); or the debounce key matched a job of the queue not claimed yet: that job, updated with this body and its runAt moved (`Sluice-Debounced: true`).',
+    ['Idempotent-Replayed', 'Sluice-Debounced'],
+  )
   @ApiErrors([409, 'The idempotency key was used with a different body (code conflict).'])
   @ApiBody({ type: EnqueueJobDto })
   @ApiTraceHeaders()
@@ -42,6 +49,7 @@ export class JobsController {
     const pending = this.jobs.enqueue([body], false, principalOf(req).project, trace?.carry);
     const [r] = await (trace?.span ? spanEnqueue(trace, pending) : pending);
     if (r.replayed) void reply.status(200).header('idempotent-replayed', 'true');
+    else if (r.debounced) void reply.status(200).header('sluice-debounced', 'true');
     else void reply.status(201);
     return toApiJob(r.job);
   }

@@ -25,6 +25,8 @@ export interface Enqueued {
   job: Job;
   /** An idempotency key matched an existing job: nothing was written. */
   replayed: boolean;
+  /** A debounce key matched a job not claimed yet: that job was updated instead of a new one created (API.md v1.2). */
+  debounced: boolean;
 }
 
 /**
@@ -79,10 +81,13 @@ export class JobsService {
     const results = await this.store.enqueue(normalized, trace);
     return Promise.all(
       results.map(async (r, i) => {
-        // A new job is rendered from what the enqueue resolved (no read-back: the hot path);
-        // a replayed one is read, since it may have moved on since it was created.
-        const job = r.created ? createdJob(r.id, r.status as JobStatus, normalized[i], bodies[i].payload as Record<string, Json> | undefined, r.created) : await this.mustGet(r.id, normalized[i].queue);
-        return { job, replayed: r.replayed };
+        // A new or debounced job is rendered from what the enqueue resolved (no read-back: the hot
+        // path; a debounced job is never-claimed and now holds this request's spec); a replayed one
+        // is read, since it may have moved on since it was created.
+        const job = r.created
+          ? createdJob(r.id, r.status as JobStatus, normalized[i], bodies[i].payload as Record<string, Json> | undefined, r.created)
+          : await this.mustGet(r.id, normalized[i].queue);
+        return { job, replayed: r.replayed, debounced: r.debounced === true };
       }),
     );
   }
@@ -209,10 +214,19 @@ function toInput(b: EnqueueJobDto): EnqueueInput {
     backoff: b.backoff ? (Object.fromEntries(Object.entries(b.backoff).filter(([, v]) => v !== undefined && v !== null)) as EnqueueInput['backoff']) : undefined,
     timeoutMs: b.timeoutMs ?? undefined,
     idempotencyKey: b.idempotencyKey ?? undefined,
+    concurrencyKey: b.concurrencyKey ?? undefined,
+    // Only the fields the client sent (the DTO instance has no others: unknown ones are refused).
+    debounce: b.debounce
+      ? (Object.fromEntries(Object.entries(b.debounce).filter(([, v]) => v !== undefined && v !== null)) as EnqueueInput['debounce'])
+      : undefined,
   };
 }
 
-/** The job as it was just created: its state at enqueue time (a worker may have taken it since). */
+/**
+ * The job as it was just created, or just updated by a debounce (then `c` has
+ * its first enqueue's createdAt and the update's time as updatedAt): its state
+ * at enqueue time (a worker may have taken it since).
+ */
 export function createdJob(id: string, status: JobStatus, n: NormalizedEnqueue, payload: Record<string, Json> | undefined, c: NonNullable<EnqueueResult['created']>): Job {
   let backoff: BackoffSpec;
   try {
@@ -232,6 +246,7 @@ export function createdJob(id: string, status: JobStatus, n: NormalizedEnqueue, 
     backoff,
     timeoutMs: c.timeoutMs,
     idempotencyKey: n.idempotencyKey ?? null,
+    concurrencyKey: n.concurrencyKey ?? null,
     progress: null,
     result: null,
     lastError: null,
@@ -240,7 +255,7 @@ export function createdJob(id: string, status: JobStatus, n: NormalizedEnqueue, 
     runAt: c.runAt,
     startedAt: null,
     finishedAt: null,
-    updatedAt: c.createdAt,
+    updatedAt: c.updatedAt ?? c.createdAt,
     executionSeq: 0,
     cancelRequested: false,
   };

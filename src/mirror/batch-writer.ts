@@ -7,7 +7,7 @@ import type { MirrorBatch, EventRow, ExecutionEnd, ExecutionStart, JobInsert, Jo
 /** Bits of JobPatch.mask: which columns a patch sets (others stay as they are). */
 const PATCH_COLUMNS = [
   'status', 'attempts', 'workerId', 'executionSeq', 'startedAt', 'finishedAt', 'runAt', 'lastError', 'result', 'progress', 'payload',
-  'type', 'priority', 'maxAttempts', 'timeoutMs', 'backoff',
+  'type', 'priority', 'maxAttempts', 'timeoutMs', 'backoff', 'concurrencyKey',
 ] as const;
 
 const ts = (col: string) => `to_timestamp(${col} / 1000.0)`;
@@ -145,7 +145,8 @@ function logRows(rows: LogRow[]): string {
 }
 
 const JOB_COPY_SQL = `COPY jobs (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload, execution_seq,
-                   created_at, run_at, updated_at, last_event_ms, last_event_seq, worker_id, started_at, finished_at, last_error, result, progress) FROM STDIN`;
+                   created_at, run_at, updated_at, last_event_ms, last_event_seq, worker_id, started_at, finished_at, last_error, result, progress,
+                   concurrency_key) FROM STDIN`;
 
 function jobRows(rows: JobInsert[]): string {
   let s = '';
@@ -154,7 +155,8 @@ function jobRows(rows: JobInsert[]): string {
       copyNumber(r.attempts) + '\t' + copyNumber(r.maxAttempts) + '\t' + copyText(r.backoff) + '\t' + copyNumber(r.timeoutMs) + '\t' +
       copyText(r.idempotencyKey) + '\t' + copyText(r.payload) + '\t' + copyNumber(r.executionSeq) + '\t' + copyTime(r.createdAt) + '\t' +
       copyTime(r.runAt) + '\t' + copyTime(r.updatedAt) + '\t' + r.streamMs + '\t' + r.streamSeq + '\t' + copyText(r.workerId) + '\t' +
-      copyTime(r.startedAt) + '\t' + copyTime(r.finishedAt) + '\t' + copyText(r.lastError) + '\t' + copyText(r.result) + '\t' + copyText(r.progress) + '\n';
+      copyTime(r.startedAt) + '\t' + copyTime(r.finishedAt) + '\t' + copyText(r.lastError) + '\t' + copyText(r.result) + '\t' + copyText(r.progress) + '\t' +
+      copyText(r.concurrencyKey) + '\n';
   }
   return s;
 }
@@ -247,20 +249,20 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
       out.push({
         sql: `INSERT INTO jobs AS j (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload,
                            execution_seq, created_at, run_at, updated_at, last_event_ms, last_event_seq,
-                           worker_id, started_at, finished_at, last_error, result, progress)
+                           worker_id, started_at, finished_at, last_error, result, progress, concurrency_key)
          SELECT id, q, ty, s, pr, a, ma, bo, tm, ik, p, x, ${ts('ca')}, ${ts('ra')}, ${ts('ua')}, sm, ss,
-                w, ${ts('sa')}, ${ts('fa')}, er, r, pg
+                w, ${ts('sa')}, ${ts('fa')}, er, r, pg, ck
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::int[], $9::text[], $10::text[],
                      $11::float8[], $12::float8[], $13::bigint[], $14::bigint[], $15::int[], $16::int[], $17::float8[], $18::text[],
-                     $19::float8[], $20::float8[], $21::text[], $22::text[], $23::text[])
-           AS u(id, q, ty, s, pr, ma, bo, tm, ik, p, ca, ra, sm, ss, a, x, ua, w, sa, fa, er, r, pg)
+                     $19::float8[], $20::float8[], $21::text[], $22::text[], $23::text[], $24::text[])
+           AS u(id, q, ty, s, pr, ma, bo, tm, ik, p, ca, ra, sm, ss, a, x, ua, w, sa, fa, er, r, pg, ck)
          ${JOB_UPSERT}`,
         params: [
           txt(i, (r) => r.id), txt(i, (r) => r.queue), txt(i, (r) => r.type), txt(i, (r) => r.status), num(i, (r) => r.priority), num(i, (r) => r.maxAttempts),
           txt(i, (r) => r.backoff), num(i, (r) => r.timeoutMs), txt(i, (r) => r.idempotencyKey), txt(i, (r) => r.payload), num(i, (r) => r.createdAt),
           num(i, (r) => r.runAt), num(i, (r) => r.streamMs), num(i, (r) => r.streamSeq), num(i, (r) => r.attempts), num(i, (r) => r.executionSeq),
           num(i, (r) => r.updatedAt), txt(i, (r) => r.workerId), num(i, (r) => r.startedAt), num(i, (r) => r.finishedAt), txt(i, (r) => r.lastError),
-          txt(i, (r) => r.result), txt(i, (r) => r.progress),
+          txt(i, (r) => r.result), txt(i, (r) => r.progress), txt(i, (r) => r.concurrencyKey),
         ],
       });
     }
@@ -340,7 +342,7 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
 
 /**
  * The idempotent tail of the jobs insert: an existing row is brought forward only by newer events.
- * The spec columns (type, priority, options) too: a `debounced` event folded into the insert changes them.
+ * The spec columns (type, priority, options, concurrency key) too: a `debounced` event folded into the insert changes them.
  */
 const JOB_UPSERT = `ON CONFLICT (id) DO UPDATE SET
          status = EXCLUDED.status, attempts = EXCLUDED.attempts, execution_seq = EXCLUDED.execution_seq, run_at = EXCLUDED.run_at,
@@ -348,7 +350,7 @@ const JOB_UPSERT = `ON CONFLICT (id) DO UPDATE SET
          finished_at = EXCLUDED.finished_at, last_error = EXCLUDED.last_error, result = EXCLUDED.result,
          progress = EXCLUDED.progress, payload = EXCLUDED.payload,
          type = EXCLUDED.type, priority = EXCLUDED.priority, max_attempts = EXCLUDED.max_attempts,
-         backoff = EXCLUDED.backoff, timeout_ms = EXCLUDED.timeout_ms,
+         backoff = EXCLUDED.backoff, timeout_ms = EXCLUDED.timeout_ms, concurrency_key = EXCLUDED.concurrency_key,
          last_event_ms = EXCLUDED.last_event_ms, last_event_seq = EXCLUDED.last_event_seq
        WHERE (j.last_event_ms, j.last_event_seq) < (EXCLUDED.last_event_ms, EXCLUDED.last_event_seq)`;
 
@@ -364,18 +366,19 @@ function planPatches(patches: JobPatch[]): PlannedStatement {
        ${set(4, 'started_at', ts('u.sa'))}, ${set(5, 'finished_at', ts('u.fa'))}, ${set(6, 'run_at', ts('u.ra'))},
        ${set(7, 'last_error', 'u.er')}, ${set(8, 'result', 'u.r')}, ${set(9, 'progress', 'u.pg')}, ${set(10, 'payload', 'u.p')},
        ${set(11, 'type', 'u.ty')}, ${set(12, 'priority', 'u.pr')}, ${set(13, 'max_attempts', 'u.ma')}, ${set(14, 'timeout_ms', 'u.tm')},
-       ${set(15, 'backoff', 'u.bo')},
+       ${set(15, 'backoff', 'u.bo')}, ${set(16, 'concurrency_key', 'u.ck')},
        updated_at = ${ts('u.ua')}, last_event_ms = u.sm, last_event_seq = u.ss
      FROM unnest($1::uuid[], $2::int[], $3::bigint[], $4::bigint[], $5::float8[], $6::text[], $7::int[], $8::text[], $9::int[],
                  $10::float8[], $11::float8[], $12::float8[], $13::text[], $14::text[], $15::text[], $16::text[],
-                 $17::text[], $18::int[], $19::int[], $20::int[], $21::text[])
-       AS u(id, m, sm, ss, ua, s, a, w, x, sa, fa, ra, er, r, pg, p, ty, pr, ma, tm, bo)
+                 $17::text[], $18::int[], $19::int[], $20::int[], $21::text[], $22::text[])
+       AS u(id, m, sm, ss, ua, s, a, w, x, sa, fa, ra, er, r, pg, p, ty, pr, ma, tm, bo, ck)
      WHERE j.id = u.id AND (j.last_event_ms, j.last_event_seq) < (u.sm, u.ss)`,
     params: [
       txt((p) => p.id), numArray(masks), num((p) => p.streamMs), num((p) => p.streamSeq), num((p) => p.updatedAt),
       txt((p) => p.status), num((p) => p.attempts), txt((p) => p.workerId), num((p) => p.executionSeq), num((p) => p.startedAt),
       num((p) => p.finishedAt), num((p) => p.runAt), txt((p) => p.lastError), txt((p) => p.result), txt((p) => p.progress), txt((p) => p.payload),
       txt((p) => p.type), num((p) => p.priority), num((p) => p.maxAttempts), num((p) => p.timeoutMs), txt((p) => p.backoff),
+      txt((p) => p.concurrencyKey),
     ],
   };
 }

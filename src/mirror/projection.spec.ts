@@ -64,7 +64,7 @@ describe('project: debounced', () => {
   it('sets the new spec (type, payload, priority, options, runAt) and status; the event row carries the payload', () => {
     const b = project([entry(1796000000500, `debounced|delayed|waiting|0|1796000000500|${id}|||-3|1796000000400|${o}`, ['ty', 'send.v2', 'p', '{"n":2}'])]);
     expect(b.patches).toEqual([
-      { id, streamMs: '1796000000500', streamSeq: '0', updatedAt: 1796000000500, status: 'waiting', type: 'send.v2', payload: '{"n":2}', priority: -3, runAt: 1796000000400, maxAttempts: 4, timeoutMs: 9000, backoff: 'fixed|5|5|none' },
+      { id, streamMs: '1796000000500', streamSeq: '0', updatedAt: 1796000000500, status: 'waiting', type: 'send.v2', payload: '{"n":2}', priority: -3, runAt: 1796000000400, maxAttempts: 4, timeoutMs: 9000, backoff: 'fixed|5|5|none', concurrencyKey: null },
     ]);
     expect(b.events[0]).toMatchObject({ event: 'debounced', from: 'delayed', to: 'waiting', data: '{"n":2}' });
     expect(b.finished).toEqual([]);
@@ -79,5 +79,15 @@ describe('project: debounced', () => {
     expect(b.inserts).toEqual([
       expect.objectContaining({ id, type: 'send.v2', payload: '{"n":2}', priority: 0, runAt: 1796000060200, createdAt: 1796000000100, maxAttempts: 4, timeoutMs: 9000, backoff: 'fixed|5|5|none', status: 'delayed', updatedAt: 1796000000200 }),
     ]);
+  });
+
+  it("takes the update's concurrency key (ck), null when it sent none; folded into an insert of the same batch", () => {
+    const keyed = project([entry(1796000000500, `debounced|delayed|delayed|0|1796000000500|${id}|||0|1796000060500|${o}`, ['ty', 't', 'p', '{}', 'ck', 'tenant-2'])]);
+    expect(keyed.patches[0].concurrencyKey).toBe('tenant-2');
+    const folded = project([
+      entry(1796000000100, `enqueued||delayed|0|1796000000100|${id}|||0|1796000060100|${o}`, ['ty', 't', 'p', '{}', 'ck', 'tenant-1']),
+      entry(1796000000200, `debounced|delayed|delayed|0|1796000000200|${id}|||0|1796000060200|${o}`, ['ty', 't', 'p', '{}']),
+    ]);
+    expect(folded.inserts[0].concurrencyKey).toBeNull();
   });
 });

@@ -8,8 +8,8 @@
  * field `h`), w worker, r reason, er error, d data JSON (result /
  * progress), and on `enqueued`: ty type, p payload, pr priority and o
  * "maxAttempts;timeoutMs;backoff" (also in the header), ik idempotency
- * key; `debounced` carries the same ty, p, pr, ra and o (the job's new
- * spec). `log` entries carry lvl and m.
+ * key, ck concurrency key (when the job has one); `debounced` carries the
+ * same ty, p, pr, ra, o and ck (the job's new spec). `log` entries carry lvl and m.
  */
 
 import { errorFingerprint } from '../core/error-fingerprint';
@@ -106,6 +106,8 @@ export interface JobInsert {
   timeoutMs: number;
   backoff: string;
   idempotencyKey: string | null;
+  /** The job's concurrency key (`ck` of its enqueued event), null when none. */
+  concurrencyKey: string | null;
   payload: string;
   createdAt: number;
   runAt: number;
@@ -140,12 +142,13 @@ export interface JobPatch {
   result?: string | null;
   progress?: string | null;
   payload?: string;
-  /** Set by a `debounced` event only: the job's new spec. */
+  /** Set by a `debounced` event only: the job's new spec (its concurrency key null when the update sent none). */
   type?: string;
   priority?: number;
   maxAttempts?: number;
   timeoutMs?: number;
   backoff?: string;
+  concurrencyKey?: string | null;
 }
 
 export interface ExecutionStart {
@@ -293,7 +296,7 @@ export function project(entries: StreamEntry[]): MirrorBatch {
       const o = splitOptions(f.o);
       batch.inserts.push({
         id: jobId, queue, type: f.ty ?? '', status: f.t, priority: num(f.pr) ?? 0, maxAttempts: o?.maxAttempts || 1,
-        timeoutMs: o?.timeoutMs || 600_000, backoff: o?.backoff ?? '', idempotencyKey: str(f.ik), payload: f.p ?? '{}',
+        timeoutMs: o?.timeoutMs || 600_000, backoff: o?.backoff ?? '', idempotencyKey: str(f.ik), concurrencyKey: str(f.ck), payload: f.p ?? '{}',
         createdAt: at, runAt: num(f.ra) ?? at, streamMs, streamSeq,
         attempts: 0, workerId: null, executionSeq: 0, startedAt: null, finishedAt: null, lastError: null, result: null,
         progress: null, updatedAt: at,
@@ -368,6 +371,8 @@ export function project(entries: StreamEntry[]): MirrorBatch {
           p.timeoutMs = o.timeoutMs || 600_000;
           p.backoff = o.backoff;
         }
+        // The job is what the last request asked for: without a key, it has none now.
+        p.concurrencyKey = str(f.ck);
         break;
       }
       case 'purged':
@@ -425,6 +430,7 @@ function foldPatches(inserts: JobInsert[], patches: JobPatch[]): JobPatch[] {
     if (p.maxAttempts !== undefined) row.maxAttempts = p.maxAttempts;
     if (p.timeoutMs !== undefined) row.timeoutMs = p.timeoutMs;
     if (p.backoff !== undefined) row.backoff = p.backoff;
+    if (p.concurrencyKey !== undefined) row.concurrencyKey = p.concurrencyKey;
     row.updatedAt = p.updatedAt;
     row.streamMs = p.streamMs;
     row.streamSeq = p.streamSeq;

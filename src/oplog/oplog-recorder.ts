@@ -112,6 +112,10 @@ function targetOf(req: FastifyRequest, t: AuditTarget | null): string | null {
   if (!t) return null;
   const field = (o: unknown, k: string) => (o && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined);
   if ('param' in t) return targetValue(field(req.params, t.param));
+  if ('params' in t) {
+    const parts = t.params.map((k) => field(req.params, k));
+    return parts.every((v) => typeof v === 'string' && v.length > 0) ? targetValue(parts.join('/')) : null;
+  }
   if ('query' in t) return targetValue(field(req.query, t.query));
   if ('body' in t) return targetValue(field(req.body, t.body));
   return targetValue((req as unknown as Record<symbol, unknown>)[AUDIT_RESULT_TARGET]);

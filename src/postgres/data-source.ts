@@ -15,6 +15,7 @@ import { OperatorAudit1796001300000 } from './migrations/1796001300000-OperatorA
 import { KeyRateLimits1796001310000 } from './migrations/1796001310000-KeyRateLimits';
 import { ConsoleQueries1796001400000 } from './migrations/1796001400000-ConsoleQueries';
 import { Projects1796001500000 } from './migrations/1796001500000-Projects';
+import { ConcurrencyKeys1796001600000 } from './migrations/1796001600000-ConcurrencyKeys';
 
 /** Every migration, in order. Append only. */
 export const MIGRATIONS = [
@@ -32,6 +33,7 @@ export const MIGRATIONS = [
   KeyRateLimits1796001310000,
   ConsoleQueries1796001400000,
   Projects1796001500000,
+  ConcurrencyKeys1796001600000,
 ];
 
 /** Builds the TypeORM data source (never `synchronize`: migrations only). */

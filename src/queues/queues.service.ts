@@ -6,7 +6,7 @@ import { LIMITS } from '../core/job-options';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { HistoryQueries, QueueCounts } from '../history';
-import { QueueSettings, QueueStore } from '../core/ports';
+import { QueueSettings, QueueStore, type Fairness, type RateLimit } from '../core/ports';
 import type { ConfigureQueueDto } from './dto/configure-queue.dto';
 import { checkQueueName, QueueNotFoundError } from './queue-name';
 import { bareQueue, inProject, qualify } from '../core/project-queue';
@@ -21,6 +21,14 @@ export interface ApiQueue {
   /** Effective defaults: the queue's own, else the process defaults (MAX_RETRIES, 600000 ms, exponential backoff). */
   defaults: { maxAttempts: number; backoff: BackoffSpec; timeoutMs: number };
   external: boolean;
+  /** API.md v1.1 "Flow control per key": at most this many active jobs per key; null = none. */
+  keyConcurrency: number | null;
+  /** Starts per key per sliding window; null = none. */
+  keyRateLimit: RateLimit | null;
+  /** The effective fairness: as set, else round_robin once the queue has had keyed jobs, else fifo. */
+  fairness: Fairness;
+  /** Priority aging step, ms; null = none. */
+  agingMs: number | null;
   counts: QueueCounts;
   /**
    * Payload search index of the queue (v1.1 console, additive): false when
@@ -96,6 +104,10 @@ export class QueuesService {
       rateLimit: body.rateLimit === null ? null : body.rateLimit ? { max: body.rateLimit.max, durationMs: body.rateLimit.durationMs } : undefined,
       external: body.external,
       defaults: body.defaults ? { maxAttempts: body.defaults.maxAttempts, timeoutMs: body.defaults.timeoutMs, backoff } : undefined,
+      keyConcurrency: body.keyConcurrency,
+      keyRateLimit: body.keyRateLimit === null ? null : body.keyRateLimit ? { max: body.keyRateLimit.max, durationMs: body.keyRateLimit.durationMs } : undefined,
+      fairness: body.fairness,
+      agingMs: body.agingMs,
     });
     // The index's predicate and its bookkeeping name the qualified queue (src/queues/payload-search.ts).
     if (body.payloadSearch === true) await enablePayloadSearch(this.history.db, qualified);
@@ -128,6 +140,10 @@ export class QueuesService {
         timeoutMs: s.defaults.timeoutMs ?? LIMITS.defaultTimeoutMs,
       },
       external: s.external,
+      keyConcurrency: s.keyConcurrency,
+      keyRateLimit: s.keyRateLimit,
+      fairness: s.fairness,
+      agingMs: s.agingMs,
       counts: counts ?? { waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0, cancelled: 0 },
       ...(search ? { payloadSearch: search.get(s.name) ?? false } : {}),
     };

@@ -17,6 +17,7 @@ import { JOB_STATUSES, JobStatus } from '../core/job-status';
  *   lt lock token  le lease expiry  w worker id  pg progress  r result
  *   e last error  cr cancel requested
  *   tp W3C traceparent, ts tracestate (only when the job carries a trace context)
+ *   ck concurrency key (only when the job has one; API.md v1.1 "Flow control per key")
  */
 export class JobDecodeError extends Error {}
 
@@ -86,6 +87,7 @@ export function decodeJob(id: string, queue: string, h: Record<string, string>):
     backoff,
     timeoutMs,
     idempotencyKey: h.ik || null,
+    concurrencyKey: h.ck || null,
     progress: json(h, 'pg'),
     result: json(h, 'r'),
     lastError: h.e || null,
@@ -197,6 +199,7 @@ export function decodeJobLeniently(id: string, queue: string, h: Record<string, 
     backoff,
     timeoutMs: (opts?.timeoutMs || 600_000),
     idempotencyKey: h.ik || null,
+    concurrencyKey: h.ck || null,
     progress: parse('pg'),
     result: parse('r'),
     lastError: h.e || null,

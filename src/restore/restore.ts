@@ -95,7 +95,7 @@ export interface RestoreOptions {
 /** A `jobs` row as the restore query selects it (times as text ms). */
 type JobRow = Pick<
   HistoryJobRow,
-  'id' | 'status' | 'type' | 'payload' | 'priority' | 'attempts' | 'max_attempts' | 'backoff' | 'timeout_ms' | 'idempotency_key' | 'last_error' | 'worker_id' | 'execution_seq'
+  'id' | 'status' | 'type' | 'payload' | 'priority' | 'attempts' | 'max_attempts' | 'backoff' | 'timeout_ms' | 'idempotency_key' | 'concurrency_key' | 'last_error' | 'worker_id' | 'execution_seq'
 > & { ca: string; ra: string; sa: string | null; ua: string };
 
 interface DlqRow {
@@ -110,6 +110,7 @@ interface DlqRow {
   backoff: string | null;
   timeout_ms: number | null;
   idempotency_key: string | null;
+  concurrency_key: string | null;
   worker_id: string | null;
   execution_seq: number | null;
   ca: string | null;
@@ -414,7 +415,7 @@ export class QueueRestorer {
   /** Full rows of non-terminal jobs, in the order of `ids`; active jobs with a pending cancel become 'cancel'. */
   private async readJobs(queue: string, ids: string[]): Promise<RestoreJobInput[]> {
     const rows = (await this.db.query(
-      `SELECT id, status, type, payload, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, last_error, worker_id,
+      `SELECT id, status, type, payload, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, concurrency_key, last_error, worker_id,
               execution_seq, ${ms('created_at')} AS ca, ${ms('run_at')} AS ra, ${ms('started_at')} AS sa, ${ms('updated_at')} AS ua
        FROM jobs WHERE id = ANY($1::uuid[]) AND queue = $2 AND status IN ('waiting', 'delayed', 'active')`,
       [ids, queue],
@@ -456,6 +457,7 @@ export class QueueRestorer {
         createdAt: Number(r.ca),
         runAt: Number(r.ra),
         idempotencyKey: r.idempotency_key,
+        concurrencyKey: r.concurrency_key,
         lastError: r.last_error,
         workerId: r.worker_id,
         startedAt: numOrNull(r.sa),
@@ -474,7 +476,7 @@ export class QueueRestorer {
   ): Promise<{ failedId: string; job: RestoreJobInput }[]> {
     const rows = (await this.db.query(
       `SELECT d.job_id AS id, d.type, d.payload, d.last_error, d.attempts, ${ms('d.failed_at')} AS fa,
-              j.priority, j.max_attempts, j.backoff, j.timeout_ms, j.idempotency_key, j.worker_id, j.execution_seq,
+              j.priority, j.max_attempts, j.backoff, j.timeout_ms, j.idempotency_key, j.concurrency_key, j.worker_id, j.execution_seq,
               ${ms('j.created_at')} AS ca, ${ms('j.run_at')} AS ra, ${ms('j.started_at')} AS sa
        FROM dead_letter_jobs d LEFT JOIN jobs j ON j.id = d.job_id
        WHERE d.queue = $1 AND d.job_id > $2::uuid ORDER BY d.job_id LIMIT $3`,
@@ -498,6 +500,7 @@ export class QueueRestorer {
           createdAt: numOrNull(r.ca) ?? fa,
           runAt: numOrNull(r.ra) ?? numOrNull(r.ca) ?? fa,
           idempotencyKey: r.idempotency_key,
+          concurrencyKey: r.concurrency_key,
           lastError: r.last_error,
           workerId: r.worker_id,
           startedAt: numOrNull(r.sa),

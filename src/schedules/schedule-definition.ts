@@ -17,6 +17,8 @@ export interface ScheduleInput {
   maxAttempts?: number | null;
   backoff?: Partial<BackoffSpec> | null;
   timeoutMs?: number | null;
+  /** The jobs' concurrency key; null or absent = none. */
+  concurrencyKey?: string | null;
   enabled?: boolean;
 }
 
@@ -49,6 +51,7 @@ export function validateSchedule(input: ScheduleInput, maxPayloadBytes: number):
         maxAttempts: input.maxAttempts ?? undefined,
         backoff: (input.backoff ?? undefined) as BackoffSpec | undefined,
         timeoutMs: input.timeoutMs ?? undefined,
+        concurrencyKey: input.concurrencyKey ?? undefined,
       },
       maxPayloadBytes,
     );
@@ -74,6 +77,7 @@ export function validateSchedule(input: ScheduleInput, maxPayloadBytes: number):
       maxAttempts: job.maxAttempts ?? null,
       backoff: job.backoff ?? null,
       timeoutMs: job.timeoutMs ?? null,
+      concurrencyKey: job.concurrencyKey ?? null,
       enabled: input.enabled ?? true,
     },
   };
@@ -105,5 +109,6 @@ export function scheduleJob(row: ScheduleRow): NormalizedEnqueue {
     maxAttempts: row.maxAttempts ?? undefined,
     backoff: row.backoff ?? undefined,
     timeoutMs: row.timeoutMs ?? undefined,
+    concurrencyKey: row.concurrencyKey ?? undefined,
   };
 }

@@ -16,6 +16,8 @@ export interface ScheduleRow {
   maxAttempts: number | null;
   backoff: BackoffSpec | null;
   timeoutMs: number | null;
+  /** The concurrency key of the jobs it enqueues; null = none. */
+  concurrencyKey: string | null;
   enabled: boolean;
   nextRunAt: number | null;
   lastRunAt: number | null;
@@ -30,9 +32,9 @@ export interface ScheduleRow {
 }
 
 /** The definition fields a client sets (POST/PATCH). */
-export type ScheduleDefinition = Pick<ScheduleRow, 'name' | 'cron' | 'timezone' | 'queue' | 'type' | 'payload' | 'priority' | 'maxAttempts' | 'backoff' | 'timeoutMs' | 'enabled'>;
+export type ScheduleDefinition = Pick<ScheduleRow, 'name' | 'cron' | 'timezone' | 'queue' | 'type' | 'payload' | 'priority' | 'maxAttempts' | 'backoff' | 'timeoutMs' | 'concurrencyKey' | 'enabled'>;
 
-const COLUMNS = `id, name, cron, timezone, queue, type, payload, priority, max_attempts, backoff, timeout_ms, enabled,
+const COLUMNS = `id, name, cron, timezone, queue, type, payload, priority, max_attempts, backoff, timeout_ms, concurrency_key, enabled,
   next_run_at, last_run_at, last_slot, claim_until, last_job_id, revision, created_at, updated_at`;
 
 const ms = (d: Date | string | null): number | null => (d === null ? null : new Date(d).getTime());
@@ -51,6 +53,7 @@ function toRow(r: Record<string, any>): ScheduleRow {
     maxAttempts: r.max_attempts,
     backoff: r.backoff,
     timeoutMs: r.timeout_ms,
+    concurrencyKey: r.concurrency_key ?? null,
     enabled: r.enabled,
     nextRunAt: ms(r.next_run_at),
     lastRunAt: ms(r.last_run_at),
@@ -85,9 +88,9 @@ export class ScheduleRepository {
     try {
       const rows = await this.db.query(
         `INSERT INTO schedules (id, name, cron, timezone, queue, type, payload, priority, max_attempts, backoff, timeout_ms, enabled,
-           next_run_at, revision, created_at, updated_at, project)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, $14, $14, $15) RETURNING ${COLUMNS}`,
-        [id, d.name, d.cron, d.timezone, d.queue, d.type, JSON.stringify(d.payload), d.priority, d.maxAttempts, d.backoff === null ? null : JSON.stringify(d.backoff), d.timeoutMs, d.enabled, ts(nextRunAt), ts(now), project],
+           next_run_at, revision, created_at, updated_at, project, concurrency_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, $14, $14, $15, $16) RETURNING ${COLUMNS}`,
+        [id, d.name, d.cron, d.timezone, d.queue, d.type, JSON.stringify(d.payload), d.priority, d.maxAttempts, d.backoff === null ? null : JSON.stringify(d.backoff), d.timeoutMs, d.enabled, ts(nextRunAt), ts(now), project, d.concurrencyKey],
       );
       return toRow(rows[0]);
     } catch (e) {
@@ -126,9 +129,9 @@ export class ScheduleRepository {
       const rows = await this.db.query(
         `UPDATE schedules SET name = $2, cron = $3, timezone = $4, queue = $5, type = $6, payload = $7, priority = $8,
            max_attempts = $9, backoff = $10, timeout_ms = $11, enabled = $12, next_run_at = $13,
-           revision = revision + 1, updated_at = $14
+           revision = revision + 1, updated_at = $14, concurrency_key = $16
          WHERE id = $1 AND project = $15 RETURNING ${COLUMNS}`,
-        [id, d.name, d.cron, d.timezone, d.queue, d.type, JSON.stringify(d.payload), d.priority, d.maxAttempts, d.backoff === null ? null : JSON.stringify(d.backoff), d.timeoutMs, d.enabled, ts(nextRunAt), ts(now), project],
+        [id, d.name, d.cron, d.timezone, d.queue, d.type, JSON.stringify(d.payload), d.priority, d.maxAttempts, d.backoff === null ? null : JSON.stringify(d.backoff), d.timeoutMs, d.enabled, ts(nextRunAt), ts(now), project, d.concurrencyKey],
       );
       return rows[0]?.[0] ? toRow(rows[0][0]) : null;
     } catch (e) {

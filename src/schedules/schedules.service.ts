@@ -92,6 +92,7 @@ export class SchedulesService {
       maxAttempts: pick('maxAttempts', cur.maxAttempts),
       backoff: pick('backoff', cur.backoff),
       timeoutMs: pick('timeoutMs', cur.timeoutMs),
+      concurrencyKey: pick('concurrencyKey', cur.concurrencyKey),
       enabled: pick('enabled', cur.enabled),
     };
     const { def, slots } = this.validate(merged, project);
@@ -115,7 +116,7 @@ export class SchedulesService {
 
   /**
    * Runs a schedule now (a manual run, also of a disabled schedule): enqueues
-   * its job (queue, type, payload, priority, maxAttempts, backoff, timeoutMs)
+   * its job (queue, type, payload, priority, maxAttempts, backoff, timeoutMs, concurrencyKey)
    * through the store the scheduler uses, but with no idempotency key, since a
    * manual run is no slot: `nextRunAt`, `lastSlotAt` and `lastRunAt` are left
    * alone. The job does not record it came from a manual run; the operator

@@ -49,8 +49,14 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
   return typeof h === 'string' && /^[\x20-\x7e]{1,200}$/.test(h) && h.trim() !== '' ? h : randomUUID();
 }
 
-/** Longest path parameter (a job id, a queue name), characters; longer ones answer 414. */
-const MAX_PARAM_LENGTH = 100;
+/**
+ * Longest path parameter, characters after percent-decoding (the router
+ * measures the decoded value); longer ones answer 414. Above the longest
+ * thing a path names — a concurrency key of `/queues/:name/keys/:key`, 128
+ * characters — so that a key a little too long is still refused by its own
+ * rule (400 naming `key`); ids and names are shorter still.
+ */
+export const MAX_PARAM_LENGTH = 256;
 
 /**
  * The HTTP server's limits on slow and idle clients (Fastify/Node options), ms:

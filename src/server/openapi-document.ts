@@ -25,7 +25,7 @@ const COMMON: Record<string, { status: number; description: string; retryAfter?:
   NotFound: { status: 404, description: 'Unknown id or name (another project’s too); or a project that does not exist (`X-Sluice-Project` of a root key).' },
   RequestTimeout: { status: 408, description: 'The request (headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS) was not received in time; the socket is closed.' },
   PayloadTooLarge: { status: 413, description: 'The body (or a payload) is over MAX_PAYLOAD_BYTES.' },
-  UriTooLong: { status: 414, description: 'A path segment (an id or a name) is longer than 100 characters.' },
+  UriTooLong: { status: 414, description: 'A path segment (an id, a name or a key) is longer than 256 characters (after percent-decoding).' },
   UnsupportedMediaType: { status: 415, description: 'A body with another Content-Type than application/json.' },
   TooManyRequests: { status: 429, description: 'Rate limited (API_RATE_LIMIT_MAX per window); retry after `Retry-After` seconds.', retryAfter: 'required' },
   HeadersTooLarge: { status: 431, description: 'The request line and headers are over 16 KiB; the socket is closed.' },
@@ -35,7 +35,13 @@ const COMMON: Record<string, { status: number; description: string; retryAfter?:
 const HEADERS = {
   'X-Request-Id': { description: 'The request id: echoed when the client sent a printable one (1..200 characters), else generated. On every response.', required: true, schema: { type: 'string' } },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
-  'Idempotent-Replayed': { description: '`true`: the idempotency key matched an existing job with the same body; this is that job.', required: true, schema: { type: 'string', enum: ['true'] } },
+  // Not required: the enqueue's 200 answers either a replay (this header) or a debounce (Sluice-Debounced).
+  'Idempotent-Replayed': { description: '`true`: the idempotency key matched an existing job with the same body; this is that job.', required: false, schema: { type: 'string', enum: ['true'] } },
+  'Sluice-Debounced': {
+    description: '`true` (API.md v1.2): the debounce key matched a job of the queue not claimed yet; this is that job, updated (payload, options, runAt).',
+    required: false,
+    schema: { type: 'string', enum: ['true'] },
+  },
   'Set-Cookie': {
     description: `The dashboard session cookie \`${SESSION_COOKIE}\`: HttpOnly, SameSite=Strict, Path=/, Max-Age = the session's absolute lifetime (0 and an empty value clear it), Secure over TLS.`,
     required: true,

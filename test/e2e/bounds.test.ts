@@ -79,6 +79,23 @@ describe('bounds: absurd numbers never get in, and old ones do no harm (e2e)', (
     ['GET /jobs limit', ['get', '/jobs?limit=500'], ['get', '/jobs?limit=501'], 'limit'],
     ['GET /jobs/dlq/all limit', ['get', '/jobs/dlq/all?limit=500'], ['get', '/jobs/dlq/all?limit=1e3'], 'limit'],
     ['preview count', ['get', '/schedules/preview?cron=*%20*%20*%20*%20*&count=100'], ['get', '/schedules/preview?cron=*%20*%20*%20*%20*&count=101'], 'count'],
+    // Flow control per key (API.md v1.1/v1.2, issue 20).
+    ['concurrencyKey', ['post', '/jobs', job({ concurrencyKey: 'k'.repeat(128) })], ['post', '/jobs', job({ concurrencyKey: 'k'.repeat(129) })], 'concurrencyKey'],
+    ['debounce.windowMs min', ['post', '/jobs', job({ debounce: { key: 'b1', windowMs: 100 } })], ['post', '/jobs', job({ debounce: { key: 'b1', windowMs: 99 } })], 'debounce.windowMs'],
+    ['debounce.windowMs max', ['post', '/jobs', job({ debounce: { key: 'b2', windowMs: 86_400_000 } })], ['post', '/jobs', job({ debounce: { key: 'b2', windowMs: 86_400_001 } })], 'debounce.windowMs'],
+    ['debounce.maxWaitMs', ['post', '/jobs', job({ debounce: { key: 'b3', windowMs: 100, maxWaitMs: 604_800_000 } })], ['post', '/jobs', job({ debounce: { key: 'b3', windowMs: 100, maxWaitMs: 604_800_001 } })], 'debounce.maxWaitMs'],
+    ['debounce.maxWaitMs ≥ windowMs', ['post', '/jobs', job({ debounce: { key: 'b4', windowMs: 5000, maxWaitMs: 5000 } })], ['post', '/jobs', job({ debounce: { key: 'b4', windowMs: 5000, maxWaitMs: 4999 } })], 'debounce.maxWaitMs'],
+    ['debounce.key', ['post', '/jobs', job({ debounce: { key: 'd'.repeat(128), windowMs: 100 } })], ['post', '/jobs', job({ debounce: { key: 'd'.repeat(129), windowMs: 100 } })], 'debounce.key'],
+    ['keyConcurrency', ['put', '/queues/bounds-edge', { keyConcurrency: 100_000 }], ['put', '/queues/bounds-edge', { keyConcurrency: 100_001 }], 'keyConcurrency'],
+    ['keyRateLimit.max', ['put', '/queues/bounds-edge', { keyRateLimit: { max: 10_000, durationMs: 1000 } }], ['put', '/queues/bounds-edge', { keyRateLimit: { max: 10_001, durationMs: 1000 } }], 'keyRateLimit.max'],
+    ['keyRateLimit.durationMs', ['put', '/queues/bounds-edge', { keyRateLimit: { max: 1, durationMs: 86_400_000 } }], ['put', '/queues/bounds-edge', { keyRateLimit: { max: 1, durationMs: 86_400_001 } }], 'keyRateLimit.durationMs'],
+    ['agingMs min', ['put', '/queues/bounds-edge', { agingMs: 1000 }], ['put', '/queues/bounds-edge', { agingMs: 999 }], 'agingMs'],
+    ['agingMs max', ['put', '/queues/bounds-edge', { agingMs: 86_400_000 }], ['put', '/queues/bounds-edge', { agingMs: 86_400_001 }], 'agingMs'],
+    ['key override concurrency', ['put', '/queues/bounds-edge/keys/k', { concurrency: 100_000 }], ['put', '/queues/bounds-edge/keys/k', { concurrency: 100_001 }], 'concurrency'],
+    ['key override rateLimit.max', ['put', '/queues/bounds-edge/keys/k', { rateLimit: { max: 10_000, durationMs: 1 } }], ['put', '/queues/bounds-edge/keys/k', { rateLimit: { max: 10_001, durationMs: 1 } }], 'rateLimit.max'],
+    ['key in the path', ['put', `/queues/bounds-edge/keys/${'k'.repeat(128)}`, {}], ['put', `/queues/bounds-edge/keys/${'k'.repeat(129)}`, {}], 'key'],
+    ['GET /queues/:name/keys limit', ['get', '/queues/bounds-edge/keys?limit=1000'], ['get', '/queues/bounds-edge/keys?limit=1001'], 'limit'],
+    ['schedule concurrencyKey', ['post', '/schedules', { name: 'bounds-ck', cron: '0 0 1 1 *', type: 'diag.echo', concurrencyKey: 'k'.repeat(128) }], ['post', '/schedules', { name: 'bounds-ck2', cron: '0 0 1 1 *', type: 'diag.echo', concurrencyKey: 'k'.repeat(129) }], 'concurrencyKey'],
     ['schedule backoff', ['post', '/schedules', { name: 'bounds-s', cron: '0 0 1 1 *', type: 'diag.echo', backoff: { delayMs: 31_536_000_000, maxDelayMs: 31_536_000_000 } }], ['post', '/schedules', { name: 'bounds-s2', cron: '0 0 1 1 *', type: 'diag.echo', backoff: { delayMs: 31_536_000_001 } }], 'backoff.delayMs'],
   ];
   const send = ([method, path, body]: Req) => (body === undefined ? api.http[method](path) : api.http[method](path).send(body as object));

@@ -179,6 +179,38 @@ describe('SluiceClient (e2e)', () => {
     expect(await client.dlq.purge({ queue: 'cl-dlq' })).toBe(3);
   });
 
+  it('flow control per key: concurrencyKey and debounce on enqueue, the queue fields, queues.keys / setKeyOverride / deleteKeyOverride', async () => {
+    const q = await client.queues.configure('cl-keys', { keyConcurrency: 2, keyRateLimit: { max: 10, durationMs: 1000 }, fairness: 'round_robin', agingMs: 2000 });
+    expect(q).toMatchObject({ keyConcurrency: 2, keyRateLimit: { max: 10, durationMs: 1000 }, fairness: 'round_robin', agingMs: 2000 });
+    const { job, replayed, debounced } = await client.enqueue({ type: 'diag.echo', queue: 'cl-keys', concurrencyKey: 'tenant/1' });
+    expect([job.concurrencyKey, replayed, debounced]).toEqual(['tenant/1', false, false]);
+    const withDebounce = await client.enqueue({ type: 'diag.echo', queue: 'cl-keys', debounce: { key: 'reindex', windowMs: 60_000 } });
+    expect(withDebounce.debounced).toBe(false);
+    const again = await client.enqueue({ type: 'diag.echo', queue: 'cl-keys', payload: { v: 2 }, debounce: { key: 'reindex', windowMs: 60_000 } });
+    expect([again.debounced, again.replayed, again.job.id, again.job.payload]).toEqual([true, false, withDebounce.job.id, { v: 2 }]);
+    const bad = await client.enqueue({ type: 'diag.echo', debounce: { key: 'k', windowMs: 10 } }).catch((e) => e);
+    expect(bad).toBeInstanceOf(ValidationFailedError);
+    expect(bad.details).toEqual([expect.objectContaining({ path: 'debounce.windowMs' })]);
+
+    // The key has a `/`: the client encodes it.
+    const set = await client.queues.setKeyOverride('cl-keys', 'tenant/1', { concurrency: 5 });
+    expect(set).toEqual({ key: 'tenant/1', waiting: 1, active: 0, overrides: { concurrency: 5, rateLimit: null }, limits: { concurrency: 5, rateLimit: { max: 10, durationMs: 1000 } } });
+    expect(await client.queues.keys('cl-keys')).toEqual([set]);
+    expect(await client.queues.keys('cl-keys', { limit: 1 })).toHaveLength(1);
+    expect(await client.queues.deleteKeyOverride('cl-keys', 'tenant/1')).toMatchObject({ key: 'tenant/1', overrides: null, limits: { concurrency: 2 } });
+    await expect(client.queues.keys('cl-nope')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.queues.setKeyOverride('cl-nope', 'k', { concurrency: 1 })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.queues.setKeyOverride('cl-keys', 'k', { concurrency: 0 })).rejects.toBeInstanceOf(ValidationFailedError);
+    // `.` and `..` would leave as another route (dot segments): refused before sending.
+    const counting = via();
+    for (const key of ['.', '..']) {
+      await expect(counting.queues.setKeyOverride('cl-keys', key, { concurrency: 1 })).rejects.toMatchObject({ name: 'ValidationFailedError', status: 0, details: [{ path: 'key' }] });
+      await expect(counting.queues.deleteKeyOverride('cl-keys', key)).rejects.toBeInstanceOf(ValidationFailedError);
+    }
+    expect(proxy.seen).toEqual([]);
+    expect((await client.queues.setKeyOverride('cl-keys', '...', { concurrency: 1 })).key).toBe('...');
+  });
+
   describe('retries', () => {
     it('503 with Retry-After: waits that long, keeps the X-Request-Id, then succeeds', async () => {
       const { job } = await client.enqueue({ type: 'diag.echo', queue: 'cl-retry' });

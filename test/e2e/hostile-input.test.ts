@@ -242,10 +242,14 @@ describe('hostile input (e2e)', () => {
       expect(res.body.error.requestId).toBe('bad-url-1');
     });
 
-    it('an id over 100 characters → 414 envelope', async () => {
-      const res = await api.http.get(`/jobs/${'a'.repeat(101)}`);
+    it('a path segment over 256 characters (after percent-decoding) → 414 envelope; at 256, the route answers', async () => {
+      const res = await api.http.get(`/jobs/${'a'.repeat(257)}`);
       expectEnvelope(res, 414, 'uri_too_long');
-      expect((await api.http.get(`/jobs/${'a'.repeat(100)}`)).status).toBe(404);
+      expect((await api.http.get(`/jobs/${'a'.repeat(256)}`)).status).toBe(404);
+      // Counted decoded: 256 three-byte characters (2304 as sent) reach the route (a key over 128: 400 naming it); 257 do not.
+      const key = await api.http.delete(`/queues/never-made/keys/${encodeURIComponent('€'.repeat(256))}`);
+      expect([key.status, key.body.error.details]).toEqual([400, [{ path: 'key', message: expect.any(String) }]]);
+      expectEnvelope(await api.http.delete(`/queues/never-made/keys/${encodeURIComponent('€'.repeat(257))}`), 414, 'uri_too_long');
     });
 
     it('headers over 16 KiB → 431 envelope (raw socket)', async () => {

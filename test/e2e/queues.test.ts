@@ -30,6 +30,10 @@ describe('queues (e2e)', () => {
       rateLimit: null,
       defaults: { maxAttempts: 3, backoff: { type: 'exponential', delayMs: 2000, maxDelayMs: 3_600_000, jitter: 'equal' }, timeoutMs: 600_000 },
       external: false,
+      keyConcurrency: null,
+      keyRateLimit: null,
+      fairness: 'fifo',
+      agingMs: null,
       counts: { ...ZERO, waiting: 1, delayed: 1 },
       payloadSearch: false,
     });

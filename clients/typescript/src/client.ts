@@ -1,5 +1,5 @@
 import createClient, { type Client } from 'openapi-fetch';
-import { errorFromResponse } from './errors';
+import { errorFromResponse, ValidationFailedError } from './errors';
 import type { components, operations, paths } from './schema';
 import { traceHeaders } from './tracing';
 import { callFetch, DEFAULT_RETRIES, type CallOptions, type RetryPolicy, type TransportOptions } from './transport';
@@ -14,6 +14,10 @@ export type JobExecution = S['JobExecution'];
 export type JobLogLine = S['JobLogLine'];
 export type Queue = S['Queue'];
 export type ConfigureQueue = S['ConfigureQueueDto'];
+/** One concurrency key of a queue: counts, its override, the limits in force (`GET /queues/:name/keys`). */
+export type QueueKey = S['QueueKey'];
+/** The body of `PUT /queues/:name/keys/:key`: `concurrency`, `rateLimit`; null removes one. */
+export type KeyOverride = S['KeyOverrideDto'];
 export type LeaseRenewed = S['LeaseRenewed'];
 /** `GET /jobs` filters and paging: queue, status, type, cursor, limit (1..500). */
 export type ListFilter = NonNullable<operations['listJobs']['parameters']['query']>;
@@ -76,16 +80,18 @@ export class SluiceClient {
   /**
    * `POST /jobs`. `replayed` is true when the idempotency key matched an
    * existing job with the same body (200 `Idempotent-Replayed`); the job is that one.
+   * `debounced` is true when `job.debounce`'s key matched a job of the queue not
+   * claimed yet (200 `Sluice-Debounced`): the job is that one, updated.
    * With an idempotency key the call is retried on 503 and connection errors too;
    * without one only on 429 (a repeat could enqueue the job twice).
    * The active OpenTelemetry context, if any, goes along as `traceparent`/`tracestate`.
    * @throws ValidationFailedError (400, with details), ConflictError (409: key reused with another body), PayloadTooLargeError (413)
    */
-  async enqueue(job: EnqueueJob, opts: RequestOptions & { idempotencyKey?: string } = {}): Promise<{ job: Job; replayed: boolean }> {
+  async enqueue(job: EnqueueJob, opts: RequestOptions & { idempotencyKey?: string } = {}): Promise<{ job: Job; replayed: boolean; debounced: boolean }> {
     const body = opts.idempotencyKey === undefined ? job : { ...job, idempotencyKey: opts.idempotencyKey };
     const idempotent = body.idempotencyKey !== undefined;
     const { data, response } = await this.send(this.raw.POST('/jobs', { body, fetch: this.fetch({ idempotent, headers: traceHeaders(), signal: opts.signal }) }));
-    return { job: data, replayed: response.headers.get('idempotent-replayed') === 'true' };
+    return { job: data, replayed: response.headers.get('idempotent-replayed') === 'true', debounced: response.headers.get('sluice-debounced') === 'true' };
   }
 
   /**
@@ -181,6 +187,25 @@ export class SluiceClient {
     /** `POST /queues/:name/resume`. */
     resume: async (name: string, opts: RequestOptions = {}): Promise<Queue> =>
       (await this.send(this.raw.POST('/queues/{name}/resume', { params: { path: { name } }, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data,
+    /** `GET /queues/:name/keys`: the busiest concurrency keys (at most `limit`, 1..1000, default 50) with their overrides and the limits in force. @throws NotFoundError */
+    keys: async (name: string, opts: RequestOptions & { limit?: number } = {}): Promise<QueueKey[]> =>
+      (
+        await this.send(
+          this.raw.GET('/queues/{name}/keys', {
+            params: { path: { name }, query: opts.limit === undefined ? {} : { limit: opts.limit } },
+            fetch: this.fetch({ idempotent: true, signal: opts.signal }),
+          }),
+        )
+      ).data.items,
+    /**
+     * `PUT /queues/:name/keys/:key`: limits for one key in place of the queue's keyConcurrency / keyRateLimit
+     * (only the fields sent change; null removes one). The key travels URL-encoded. @throws NotFoundError (unknown queue)
+     */
+    setKeyOverride: async (name: string, key: string, body: KeyOverride, opts: RequestOptions = {}): Promise<QueueKey> =>
+      (await this.send(this.raw.PUT('/queues/{name}/keys/{key}', { params: { path: { name, key: keyInPath(key) } }, body, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data,
+    /** `DELETE /queues/:name/keys/:key`: removes the key's override (idempotent). @throws NotFoundError (unknown queue) */
+    deleteKeyOverride: async (name: string, key: string, opts: RequestOptions = {}): Promise<QueueKey> =>
+      (await this.send(this.raw.DELETE('/queues/{name}/keys/{key}', { params: { path: { name, key: keyInPath(key) } }, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data,
   };
 
   // ---- external worker protocol (ExternalWorker uses these)
@@ -232,6 +257,18 @@ export class SluiceClient {
     if (!response.ok) throw errorFromResponse(response.status, error, response.headers);
     return { data: data as T, response };
   }
+}
+
+/**
+ * A concurrency key as a path segment. `.` and `..` cannot be one: fetch's URL
+ * parser resolves them as dot segments (even percent-encoded), so the request
+ * would go to another route. Refused before anything is sent.
+ * @throws ValidationFailedError (status 0: not the server's answer) naming `key`.
+ */
+function keyInPath(key: string): string {
+  if (key !== '.' && key !== '..') return key;
+  const message = 'the keys "." and ".." cannot travel in a URL path (URL parsers resolve them as dot segments)';
+  throw new ValidationFailedError(`invalid key: ${message}`, 0, 'validation_failed', [{ path: 'key', message }]);
 }
 
 /** Yields the items of page after page until `nextCursor` is null. */

@@ -387,6 +387,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/queues/{name}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The busiest concurrency keys of a queue, with their overrides and the limits in force
+         * @description Keys by waiting + active jobs, busiest first, then keys that only have an override. `limits` is what applies to the key: its override where set, else the queue's keyConcurrency / keyRateLimit.
+         */
+        get: operations["listQueueKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{name}/keys/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Override the queue's per-key limits for one key (only the fields sent change; null removes one)
+         * @description The key is the path segment after URL decoding (1..128 characters; encode `/` as %2F). The queue must exist (404 otherwise); the key need not have jobs yet.
+         */
+        put: operations["setQueueKeyOverride"];
+        post?: never;
+        /** Remove one key's override: the queue's per-key limits apply to it again (idempotent) */
+        delete: operations["deleteQueueKeyOverride"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queues/{name}/claim": {
         parameters: {
             query?: never;
@@ -740,6 +781,20 @@ export interface components {
             /** @enum {string} */
             jitter?: "none" | "full" | "equal";
         };
+        DebounceDto: {
+            /**
+             * @description the debounce key, per queue
+             * @example reindex:customer-42
+             */
+            key: string;
+            /**
+             * @description ms: the job runs this long after the last enqueue with its key (runAt = now + windowMs at each one)
+             * @example 5000
+             */
+            windowMs: number;
+            /** @description ms, ≥ windowMs: runAt never later than the first enqueue + maxWaitMs; absent = no bound */
+            maxWaitMs?: number;
+        };
         EnqueueJobDto: {
             /** @example send_email */
             type: string;
@@ -771,6 +826,13 @@ export interface components {
             timeoutMs?: number;
             /** @description per queue: the same key and body within IDEMPOTENCY_TTL_MS answer the existing job (200, Idempotent-Replayed) */
             idempotencyKey?: string;
+            /**
+             * @description the job's concurrency key (e.g. a customer id): the queue's keyConcurrency, keyRateLimit and fairness apply per key
+             * @example customer-42
+             */
+            concurrencyKey?: string;
+            /** @description while a job of this queue holds the key and is not claimed yet, an enqueue with the key updates that job (200, Sluice-Debounced) instead of creating one; exclusive with idempotencyKey */
+            debounce?: components["schemas"]["DebounceDto"];
         };
         EnqueueBatchDto: {
             jobs: components["schemas"]["EnqueueJobDto"][];
@@ -808,6 +870,11 @@ export interface components {
             backoff?: components["schemas"]["BackoffDto"] | null;
             /** @description ms; null = the queue's default */
             timeoutMs?: number | null;
+            /**
+             * @description the concurrency key of the jobs it enqueues (API.md v1.1 flow control per key); null = none
+             * @example nightly-report
+             */
+            concurrencyKey?: string | null;
             /** @description Default true. */
             enabled?: boolean;
         };
@@ -844,6 +911,11 @@ export interface components {
             backoff?: components["schemas"]["BackoffDto"] | null;
             /** @description ms; null = the queue's default */
             timeoutMs?: number | null;
+            /**
+             * @description the concurrency key of the jobs it enqueues (API.md v1.1 flow control per key); null = none
+             * @example nightly-report
+             */
+            concurrencyKey?: string | null;
             /** @description Default true. */
             enabled?: boolean;
         };
@@ -860,6 +932,12 @@ export interface components {
             /** @description ms; default: the queue's, else 600000 */
             timeoutMs?: number;
         };
+        KeyRateLimitDto: {
+            /** @description starts per window per key */
+            max: number;
+            /** @description sliding window length, ms */
+            durationMs: number;
+        };
         ConfigureQueueDto: {
             /** @description cap on active jobs across all workers; null = none */
             maxConcurrency?: number | null;
@@ -868,8 +946,25 @@ export interface components {
             defaults?: components["schemas"]["QueueDefaultsDto"];
             /** @description served only through the external worker protocol; accepts any job type */
             external?: boolean;
+            /** @description at most this many active jobs per concurrency key, across all workers (a key override replaces it for one key); null = none */
+            keyConcurrency?: number | null;
+            /** @description at most max starts per key in any window of durationMs (a key override replaces it for one key); null = none */
+            keyRateLimit?: components["schemas"]["KeyRateLimitDto"] | null;
+            /**
+             * @description how claims pick among keys: round_robin rotates over the keys with ready jobs (priority orders the jobs inside a key), fifo takes the best job of any key; null = back to the default (fifo until the queue has had a keyed job, then round_robin)
+             * @enum {string|null}
+             */
+            fairness?: "fifo" | "round_robin" | null;
+            /** @description a waiting job's effective priority rises by 1 per agingMs (up to 100); null = no aging */
+            agingMs?: number | null;
             /** @description GET /jobs?payload= searches of this queue use an index of its own (a partial GIN index on jobs.payload, built in the background): only this queue's rows pay for it */
             payloadSearch?: boolean;
+        };
+        KeyOverrideDto: {
+            /** @description at most this many active jobs of this key, in place of the queue's keyConcurrency; null = the queue's applies */
+            concurrency?: number | null;
+            /** @description starts of this key per sliding window, in place of the queue's keyRateLimit; null = the queue's applies */
+            rateLimit?: components["schemas"]["KeyRateLimitDto"] | null;
         };
         ClaimDto: {
             /** @description the caller; recorded on the job and its events */
@@ -917,12 +1012,6 @@ export interface components {
             lockToken: string;
             /** @description ms before the job may run again (it is delayed until then); default 0: waiting at once */
             delayMs?: number;
-        };
-        KeyRateLimitDto: {
-            /** @description requests per second (refill rate), across every api replica */
-            perSec: number;
-            /** @description requests at once (bucket size); default perSec */
-            burst?: number;
         };
         CreateKeyDto: {
             /** @example billing-service */
@@ -1059,6 +1148,7 @@ export interface components {
          *       },
          *       "timeoutMs": 600000,
          *       "idempotencyKey": null,
+         *       "concurrencyKey": "customer-42",
          *       "progress": null,
          *       "result": null,
          *       "lastError": null,
@@ -1093,6 +1183,8 @@ export interface components {
             /** @description ms an attempt may run */
             timeoutMs: number;
             idempotencyKey: string | null;
+            /** @description the job's concurrency key (API.md v1.1 flow control per key); null when it has none */
+            concurrencyKey: string | null;
             /** @description a number 0..100 or a small JSON object set by the handler; null until set */
             progress: unknown;
             /** @description the handler's result (any JSON); null until completed */
@@ -1148,6 +1240,8 @@ export interface components {
             /** @description ms an attempt may run */
             timeoutMs: number;
             idempotencyKey: string | null;
+            /** @description the job's concurrency key (API.md v1.1 flow control per key); null when it has none */
+            concurrencyKey: string | null;
             /** @description a number 0..100 or a small JSON object set by the handler; null until set */
             progress: unknown;
             /** @description the handler's result (any JSON); null until completed */
@@ -1216,6 +1310,7 @@ export interface components {
          *           },
          *           "timeoutMs": 600000,
          *           "idempotencyKey": null,
+         *           "concurrencyKey": "customer-42",
          *           "progress": null,
          *           "result": null,
          *           "lastError": null,
@@ -1260,6 +1355,7 @@ export interface components {
          *           },
          *           "timeoutMs": 600000,
          *           "idempotencyKey": null,
+         *           "concurrencyKey": "customer-42",
          *           "progress": null,
          *           "result": null,
          *           "lastError": null,
@@ -1420,6 +1516,13 @@ export interface components {
          *         "timeoutMs": 600000
          *       },
          *       "external": false,
+         *       "keyConcurrency": 2,
+         *       "keyRateLimit": {
+         *         "max": 100,
+         *         "durationMs": 60000
+         *       },
+         *       "fairness": "round_robin",
+         *       "agingMs": null,
          *       "counts": {
          *         "waiting": 12,
          *         "delayed": 3,
@@ -1450,9 +1553,102 @@ export interface components {
             };
             /** @description served only through the external worker protocol */
             external: boolean;
+            /** @description at most this many active jobs per concurrency key (API.md v1.1 flow control per key); null = none */
+            keyConcurrency: number | null;
+            /** @description at most max starts per key in any sliding window of durationMs; null = none */
+            keyRateLimit: {
+                /** @description starts per window per key */
+                max: number;
+                /** @description window, ms */
+                durationMs: number;
+            } | null;
+            /**
+             * @description the effective value: as set, else round_robin once the queue has had keyed jobs, else fifo
+             * @enum {string}
+             */
+            fairness: "fifo" | "round_robin";
+            /** @description a waiting job's effective priority rises by 1 per agingMs (up to 100); null = none */
+            agingMs: number | null;
             counts: components["schemas"]["QueueCounts"];
             /** @description payload search index of the queue (v1.1 console): false when off, else the index's state; absent when PostgreSQL did not answer */
             payloadSearch?: false | ("building" | "ready" | "failed");
+        };
+        /**
+         * @description One concurrency key of a queue (API.md v1.1/v1.2 flow control per key).
+         * @example {
+         *       "key": "customer-42",
+         *       "waiting": 120,
+         *       "active": 2,
+         *       "overrides": {
+         *         "concurrency": 5,
+         *         "rateLimit": null
+         *       },
+         *       "limits": {
+         *         "concurrency": 5,
+         *         "rateLimit": {
+         *           "max": 100,
+         *           "durationMs": 60000
+         *         }
+         *       }
+         *     }
+         */
+        QueueKey: {
+            /** @description the concurrency key */
+            key: string;
+            /** @description ready jobs of the key (delayed ones not counted) */
+            waiting: number;
+            /** @description jobs of the key held by workers */
+            active: number;
+            /** @description the key's override (PUT /queues/:name/keys/:key); null when it has none */
+            overrides: {
+                /** @description active jobs of this key at most; null = none */
+                concurrency: number | null;
+                /** @description starts of this key per sliding window; null = none */
+                rateLimit: {
+                    /** @description starts per window per key */
+                    max: number;
+                    /** @description window, ms */
+                    durationMs: number;
+                } | null;
+            } | null;
+            /** @description the limits in force for the key: each override field where set, else the queue's keyConcurrency / keyRateLimit */
+            limits: {
+                /** @description active jobs of this key at most; null = none */
+                concurrency: number | null;
+                /** @description starts of this key per sliding window; null = none */
+                rateLimit: {
+                    /** @description starts per window per key */
+                    max: number;
+                    /** @description window, ms */
+                    durationMs: number;
+                } | null;
+            };
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "key": "customer-42",
+         *           "waiting": 120,
+         *           "active": 2,
+         *           "overrides": {
+         *             "concurrency": 5,
+         *             "rateLimit": null
+         *           },
+         *           "limits": {
+         *             "concurrency": 5,
+         *             "rateLimit": {
+         *               "max": 100,
+         *               "durationMs": 60000
+         *             }
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        QueueKeys: {
+            /** @description busiest first (waiting + active), then keys with only an override */
+            items: components["schemas"]["QueueKey"][];
         };
         /**
          * @example {
@@ -1467,6 +1663,7 @@ export interface components {
          *       "maxAttempts": null,
          *       "backoff": null,
          *       "timeoutMs": null,
+         *       "concurrencyKey": null,
          *       "enabled": true,
          *       "nextRunAt": "2026-12-02T01:30:00.000Z",
          *       "lastRunAt": null,
@@ -1503,6 +1700,8 @@ export interface components {
             } | null;
             /** @description ms; null = the queue's default */
             timeoutMs: number | null;
+            /** @description the concurrency key of the jobs it enqueues (API.md v1.1 flow control per key); null = none */
+            concurrencyKey: string | null;
             enabled: boolean;
             /**
              * Format: date-time
@@ -2125,7 +2324,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A path segment (an id or a name) is longer than 100 characters. */
+        /** @description A path segment (an id, a name or a key) is longer than 256 characters (after percent-decoding). */
         UriTooLong: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2136,7 +2335,7 @@ export interface components {
                  * @example {
                  *       "error": {
                  *         "code": "uri_too_long",
-                 *         "message": "A path segment (an id or a name) is longer than 100 characters",
+                 *         "message": "A path segment (an id, a name or a key) is longer than 256 characters (after percent-decoding)",
                  *         "details": [],
                  *         "requestId": "b7f3c1d2-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
                  *       }
@@ -2241,6 +2440,8 @@ export interface components {
         "Retry-After": number;
         /** @description `true`: the idempotency key matched an existing job with the same body; this is that job. */
         "Idempotent-Replayed": "true";
+        /** @description `true` (API.md v1.2): the debounce key matched a job of the queue not claimed yet; this is that job, updated (payload, options, runAt). */
+        "Sluice-Debounced": "true";
         /** @description The dashboard session cookie `sluice_session`: HttpOnly, SameSite=Strict, Path=/, Max-Age = the session's absolute lifetime (0 and an empty value clear it), Secure over TLS. */
         "Set-Cookie": string;
     };
@@ -2599,11 +2800,12 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The idempotency key matched a job enqueued with the same body: that job. */
+            /** @description Either the idempotency key matched a job enqueued with the same body: that job (`Idempotent-Replayed: true`); or the debounce key matched a job of the queue not claimed yet: that job, updated with this body and its runAt moved (`Sluice-Debounced: true`). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Sluice-Debounced": components["headers"]["Sluice-Debounced"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3342,6 +3544,124 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Queue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listQueueKeys: {
+        parameters: {
+            query?: {
+                /** @description most keys answered */
+                limit?: number;
+            };
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description At most `limit` keys, busiest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueKeys"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    setQueueKeyOverride: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                name: string;
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyOverrideDto"];
+            };
+        };
+        responses: {
+            /** @description The key with its override and the limits now in force. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteQueueKeyOverride: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                name: string;
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, overrides null. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueKey"];
                 };
             };
             400: components["responses"]["BadRequest"];

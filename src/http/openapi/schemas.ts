@@ -63,6 +63,7 @@ const JOB_PROPERTIES: Record<string, SchemaObject> = {
   backoff: ref('Backoff'),
   timeoutMs: int('ms an attempt may run', { minimum: 1 }),
   idempotencyKey: str(undefined, true),
+  concurrencyKey: str("the job's concurrency key (API.md v1.1 flow control per key); null when it has none", true),
   progress: anyJson('a number 0..100 or a small JSON object set by the handler; null until set'),
   result: anyJson("the handler's result (any JSON); null until completed"),
   lastError: str('message of the last failure', true),
@@ -89,6 +90,7 @@ const JOB_EXAMPLE = {
   backoff: { type: 'exponential', delayMs: 2000, maxDelayMs: 3600000, jitter: 'equal' },
   timeoutMs: 600000,
   idempotencyKey: null,
+  concurrencyKey: 'customer-42',
   progress: null,
   result: null,
   lastError: null,
@@ -120,6 +122,25 @@ const KEY_PROPERTIES: Record<string, SchemaObject> = {
   ),
 };
 
+/** A per-key rate limit: a sliding window (API.md v1.1 `keyRateLimit`, v1.2 a key's override `rateLimit`). */
+const KEY_RATE_LIMIT: SchemaObject = obj({ max: int('starts per window per key', { minimum: 1, maximum: 10000 }), durationMs: int('window, ms', { minimum: 1 }) });
+/** A key's override or the limits in force for it (API.md v1.2): each null when none. */
+const keyLimits = (description: string, nullable = false): SchemaObject =>
+  obj(
+    {
+      concurrency: int('active jobs of this key at most; null = none', { nullable: true, minimum: 1 }),
+      rateLimit: { ...KEY_RATE_LIMIT, nullable: true, description: 'starts of this key per sliding window; null = none' },
+    },
+    { description, ...(nullable ? { nullable: true } : {}) },
+  );
+const QUEUE_KEY_EXAMPLE = {
+  key: 'customer-42',
+  waiting: 120,
+  active: 2,
+  overrides: { concurrency: 5, rateLimit: null },
+  limits: { concurrency: 5, rateLimit: { max: 100, durationMs: 60000 } },
+};
+
 const QUEUE_EXAMPLE = {
   name: 'emails',
   paused: false,
@@ -127,6 +148,10 @@ const QUEUE_EXAMPLE = {
   rateLimit: { max: 100, durationMs: 60000 },
   defaults: { maxAttempts: 3, backoff: JOB_EXAMPLE.backoff, timeoutMs: 600000 },
   external: false,
+  keyConcurrency: 2,
+  keyRateLimit: { max: 100, durationMs: 60000 },
+  fairness: 'round_robin',
+  agingMs: null,
   counts: { waiting: 12, delayed: 3, active: 5, completed: 1042, failed: 2, cancelled: 0 },
 };
 
@@ -246,6 +271,14 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
         { description: "effective defaults for the queue's jobs: its own, else the process defaults" },
       ),
       external: { type: 'boolean', description: 'served only through the external worker protocol' },
+      keyConcurrency: int('at most this many active jobs per concurrency key (API.md v1.1 flow control per key); null = none', { nullable: true, minimum: 1 }),
+      keyRateLimit: { ...KEY_RATE_LIMIT, nullable: true, description: 'at most max starts per key in any sliding window of durationMs; null = none' },
+      fairness: {
+        type: 'string',
+        enum: ['fifo', 'round_robin'],
+        description: 'the effective value: as set, else round_robin once the queue has had keyed jobs, else fifo',
+      },
+      agingMs: int("a waiting job's effective priority rises by 1 per agingMs (up to 100); null = none", { nullable: true, minimum: 1000 }),
       counts: ref('QueueCounts'),
     },
     { example: QUEUE_EXAMPLE },
@@ -256,6 +289,17 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       },
     },
   ),
+  QueueKey: obj(
+    {
+      key: str('the concurrency key'),
+      waiting: int('ready jobs of the key (delayed ones not counted)', { minimum: 0 }),
+      active: int('jobs of the key held by workers', { minimum: 0 }),
+      overrides: keyLimits("the key's override (PUT /queues/:name/keys/:key); null when it has none", true),
+      limits: keyLimits("the limits in force for the key: each override field where set, else the queue's keyConcurrency / keyRateLimit"),
+    },
+    { description: 'One concurrency key of a queue (API.md v1.1/v1.2 flow control per key).', example: QUEUE_KEY_EXAMPLE },
+  ),
+  QueueKeys: obj({ items: { type: 'array', items: ref('QueueKey'), description: 'busiest first (waiting + active), then keys with only an override' } }, { example: { items: [QUEUE_KEY_EXAMPLE] } }),
   Schedule: obj(
     {
       id: str(),
@@ -269,6 +313,7 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       maxAttempts: int("null = the queue's default", { nullable: true, minimum: 1 }),
       backoff: { ...BACKOFF, nullable: true, description: "null = the queue's default" },
       timeoutMs: int("ms; null = the queue's default", { nullable: true, minimum: 1 }),
+      concurrencyKey: str('the concurrency key of the jobs it enqueues (API.md v1.1 flow control per key); null = none', true),
       enabled: { type: 'boolean' },
       nextRunAt: time('next slot; null while disabled', true),
       lastRunAt: time(undefined, true),
@@ -290,6 +335,7 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
         maxAttempts: null,
         backoff: null,
         timeoutMs: null,
+        concurrencyKey: null,
         enabled: true,
         nextRunAt: '2026-12-02T01:30:00.000Z',
         lastRunAt: null,

@@ -3,7 +3,7 @@ import { validateSync, ValidatorOptions } from 'class-validator';
 import { ValidationError } from '../../core/errors';
 import { nullFieldDetails } from '../../http/null-fields';
 import { flattenValidationErrors } from '../../http/validation';
-import { BackoffDto, EnqueueBatchDto, EnqueueJobDto } from './enqueue-job.dto';
+import { BackoffDto, DebounceDto, EnqueueBatchDto, EnqueueJobDto } from './enqueue-job.dto';
 
 /** The same options as the global ValidationPipe (src/http/validation.ts). */
 const OPTIONS: ValidatorOptions = {
@@ -36,6 +36,7 @@ function toJobDto(v: unknown, path: string, extra: Details): unknown {
   if (!isPlainObject(v)) return v;
   const dto = assign(new EnqueueJobDto(), v, path, extra);
   if (isPlainObject(dto.backoff)) dto.backoff = assign(new BackoffDto(), dto.backoff as Record<string, unknown>, path + 'backoff.', extra);
+  if (isPlainObject(dto.debounce)) dto.debounce = assign(new DebounceDto(), dto.debounce as Record<string, unknown>, path + 'debounce.', extra);
   return dto;
 }
 
@@ -57,7 +58,7 @@ function requireObject(body: unknown): asserts body is Record<string, unknown> {
  * Validation of the `POST /jobs` body: the same class-validator rules and
  * options as the global pipe, on the same DTO, but without class-transformer
  * (its deep copy of the payload was the largest single cost of the enqueue
- * hot path; the DTO only needs its nested `backoff` as a class instance),
+ * hot path; the DTO only needs its nested `backoff` and `debounce` as class instances),
  * and the same `null` rule (src/http/null-fields.ts).
  * The route's parameter is typed with an interface so the global pipe skips it.
  * @throws ValidationError (400) with `{path, message}` per failed rule.

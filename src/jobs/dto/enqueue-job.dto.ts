@@ -18,7 +18,8 @@ import {
   ValidateNested,
   ValidationOptions,
 } from 'class-validator';
-import { LIMITS, NAMED_PRIORITIES } from '../../core/job-options';
+import { flowKeyProblem, LIMITS, NAMED_PRIORITIES } from '../../core/job-options';
+import { IntInRange } from '../../http/validation';
 
 /** `priority`: an integer −100..100 or one of the named priorities. */
 export function IsPriority(opts?: ValidationOptions): PropertyDecorator {
@@ -34,6 +35,68 @@ export function IsPriority(opts?: ValidationOptions): PropertyDecorator {
     },
     opts,
   );
+}
+
+/**
+ * A flow-control key (a job's `concurrencyKey`, `debounce.key`): a string of
+ * 1..128 characters, no NUL, no lone surrogate (src/core/job-options.ts flowKeyProblem).
+ */
+export function IsFlowKey(opts?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isFlowKey',
+      validator: {
+        validate: (v: unknown) => flowKeyProblem(v) === null,
+        defaultMessage: (args) => flowKeyProblem(args?.value) ?? `must be a string of 1..${LIMITS.maxFlowKeyLength} characters`,
+      },
+    },
+    opts,
+  );
+}
+
+/** `debounce.maxWaitMs`: an integer from the `windowMs` sent (else its minimum) up to one week. */
+function IsMaxWait(opts?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isMaxWait',
+      validator: {
+        validate: (v: unknown, args) => {
+          const w = (args?.object as { windowMs?: unknown } | undefined)?.windowMs;
+          const min = typeof w === 'number' && Number.isInteger(w) && w >= LIMITS.minDebounceWindowMs ? w : LIMITS.minDebounceWindowMs;
+          return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= LIMITS.maxDebounceMaxWaitMs;
+        },
+        defaultMessage: () => `must be an integer windowMs..${LIMITS.maxDebounceMaxWaitMs}`,
+      },
+    },
+    opts,
+  );
+}
+
+/** `debounce` (API.md v1.2): one job per key while it is not claimed yet. Unknown fields are rejected. */
+export class DebounceDto {
+  @ApiProperty({ minLength: 1, maxLength: LIMITS.maxFlowKeyLength, description: 'the debounce key, per queue', example: 'reindex:customer-42' })
+  @IsFlowKey()
+  key!: string;
+
+  @ApiProperty({
+    type: 'integer',
+    minimum: LIMITS.minDebounceWindowMs,
+    maximum: LIMITS.maxDebounceWindowMs,
+    description: 'ms: the job runs this long after the last enqueue with its key (runAt = now + windowMs at each one)',
+    example: 5000,
+  })
+  @IntInRange(LIMITS.minDebounceWindowMs, LIMITS.maxDebounceWindowMs)
+  windowMs!: number;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: LIMITS.minDebounceWindowMs,
+    maximum: LIMITS.maxDebounceMaxWaitMs,
+    description: 'ms, ≥ windowMs: runAt never later than the first enqueue + maxWaitMs; absent = no bound',
+  })
+  @IsOptional()
+  @IsMaxWait()
+  maxWaitMs?: number;
 }
 
 /** Retry backoff (API.md); omitted fields take the defaults (exponential, 2000, 3600000, equal). */
@@ -124,6 +187,26 @@ export class EnqueueJobDto {
   @IsString()
   @Length(1, LIMITS.maxIdempotencyKeyLength)
   idempotencyKey?: string;
+
+  @ApiPropertyOptional({
+    minLength: 1,
+    maxLength: LIMITS.maxFlowKeyLength,
+    description: "the job's concurrency key (e.g. a customer id): the queue's keyConcurrency, keyRateLimit and fairness apply per key",
+    example: 'customer-42',
+  })
+  @IsOptional()
+  @IsFlowKey()
+  concurrencyKey?: string;
+
+  @ApiPropertyOptional({
+    type: DebounceDto,
+    description: 'while a job of this queue holds the key and is not claimed yet, an enqueue with the key updates that job (200, Sluice-Debounced) instead of creating one; exclusive with idempotencyKey',
+  })
+  @IsOptional()
+  @IsObject({ message: 'must be an object {key, windowMs, maxWaitMs?}' })
+  @ValidateNested()
+  @Type(() => DebounceDto)
+  debounce?: DebounceDto;
 }
 
 /** The `POST /jobs/batch` body: 1..1000 jobs, all validated before any is enqueued. */

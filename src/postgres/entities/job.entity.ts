@@ -19,6 +19,8 @@ export class JobEntity {
   @Column('text') backoff!: string;
   @Column('int', { name: 'timeout_ms' }) timeoutMs!: number;
   @Column('text', { name: 'idempotency_key', nullable: true }) idempotencyKey!: string | null;
+  /** The job's concurrency key, from its `enqueued` event (migration 1796001600000-ConcurrencyKeys); null when none. */
+  @Column('text', { name: 'concurrency_key', nullable: true }) concurrencyKey!: string | null;
   @Column('text') payload!: string;
   @Column('text', { nullable: true }) progress!: string | null;
   @Column('text', { nullable: true }) result!: string | null;

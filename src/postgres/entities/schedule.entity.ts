@@ -24,6 +24,8 @@ export class ScheduleEntity {
   /** BackoffSpec as sent (defaults filled), or null for the queue's/process's. */
   @Column('jsonb', { nullable: true }) backoff!: Record<string, unknown> | null;
   @Column('int', { name: 'timeout_ms', nullable: true }) timeoutMs!: number | null;
+  /** The concurrency key of the jobs it enqueues; null = none (migration 1796001600000-ConcurrencyKeys). */
+  @Column('text', { name: 'concurrency_key', nullable: true }) concurrencyKey!: string | null;
   @Column('boolean') enabled!: boolean;
   /** The next slot to fire; null while disabled. */
   @Column('timestamptz', { name: 'next_run_at', nullable: true }) nextRunAt!: Date | null;

@@ -3,7 +3,7 @@ import { ApiProperty, ApiPropertyOptional, PartialType, PickType } from '@nestjs
 import { Type } from 'class-transformer';
 import { IsBoolean, IsInt, IsISO8601, IsObject, IsOptional, IsString, Length, Max, Min, ValidateNested } from 'class-validator';
 import { LIMITS } from '../../core/job-options';
-import { BackoffDto, EnqueueJobDto } from '../../jobs/dto/enqueue-job.dto';
+import { BackoffDto, EnqueueJobDto, IsFlowKey } from '../../jobs/dto/enqueue-job.dto';
 
 /**
  * The `POST /schedules` body (API.md "Schedules (cron)"). The job fields
@@ -46,6 +46,18 @@ export class CreateScheduleDto extends PickType(EnqueueJobDto, ['queue', 'type',
   @Max(LIMITS.maxTimeoutMs)
   timeoutMs?: number | null;
 
+  @ApiPropertyOptional({
+    type: 'string',
+    minLength: 1,
+    maxLength: LIMITS.maxFlowKeyLength,
+    nullable: true,
+    description: "the concurrency key of the jobs it enqueues (API.md v1.1 flow control per key); null = none",
+    example: 'nightly-report',
+  })
+  @IsOptional()
+  @IsFlowKey()
+  concurrencyKey?: string | null;
+
   @ApiPropertyOptional({ default: true })
   @IsOptional()
   @IsBoolean()
@@ -55,7 +67,7 @@ export class CreateScheduleDto extends PickType(EnqueueJobDto, ['queue', 'type',
 /**
  * The `PATCH /schedules/:id` body: any field of the POST body; omitted fields
  * keep their value; `null` resets maxAttempts, backoff or timeoutMs to the
- * queue's/process's default.
+ * queue's/process's default, and removes the concurrencyKey.
  */
 export class UpdateScheduleDto extends PartialType(CreateScheduleDto) {}
 

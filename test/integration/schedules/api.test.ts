@@ -100,6 +100,35 @@ describe('HTTP /schedules', () => {
     expect((await api.http.delete(`/schedules/${created.id}`)).status).toBe(404);
   });
 
+  it('concurrencyKey (API.md v1.1 flow control per key): stored, shown, changed and removed by PATCH (null), validated, passed to the jobs it enqueues', async () => {
+    const created = await api.http.post('/schedules').send({ ...base, name: 'keyed', concurrencyKey: 'tenant-7' });
+    expect(created.status).toBe(201);
+    expect(created.body.concurrencyKey).toBe('tenant-7');
+    expect((await api.http.get(`/schedules/${created.body.id}`)).body.concurrencyKey).toBe('tenant-7');
+    // Without one: null.
+    expect((await api.http.post('/schedules').send({ ...base, name: 'unkeyed' })).body.concurrencyKey).toBeNull();
+    // A manual run enqueues the schedule's job with its key.
+    const run = await api.http.post(`/schedules/${created.body.id}/run`);
+    expect(run.status).toBe(201);
+    expect(run.body.concurrencyKey).toBe('tenant-7');
+    expect((await api.http.get(`/jobs/${run.body.id}`)).body.concurrencyKey).toBe('tenant-7');
+    // PATCH: other fields keep it; a new one replaces it; null removes it.
+    expect((await api.http.patch(`/schedules/${created.body.id}`).send({ priority: 3 })).body.concurrencyKey).toBe('tenant-7');
+    expect((await api.http.patch(`/schedules/${created.body.id}`).send({ concurrencyKey: 'k'.repeat(128) })).body.concurrencyKey).toBe('k'.repeat(128));
+    const removed = await api.http.patch(`/schedules/${created.body.id}`).send({ concurrencyKey: null });
+    expect(removed.status).toBe(200);
+    expect(removed.body.concurrencyKey).toBeNull();
+    expect((await api.http.post(`/schedules/${created.body.id}/run`)).body.concurrencyKey).toBeNull();
+    for (const bad of ['', 'k'.repeat(129), 42]) {
+      const r = await api.http.post('/schedules').send({ ...base, name: 'bad-key', concurrencyKey: bad });
+      expect([r.status, paths(r)]).toEqual([400, ['concurrencyKey']]);
+      const p = await api.http.patch(`/schedules/${created.body.id}`).send({ concurrencyKey: bad });
+      expect([p.status, paths(p)]).toEqual([400, ['concurrencyKey']]);
+    }
+    // Debounce is not a schedule field.
+    expect(paths(await api.http.post('/schedules').send({ ...base, name: 'debounced', debounce: { key: 'k', windowMs: 1000 } }))).toEqual(['debounce']);
+  });
+
   it('GET /schedules/preview: DST rules, Kolkata, defaults and validation', async () => {
     const spring = await api.http.get('/schedules/preview').query({ cron: '30 2 * * *', timezone: 'America/New_York', from: '2024-03-09T00:00:00Z', count: 3 });
     expect(spring.status).toBe(200);

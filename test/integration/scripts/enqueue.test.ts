@@ -70,6 +70,7 @@ describe('enqueue: happy path', () => {
       backoff: input.backoff,
       timeoutMs: 1234,
       idempotencyKey: 'key-1',
+      concurrencyKey: null,
       progress: null,
       result: null,
       lastError: null,
