@@ -32,6 +32,9 @@ const pct = (xs, p) => {
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
 let seq = 0;
 
+/** One no-op job of queue `bench` as the store's enqueue takes it. */
+const normalize = (payload) => normalizeEnqueue({ type: 'noop', queue: 'bench', payload }, 1e6);
+
 /**
  * Sluice on its own key prefix, queue `bench`.
  * @param {{concurrency: number, inflight: number, tag?: string}} opts
@@ -44,7 +47,7 @@ function sluice({ concurrency, inflight, tag = 'sluice' }) {
   const store = stores.jobs;
   /** keyOf(i): the i-th job's concurrency key, or undefined for none. */
   const job = (i, payload, keyOf) => {
-    const j = normalizeEnqueue({ type: 'noop', queue: 'bench', payload: payload ?? { i } }, 1e6);
+    const j = normalize(payload ?? { i });
     const ck = keyOf?.(i);
     return ck === undefined ? j : { ...j, concurrencyKey: ck };
   };
@@ -192,4 +195,4 @@ async function redisQuiet() {
   }
 }
 
-module.exports = { REDIS_URL, sluice, bullmq, redisQuiet, sleep, median, pct, fmt };
+module.exports = { REDIS_URL, sluice, bullmq, normalize, redisQuiet, sleep, median, pct, fmt };
