@@ -29,7 +29,8 @@
 const { performance } = require('node:perf_hooks');
 const os = require('node:os');
 const systems = require('./systems');
-const { redisQuiet, sleep, median, fmt, REDIS_URL } = systems;
+const { redisQuiet, sleep, median, fmt } = systems;
+const REDIS_URL = systems.redisUrl();
 const IORedis = require('ioredis');
 
 const args = process.argv.slice(2);

@@ -4,11 +4,12 @@
  * Queue and Worker, both in the bench process, each under a key prefix or
  * queue name of its own on the same Redis. Plus the statistics they share.
  *
- * Needs `npm run build` (uses dist/) and Redis at REDIS_URL.
+ * Needs `npm run build` (uses dist/; DIST=<other checkout>/dist for another
+ * build, whose lua/ folder sits next to its dist/) and Redis at REDIS_URL.
  */
 const { performance } = require('node:perf_hooks');
 const path = require('node:path');
-const dist = path.resolve(__dirname, '../../dist');
+const dist = process.env.DIST || path.resolve(__dirname, '../../dist');
 const { createRedis } = require(`${dist}/redis/connection`);
 const { createRedisStores } = require(`${dist}/redis/stores`);
 const { normalizeEnqueue } = require(`${dist}/core/job-options`);
@@ -19,7 +20,8 @@ const { Queue, Worker } = require('bullmq');
 const { deletePrefix } = require('../lib/cleanup');
 const IORedis = require('ioredis');
 
-const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+/** Read at each use, so a script may point REDIS_URL at a Redis it started. */
+const redisUrl = () => process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -42,7 +44,7 @@ const normalize = (payload) => normalizeEnqueue({ type: 'noop', queue: 'bench', 
  *   tag: part of the key prefix (which bench made it).
  */
 function sluice({ concurrency, inflight, tag = 'sluice' }) {
-  const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
+  const redis = createRedis({ redisUrl: redisUrl(), redisClusterNodes: null });
   const stores = createRedisStores(redis, `bench-${tag}-${process.pid}-${seq++}`);
   const store = stores.jobs;
   /** keyOf(i): the i-th job's concurrency key, or undefined for none. */
@@ -92,7 +94,7 @@ function sluice({ concurrency, inflight, tag = 'sluice' }) {
         if (++done === n) resolveAll();
         return null;
       });
-      const waiter = new RedisWakeWaiter(() => createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null }, { blocking: true }), false, (q) => stores.ctx.keys(q).wake);
+      const waiter = new RedisWakeWaiter(() => createRedis({ redisUrl: redisUrl(), redisClusterNodes: null }, { blocking: true }), false, (q) => stores.ctx.keys(q).wake);
       const rt = new WorkerRuntime(stores, handlers, waiter, {
         workerId: 'bench', queues: ['bench'], concurrency: conc, leaseMs: 30000, heartbeatIntervalMs: 10000, shutdownGraceMs: 1000,
       });
@@ -114,7 +116,7 @@ function sluice({ concurrency, inflight, tag = 'sluice' }) {
 
 /** BullMQ on a queue name of its own. @param {{concurrency: number, inflight: number}} opts */
 function bullmq({ concurrency, inflight }) {
-  const connection = new IORedis(REDIS_URL, { maxRetriesPerRequest: null });
+  const connection = new IORedis(redisUrl(), { maxRetriesPerRequest: null });
   const name = `bench-bull-${process.pid}-${seq++}`;
   const queue = new Queue(name, { connection });
   return {
@@ -152,7 +154,7 @@ function bullmq({ concurrency, inflight }) {
           if (onStart) onStart(job);
           return null;
         },
-        { connection: new IORedis(REDIS_URL, { maxRetriesPerRequest: null }), concurrency, removeOnComplete: { count: 1000 } },
+        { connection: new IORedis(redisUrl(), { maxRetriesPerRequest: null }), concurrency, removeOnComplete: { count: 1000 } },
       );
       worker.on('completed', () => {
         if (++done === n) resolveAll();
@@ -182,7 +184,7 @@ function bullmq({ concurrency, inflight }) {
  * CPU from everything else for a while), so "idle" means idle for both systems.
  */
 async function redisQuiet() {
-  const r = new IORedis(REDIS_URL);
+  const r = new IORedis(redisUrl());
   try {
     for (let i = 0; i < 200; i++) {
       const pending = Number(/lazyfree_pending_objects:(\d+)/.exec(await r.info('memory'))?.[1] ?? 0);
@@ -195,4 +197,4 @@ async function redisQuiet() {
   }
 }
 
-module.exports = { REDIS_URL, sluice, bullmq, normalize, redisQuiet, sleep, median, pct, fmt };
+module.exports = { redisUrl, sluice, bullmq, normalize, redisQuiet, sleep, median, pct, fmt };
