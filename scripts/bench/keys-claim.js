@@ -2,27 +2,29 @@
 /*
  * Where the Redis time of flow control per key goes: the claim and complete
  * scripts timed inside Redis, per job, with no key and with 1 / 100 / 10,000
- * concurrency keys. A private redis-server (no persistence, a port of its own)
- * so SLOWLOG and INFO commandstats see nothing but this; it is stopped at the end.
+ * concurrency keys, optionally for two builds side by side. A private
+ * redis-server (no persistence, a port of its own) so SLOWLOG, INFO cpu and
+ * INFO commandstats see nothing but this; it is stopped at the end.
  *
  *   npm run build && node scripts/bench/keys-claim.js
- *   DIST=/tmp/other/dist node scripts/bench/keys-claim.js   # another build (its lua/ next to its dist/)
- *   ... --n 50000 --batch 50 --rounds 3 --keys 0,1,100,10000   (the defaults)
+ *   ... --dist dist,/tmp/other/dist   # two builds (A, B; each with its lua/ next to its dist/), B/A per variant
+ *   ... --n 50000 --batch 50 --slice 1000 --keys 0,1,100,10000   (the defaults)
  *
- * Per variant: N jobs enqueued (batches of 1,000, job i gets key i mod K),
- * the events stream trimmed, then one connection claims `batch` jobs and
- * completes them, again and again until none is left (no worker runtime, no
- * other client: the scripts' own cost). Prints per job: µs of Redis time in
- * claimJobs and in completeJobs (SLOWLOG at 0 µs: every EVALSHA with its
- * duration), the wall time of the loop, and the commands the scripts ran
- * (INFO commandstats: calls and µs per job; a command's µs there excludes
- * what redis.call adds around it, which is the scripts' total minus the sum).
- * Then the cost of a redis.call itself: a script of 10,000 ZSCOREs, timed.
+ * Every variant (build × key count) gets a queue of N jobs first (batches of
+ * 1,000, job i gets key i mod K; events stream trimmed). Then one connection
+ * drains them all in turns of `slice` jobs, variant after variant (claim
+ * `batch` jobs, complete them, again), so a change of the machine's speed (it
+ * is shared) falls on every variant alike. Per job, per variant: Redis time
+ * in claimJobs and completeJobs (SLOWLOG at 0 µs: every EVALSHA with its
+ * duration), Redis CPU (INFO cpu, user + sys: not counting the time Redis
+ * waited for a core), and the commands the scripts ran (INFO commandstats:
+ * calls and µs; a command's µs there excludes what redis.call adds around
+ * it). Then the cost of a redis.call itself: 10,000 ZSCOREs in one script.
  */
 const path = require('node:path');
 const os = require('node:os');
-const { performance } = require('node:perf_hooks');
 const { mkdtempSync, rmSync } = require('node:fs');
+const IORedis = require('ioredis');
 const { RedisNode } = require('../lib/private-redis');
 const { freePort } = require('../lib/server');
 const systems = require('./systems');
@@ -35,8 +37,11 @@ const opt = (name, def) => {
 };
 const N = Number(opt('n', 50000));
 const BATCH = Number(opt('batch', 50));
-const ROUNDS = Number(opt('rounds', 3));
+const SLICE = Number(opt('slice', 1000));
 const KEYS = opt('keys', '0,1,100,10000').split(',').map(Number);
+const DISTS = (opt('dist', '') || '').split(',').filter(Boolean).map((d) => path.resolve(d));
+const BUILDS = DISTS.length ? DISTS : [undefined];
+const label = (b) => (DISTS.length ? String.fromCharCode(65 + BUILDS.indexOf(b)) : '');
 
 async function commandstats(redis) {
   const out = {};
@@ -47,94 +52,124 @@ async function commandstats(redis) {
   return out;
 }
 
-/** SLOWLOG entries (all: the threshold is 0) as {numkeys: total µs, count}; clears it. */
+/** Redis CPU used so far (user + sys), µs. */
+async function redisCpu(redis) {
+  const info = await redis.info('cpu');
+  const v = (k) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)[1]);
+  return (v('used_cpu_user') + v('used_cpu_sys')) * 1e6;
+}
+
+/** µs of the EVALSHAs in the SLOWLOG by number of keys (claimJobs 8, completeJobs 5); clears it. */
 async function scriptTimes(redis) {
-  const out = {};
+  const out = { 8: 0, 5: 0 };
   for (const [, , us, argv] of await redis.slowlog('GET', -1)) {
-    if (String(argv[0]).toLowerCase() !== 'evalsha') continue;
-    const k = String(argv[2]);
-    out[k] = out[k] ?? { us: 0, count: 0 };
-    out[k].us += Number(us);
-    out[k].count++;
+    if (String(argv[0]).toLowerCase() === 'evalsha') out[String(argv[2])] = (out[String(argv[2])] ?? 0) + Number(us);
   }
   await redis.slowlog('RESET');
   return out;
 }
 
-async function variant(K) {
-  const q = systems.sluice({ concurrency: 1, inflight: 1, tag: 'kclaim' });
-  const k = q.keys('bench');
+async function prepare(K, dist) {
+  const q = systems.sluice({ concurrency: 1, inflight: 1, tag: 'kclaim', dist });
   await q.addBatch(N, 1000, undefined, K ? (i) => `k${i % K}` : undefined);
-  await q.redis.xtrim(k.events, 'MAXLEN', 0);
-  await q.redis.slowlog('RESET');
-  const before = await commandstats(q.redis);
-  const t0 = performance.now();
-  let done = 0;
-  for (;;) {
-    const res = await q.store.claimForWorker('bench', BATCH, 30000, 'w', true);
+  await q.redis.xtrim(q.keys('bench').events, 'MAXLEN', 0);
+  return { K, dist, q, done: 0, claim: 0, complete: 0, cpu: 0, cmds: {}, claims: 0 };
+}
+
+/** Claims and completes up to SLICE jobs of variant v, adding its Redis time, CPU and commands to v. */
+async function slice(v, admin) {
+  await admin.slowlog('RESET');
+  const stats0 = await commandstats(admin);
+  const cpu0 = await redisCpu(admin);
+  let n = 0;
+  while (n < SLICE) {
+    const res = await v.q.store.claimForWorker('bench', BATCH, 30000, 'w', true);
+    v.claims++;
     if (!res.jobs.length) break;
-    await q.store.complete('bench', 'w', res.jobs.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
-    done += res.jobs.length;
+    await v.q.store.complete('bench', 'w', res.jobs.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
+    n += res.jobs.length;
   }
-  const wall = (performance.now() - t0) / done;
-  const after = await commandstats(q.redis);
-  const times = await scriptTimes(q.redis);
-  if (done !== N) throw new Error(`claimed ${done} of ${N}`);
-  const cmds = {};
-  for (const [c, a] of Object.entries(after)) {
-    const b = before[c] ?? { calls: 0, usec: 0 };
-    if (a.calls > b.calls && !['evalsha', 'slowlog', 'info', 'config'].includes(c)) cmds[c] = { calls: (a.calls - b.calls) / N, us: (a.usec - b.usec) / N };
+  v.cpu += (await redisCpu(admin)) - cpu0;
+  const stats1 = await commandstats(admin);
+  const t = await scriptTimes(admin);
+  v.claim += t[8];
+  v.complete += t[5];
+  for (const [c, a] of Object.entries(stats1)) {
+    if (['evalsha', 'slowlog', 'info'].includes(c)) continue;
+    const b = stats0[c] ?? { calls: 0, usec: 0 };
+    const d = (v.cmds[c] ??= { calls: 0, us: 0 });
+    d.calls += a.calls - b.calls;
+    d.us += a.usec - b.usec;
   }
-  await q.clean();
-  q.close();
-  // claimJobs has 8 KEYS, completeJobs 5.
-  return { claim: times['8'].us / N, complete: times['5'].us / N, claimCalls: times['8'].count, wall, cmds };
+  v.done += n;
+  return n;
 }
 
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-kclaim-'));
-  const node = new RedisNode({ name: 'kclaim', port: await freePort(), dir, extra: ['appendonly no', 'slowlog-log-slower-than 0', 'slowlog-max-len 1000000'] });
+  const node = new RedisNode({ name: 'kclaim', port: await freePort(), dir, extra: ['appendonly no', 'slowlog-log-slower-than 0', 'slowlog-max-len 100000'] });
+  const stop = async () => {
+    await node.stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => stop().then(() => process.exit(130)));
   await node.start();
   process.env.REDIS_URL = `redis://127.0.0.1:${node.port}`;
+  const admin = new IORedis(process.env.REDIS_URL);
   try {
-    console.log(`private Redis on port ${node.port}; N=${fmt(N)}, claims of ${BATCH}, ${ROUNDS} rounds; µs per job (Redis time), medians`);
-    const res = Object.fromEntries(KEYS.map((K) => [K, []]));
-    for (let r = 0; r < ROUNDS; r++) {
-      for (const K of r % 2 ? [...KEYS].reverse() : KEYS) {
-        const v = await variant(K);
-        res[K][r] = v;
-        console.log(`round ${r + 1}, ${K} keys: claimJobs ${v.claim.toFixed(2)} µs/job, completeJobs ${v.complete.toFixed(2)} µs/job, wall ${(v.wall * 1000).toFixed(1)} µs/job`);
+    console.log(`private Redis on port ${node.port}; N=${fmt(N)} per variant, claims of ${BATCH}, turns of ${fmt(SLICE)} jobs`);
+    DISTS.forEach((d, i) => console.log(`build ${String.fromCharCode(65 + i)}: ${d}`));
+    const variants = [];
+    for (const K of KEYS) for (const b of BUILDS) variants.push(await prepare(K, b));
+    console.log(`Redis used_memory with every variant's backlog: ${fmt(Number(/used_memory:(\d+)/.exec(await admin.info('memory'))[1]) / 2 ** 20)} MiB`);
+    let left = variants.slice();
+    for (let turn = 0; left.length; turn++) {
+      // Alternate the order of the turns, so no variant always follows the same one.
+      for (const v of turn % 2 ? [...left].reverse() : left) await slice(v, admin);
+      left = left.filter((v) => v.done < N);
+    }
+    for (const v of variants) if (v.done !== N) throw new Error(`claimed ${v.done} of ${N}`);
+    const name = (v) => `${label(v.dist)}${label(v.dist) ? ' ' : ''}${v.K} keys`;
+    const sum = (v) => Object.values(v.cmds).reduce((s, c) => s + c.us, 0) / N;
+    const base = (v) => variants.find((x) => x.K === KEYS[0] && x.dist === v.dist);
+    console.log('\nper job, µs: claimJobs, completeJobs, both (SLOWLOG); Redis CPU; of which inside commands (commandstats); both / first key count');
+    for (const v of variants) {
+      const both = (v.claim + v.complete) / N;
+      console.log(`  ${name(v).padEnd(14)} ${(v.claim / N).toFixed(2).padStart(7)} ${(v.complete / N).toFixed(2).padStart(7)} ${both.toFixed(2).padStart(7)}   cpu ${(v.cpu / N).toFixed(2).padStart(7)}   in commands ${sum(v).toFixed(2).padStart(6)}   ${(both / ((base(v).claim + base(v).complete) / N)).toFixed(2)}x`);
+    }
+    console.log('\ncommands run by the scripts, per job: calls / µs');
+    const names = [...new Set(variants.flatMap((v) => Object.keys(v.cmds)))].filter((c) => variants.some((v) => v.cmds[c]?.calls / N >= 0.005)).sort();
+    console.log('command'.padEnd(15) + variants.map((v) => name(v).padStart(16)).join(''));
+    for (const c of names) console.log(c.padEnd(15) + variants.map((v) => `${((v.cmds[c]?.calls ?? 0) / N).toFixed(2)} / ${((v.cmds[c]?.us ?? 0) / N).toFixed(2)}`.padStart(16)).join(''));
+    console.log('calls'.padEnd(15) + variants.map((v) => (Object.values(v.cmds).reduce((s, c) => s + c.calls, 0) / N).toFixed(2).padStart(16)).join(''));
+    if (DISTS.length === 2) {
+      console.log('\nB / A per key count: claimJobs, completeJobs, both, Redis CPU');
+      for (const K of KEYS) {
+        const [a, b] = DISTS.map((d) => variants.find((v) => v.K === K && v.dist === d));
+        console.log(`  ${String(K).padEnd(6)} ${(b.claim / a.claim).toFixed(2)}  ${(b.complete / a.complete).toFixed(2)}  ${((b.claim + b.complete) / (a.claim + a.complete)).toFixed(2)}  ${(b.cpu / a.cpu).toFixed(2)}`);
       }
     }
-    const m = (K, f) => median(res[K].map(f));
-    // The machine changes speed between rounds: the paired ratio (same round) is the steadier figure.
-    const ratio = (K, f) => median(res[K].map((x, r) => f(x) / f(res[KEYS[0]][r])));
-    const both = (x) => x.claim + x.complete;
-    console.log(`\nkeys      claimJobs  completeJobs  both    wall/job  both / ${KEYS[0]} keys (median of per-round ratios)`);
-    for (const K of KEYS) {
-      console.log(`${String(K).padEnd(9)} ${m(K, (x) => x.claim).toFixed(2).padStart(9)}  ${m(K, (x) => x.complete).toFixed(2).padStart(12)}  ${m(K, both).toFixed(2).padStart(6)}  ${m(K, (x) => x.wall * 1000).toFixed(1).padStart(7)}   ${ratio(K, both).toFixed(2)}x`);
+    for (const v of variants) {
+      await v.q.clean();
+      v.q.close();
     }
-    console.log('\ncommands run by the scripts, per job: calls / µs (median round)');
-    const names = [...new Set(KEYS.flatMap((K) => res[K].flatMap((x) => Object.keys(x.cmds))))].sort();
-    console.log('command'.padEnd(15) + KEYS.map((K) => `${K} keys`.padStart(16)).join(''));
-    for (const c of names) {
-      console.log(c.padEnd(15) + KEYS.map((K) => `${m(K, (x) => x.cmds[c]?.calls ?? 0).toFixed(2)} / ${m(K, (x) => x.cmds[c]?.us ?? 0).toFixed(2)}`.padStart(16)).join(''));
-    }
-    console.log('sum'.padEnd(15) + KEYS.map((K) => m(K, (x) => Object.values(x.cmds).reduce((s, v) => s + v.us, 0)).toFixed(2).padStart(16)).join(''));
     // What a redis.call costs beyond the command: 10,000 ZSCOREs in one script.
-    const r = new (require('ioredis'))(process.env.REDIS_URL);
-    await r.zadd('kclaim:z', 1, 'a');
-    await r.slowlog('RESET');
-    const before = await commandstats(r);
-    await r.eval("for i = 1, 10000 do redis.call('ZSCORE', KEYS[1], 'a') end return 1", 1, 'kclaim:z');
-    const after = await commandstats(r);
-    const [[, , us]] = (await r.slowlog('GET', -1)).filter((e) => String(e[3][0]).toLowerCase() === 'eval');
-    const inCmd = after.zscore.usec - (before.zscore?.usec ?? 0);
-    console.log(`\nredis.call: a script of 10,000 ZSCOREs took ${us} µs, the ZSCOREs themselves ${inCmd} µs: ${((us - inCmd) / 10000).toFixed(2)} µs per call around the command`);
-    r.disconnect();
+    const runs = [];
+    await admin.zadd('kclaim:z', 1, 'a');
+    for (let i = 0; i < 5; i++) {
+      await admin.slowlog('RESET');
+      const before = await commandstats(admin);
+      await admin.eval("for i = 1, 10000 do redis.call('ZSCORE', KEYS[1], 'a') end return 1", 1, 'kclaim:z');
+      const after = await commandstats(admin);
+      const [[, , us]] = (await admin.slowlog('GET', -1)).filter((e) => String(e[3][0]).toLowerCase() === 'eval');
+      runs.push({ total: us / 10000, cmd: (after.zscore.usec - (before.zscore?.usec ?? 0)) / 10000 });
+    }
+    const t = median(runs.map((r) => r.total));
+    const c = median(runs.map((r) => r.cmd));
+    console.log(`\nredis.call (median of 5 scripts of 10,000 ZSCOREs): ${t.toFixed(2)} µs per call, of which ${c.toFixed(2)} µs in ZSCORE itself, ${(t - c).toFixed(2)} µs around it`);
   } finally {
-    await node.stop();
-    rmSync(dir, { recursive: true, force: true });
+    admin.disconnect();
+    await stop();
   }
   process.exit(0);
 }

@@ -4,18 +4,14 @@
  * Queue and Worker, both in the bench process, each under a key prefix or
  * queue name of its own on the same Redis. Plus the statistics they share.
  *
- * Needs `npm run build` (uses dist/; DIST=<other checkout>/dist for another
- * build, whose lua/ folder sits next to its dist/) and Redis at REDIS_URL.
+ * Needs `npm run build` (uses dist/; DIST=<other checkout>/dist, or the
+ * `dist` option of sluice(), for another build, whose lua/ folder sits next
+ * to its dist/: two builds can run side by side in one process) and Redis at
+ * REDIS_URL.
  */
 const { performance } = require('node:perf_hooks');
 const path = require('node:path');
-const dist = process.env.DIST || path.resolve(__dirname, '../../dist');
-const { createRedis } = require(`${dist}/redis/connection`);
-const { createRedisStores } = require(`${dist}/redis/stores`);
-const { normalizeEnqueue } = require(`${dist}/core/job-options`);
-const { HandlerMap } = require(`${dist}/core/handler`);
-const { WorkerRuntime } = require(`${dist}/workers/runtime/worker-runtime`);
-const { RedisWakeWaiter } = require(`${dist}/redis/wake/wake-waiter`);
+const DEFAULT_DIST = process.env.DIST || path.resolve(__dirname, '../../dist');
 const { Queue, Worker } = require('bullmq');
 const { deletePrefix } = require('../lib/cleanup');
 const IORedis = require('ioredis');
@@ -34,22 +30,40 @@ const pct = (xs, p) => {
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
 let seq = 0;
 
+const builds = new Map();
+/** The modules of one build. */
+function build(dist = DEFAULT_DIST) {
+  if (!builds.has(dist)) builds.set(dist, load(dist));
+  return builds.get(dist);
+}
+function load(dist) {
+  return {
+    ...require(`${dist}/redis/connection`),
+    ...require(`${dist}/redis/stores`),
+    ...require(`${dist}/core/job-options`),
+    ...require(`${dist}/core/handler`),
+    ...require(`${dist}/workers/runtime/worker-runtime`),
+    ...require(`${dist}/redis/wake/wake-waiter`),
+  };
+}
+
 /** One no-op job of queue `bench` as the store's enqueue takes it. */
-const normalize = (payload) => normalizeEnqueue({ type: 'noop', queue: 'bench', payload }, 1e6);
+const normalize = (payload, dist) => build(dist).normalizeEnqueue({ type: 'noop', queue: 'bench', payload }, 1e6);
 
 /**
  * Sluice on its own key prefix, queue `bench`.
- * @param {{concurrency: number, inflight: number, tag?: string}} opts
+ * @param {{concurrency: number, inflight: number, tag?: string, dist?: string}} opts
  *   concurrency: the worker's default slots; inflight: single adds in flight;
- *   tag: part of the key prefix (which bench made it).
+ *   tag: part of the key prefix (which bench made it); dist: the build to run.
  */
-function sluice({ concurrency, inflight, tag = 'sluice' }) {
+function sluice({ concurrency, inflight, tag = 'sluice', dist }) {
+  const { createRedis, createRedisStores, HandlerMap, WorkerRuntime, RedisWakeWaiter } = build(dist);
   const redis = createRedis({ redisUrl: redisUrl(), redisClusterNodes: null });
   const stores = createRedisStores(redis, `bench-${tag}-${process.pid}-${seq++}`);
   const store = stores.jobs;
   /** keyOf(i): the i-th job's concurrency key, or undefined for none. */
   const job = (i, payload, keyOf) => {
-    const j = normalize(payload ?? { i });
+    const j = normalize(payload ?? { i }, dist);
     const ck = keyOf?.(i);
     return ck === undefined ? j : { ...j, concurrencyKey: ck };
   };
