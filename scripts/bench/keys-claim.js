@@ -7,7 +7,7 @@
  * INFO commandstats see nothing but this; it is stopped at the end.
  *
  *   npm run build && node scripts/bench/keys-claim.js
- *   ... --dist dist,/tmp/other/dist   # two builds (A, B; each with its lua/ next to its dist/), B/A per variant
+ *   ... --dist dist,/tmp/b/dist,/tmp/c/dist   # builds A, B, C… (each with its lua/ next to its dist/), each / A per variant
  *   ... --n 50000 --batch 50 --slice 1000 --keys 0,1,100,10000   (the defaults)
  *
  * Every variant (build × key count) gets a queue of N jobs first (batches of
@@ -142,10 +142,10 @@ async function main() {
     console.log('command'.padEnd(15) + variants.map((v) => name(v).padStart(16)).join(''));
     for (const c of names) console.log(c.padEnd(15) + variants.map((v) => `${((v.cmds[c]?.calls ?? 0) / N).toFixed(2)} / ${((v.cmds[c]?.us ?? 0) / N).toFixed(2)}`.padStart(16)).join(''));
     console.log('calls'.padEnd(15) + variants.map((v) => (Object.values(v.cmds).reduce((s, c) => s + c.calls, 0) / N).toFixed(2).padStart(16)).join(''));
-    if (DISTS.length === 2) {
-      console.log('\nB / A per key count: claimJobs, completeJobs, both, Redis CPU');
+    for (const d of DISTS.slice(1)) {
+      console.log(`\n${label(d)} / A per key count: claimJobs, completeJobs, both, Redis CPU`);
       for (const K of KEYS) {
-        const [a, b] = DISTS.map((d) => variants.find((v) => v.K === K && v.dist === d));
+        const [a, b] = [DISTS[0], d].map((x) => variants.find((v) => v.K === K && v.dist === x));
         console.log(`  ${String(K).padEnd(6)} ${(b.claim / a.claim).toFixed(2)}  ${(b.complete / a.complete).toFixed(2)}  ${((b.claim + b.complete) / (a.claim + a.complete)).toFixed(2)}  ${(b.cpu / a.cpu).toFixed(2)}`);
       }
     }
