@@ -32,7 +32,7 @@ export class MetricsModule {
         provide: ROLE_GAUGES,
         inject: [SluiceMetrics, QueueStore, StoreConnection],
         useFactory: (m: SluiceMetrics, queues: QueueStore, connection: StoreConnection) => {
-          if (roles.has('api') || roles.has('worker')) registerQueueMetrics(m.registry, queueSources(queues, connection));
+          if (roles.has('api') || roles.has('worker')) registerQueueMetrics(m.registry, queueSources(queues, connection), { keySeries: roles.has('api') });
           // Series of other roles are registered by their modules on METRICS_REGISTRY:
           // the backlog (src/mirror/backlog.module.ts), the mirror writer's
           // (src/mirror/mirror-metrics.ts), the worker's (src/workers/runtime/workers.module.ts).

@@ -62,7 +62,7 @@ describe('sluice_queue_key_jobs', () => {
     const keys = { q: rows(12), idle: [] as KeyRow[] };
     const { sources, reads } = fakeSources(keys);
     let now = 1_000_000;
-    registerQueueMetrics(registry, sources, () => now);
+    registerQueueMetrics(registry, sources, { now: () => now });
     expect((await keySeries(registry)).has('default/q|k11|waiting')).toBe(true);
     // k11 finishes its jobs: k1 enters the top 10.
     keys.q = keys.q.map((r) => (r.key === 'k11' ? { ...r, waiting: 0, active: 0 } : r));
@@ -90,5 +90,14 @@ describe('sluice_queue_key_jobs', () => {
     expect(text).toMatch(/^sluice_queue_depth_scrape_success 1$/m);
     setFail(false);
     expect((await keySeries(registry)).size).toBe(6);
+  });
+
+  it('keySeries false (a worker-only process): no key series and no key reads', async () => {
+    const registry = new Registry();
+    const { sources, reads } = fakeSources({ q: rows(3) });
+    registerQueueMetrics(registry, sources, { keySeries: false });
+    expect(await registry.metrics()).not.toMatch(/sluice_queue_key_jobs/);
+    expect(await registry.metrics()).toMatch(/^sluice_queue_jobs\{project="default",queue="q",state="waiting"\} 1$/m);
+    expect(reads).toHaveLength(0);
   });
 });

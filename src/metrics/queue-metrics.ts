@@ -24,12 +24,20 @@ const QUEUE_STATES = ['waiting', 'delayed', 'active', 'failed'] as const;
 /** Keys per queue in `sluice_queue_key_jobs`: the series' cardinality is at most 2 × this per queue. */
 export const TOP_KEYS_PER_QUEUE = 10;
 /**
- * A queue whose last read found keys is read again only once this old, ms:
- * its read (lua/topKeys-1.lua) looks at up to 10,000 keys, so scrapes more
- * frequent than this cost Redis no more. A queue with no keys costs a few
- * reads of empty keys and is read on every scrape.
+ * A queue whose last read found keys is read again only once this old, ms.
+ * Its read (lua/topKeys-1.lua) looks at up to 10,000 keys and holds Redis
+ * while it does: ~60–100 ms at 10,000 keys on the 2-core bench machine
+ * (docs/autoscaling.md). A queue with no keys costs a few reads of empty keys
+ * and is read on every scrape.
  */
-export const TOP_KEYS_MAX_AGE_MS = 10_000;
+export const TOP_KEYS_MAX_AGE_MS = 30_000;
+
+export interface QueueMetricsOptions {
+  /** Serve `sluice_queue_key_jobs` (the api role; workers leave it out so a fleet's scrapes do not repeat the read). Default true. */
+  keySeries?: boolean;
+  /** Clock for the key reads' age, ms (tests). */
+  now?: () => number;
+}
 
 interface QueueRow {
   queue: string;
@@ -49,15 +57,15 @@ interface QueueRow {
  *   counted; the cost and the one inexact case: src/redis/waiting-age.ts);
  * - `sluice_queue_depth_scrape_success` gauge: 1 when those were read on this
  *   scrape, 0 when the read failed or timed out (then the two above are absent);
- * - `sluice_queue_key_jobs{project,queue,key,state}` gauge: jobs of the
- *   {@link TOP_KEYS_PER_QUEUE} busiest concurrency keys of each queue
- *   (waiting + active), in state waiting | active; a key that drops out of
- *   the top loses its series. Read after the queue list, in its own
- *   {@link DEPTH_SCRAPE_TIMEOUT_MS} (absent when that fails), at most once per
- *   {@link TOP_KEYS_MAX_AGE_MS} for a queue that has keys.
- * @param now clock for the key reads' age, ms (tests).
+ * - `sluice_queue_key_jobs{project,queue,key,state}` gauge (when
+ *   `opts.keySeries`): jobs of the {@link TOP_KEYS_PER_QUEUE} busiest
+ *   concurrency keys of each queue (waiting + active), in state waiting |
+ *   active; a key that drops out of the top loses its series. Read after the
+ *   queue list, in its own {@link DEPTH_SCRAPE_TIMEOUT_MS} (absent when that
+ *   fails), at most once per {@link TOP_KEYS_MAX_AGE_MS} for a queue that has keys.
  */
-export function registerQueueMetrics(registry: Registry, sources: QueueSources, now: () => number = Date.now): void {
+export function registerQueueMetrics(registry: Registry, sources: QueueSources, opts: QueueMetricsOptions = {}): void {
+  const now = opts.now ?? Date.now;
   const registers = [registry];
   let inFlight: Promise<QueueRow[] | null> | null = null;
   // prom-client collects every metric of a scrape at once: the first collect
@@ -104,7 +112,7 @@ export function registerQueueMetrics(registry: Registry, sources: QueueSources, 
       }),
     );
   };
-  new Gauge({
+  if (opts.keySeries ?? true) new Gauge({
     name: 'sluice_queue_key_jobs',
     help: `Jobs of the ${TOP_KEYS_PER_QUEUE} busiest concurrency keys of each queue, by state (waiting, active)`,
     labelNames: ['project', 'queue', 'key', 'state'],

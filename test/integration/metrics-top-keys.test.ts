@@ -52,7 +52,7 @@ describe('GET /metrics: top concurrency keys per queue (real Redis)', () => {
 
     const registry = new Registry();
     let now = 1_000_000;
-    registerQueueMetrics(registry, queueSources(t.stores.queues, t.stores.connection), () => now);
+    registerQueueMetrics(registry, queueSources(t.stores.queues, t.stores.connection), { now: () => now });
     const s = await keySeries(registry);
     expect(ofQueue(s, 'tk1')).toHaveLength(TOP_KEYS_PER_QUEUE * 2);
     expect(s.get('tk1|k24|waiting')).toBe(25);
