@@ -9,6 +9,7 @@
  *   npm run build && node scripts/bench/keys-claim.js
  *   ... --dist dist,/tmp/b/dist,/tmp/c/dist   # builds A, B, C… (each with its lua/ next to its dist/), each / A per variant
  *   ... --n 50000 --batch 50 --slice 1000 --keys 0,1,100,10000   (the defaults)
+ *   ... --n 1000000 --drain 20000       # claim 20,000 of a 1,000,000-job backlog per variant
  *
  * Every variant (build × key count) gets a queue of N jobs first (batches of
  * 1,000, job i gets key i mod K; events stream trimmed). Then one connection
@@ -38,6 +39,8 @@ const opt = (name, def) => {
 const N = Number(opt('n', 50000));
 const BATCH = Number(opt('batch', 50));
 const SLICE = Number(opt('slice', 1000));
+/** Jobs claimed per variant (default all N): a large backlog measured without draining it all. */
+const DRAIN = Number(opt('drain', N));
 const KEYS = opt('keys', '0,1,100,10000').split(',').map(Number);
 const DISTS = (opt('dist', '') || '').split(',').filter(Boolean).map((d) => path.resolve(d));
 const BUILDS = DISTS.length ? DISTS : [undefined];
@@ -82,7 +85,7 @@ async function slice(v, admin) {
   const stats0 = await commandstats(admin);
   const cpu0 = await redisCpu(admin);
   let n = 0;
-  while (n < SLICE) {
+  while (n < Math.min(SLICE, DRAIN - v.done)) {
     const res = await v.q.store.claimForWorker('bench', BATCH, 30000, 'w', true);
     v.claims++;
     if (!res.jobs.length) break;
@@ -117,7 +120,7 @@ async function main() {
   process.env.REDIS_URL = `redis://127.0.0.1:${node.port}`;
   const admin = new IORedis(process.env.REDIS_URL);
   try {
-    console.log(`private Redis on port ${node.port}; N=${fmt(N)} per variant, claims of ${BATCH}, turns of ${fmt(SLICE)} jobs`);
+    console.log(`private Redis on port ${node.port}; N=${fmt(N)} per variant (${fmt(DRAIN)} claimed), claims of ${BATCH}, turns of ${fmt(SLICE)} jobs`);
     DISTS.forEach((d, i) => console.log(`build ${String.fromCharCode(65 + i)}: ${d}`));
     const variants = [];
     for (const K of KEYS) for (const b of BUILDS) variants.push(await prepare(K, b));
@@ -126,28 +129,37 @@ async function main() {
     for (let turn = 0; left.length; turn++) {
       // Alternate the order of the turns, so no variant always follows the same one.
       for (const v of turn % 2 ? [...left].reverse() : left) await slice(v, admin);
-      left = left.filter((v) => v.done < N);
+      left = left.filter((v) => v.done < DRAIN);
     }
-    for (const v of variants) if (v.done !== N) throw new Error(`claimed ${v.done} of ${N}`);
+    for (const v of variants) if (v.done < DRAIN) throw new Error(`claimed ${v.done} of ${DRAIN}`);
     const name = (v) => `${label(v.dist)}${label(v.dist) ? ' ' : ''}${v.K} keys`;
-    const sum = (v) => Object.values(v.cmds).reduce((s, c) => s + c.us, 0) / N;
+    const sum = (v) => Object.values(v.cmds).reduce((s, c) => s + c.us, 0) / DRAIN;
     const base = (v) => variants.find((x) => x.K === KEYS[0] && x.dist === v.dist);
     console.log('\nper job, µs: claimJobs, completeJobs, both (SLOWLOG); Redis CPU; of which inside commands (commandstats); both / first key count');
     for (const v of variants) {
-      const both = (v.claim + v.complete) / N;
-      console.log(`  ${name(v).padEnd(14)} ${(v.claim / N).toFixed(2).padStart(7)} ${(v.complete / N).toFixed(2).padStart(7)} ${both.toFixed(2).padStart(7)}   cpu ${(v.cpu / N).toFixed(2).padStart(7)}   in commands ${sum(v).toFixed(2).padStart(6)}   ${(both / ((base(v).claim + base(v).complete) / N)).toFixed(2)}x`);
+      const both = (v.claim + v.complete) / DRAIN;
+      console.log(`  ${name(v).padEnd(14)} ${(v.claim / DRAIN).toFixed(2).padStart(7)} ${(v.complete / DRAIN).toFixed(2).padStart(7)} ${both.toFixed(2).padStart(7)}   cpu ${(v.cpu / DRAIN).toFixed(2).padStart(7)}   in commands ${sum(v).toFixed(2).padStart(6)}   ${(both / ((base(v).claim + base(v).complete) / DRAIN)).toFixed(2)}x`);
     }
     console.log('\ncommands run by the scripts, per job: calls / µs');
-    const names = [...new Set(variants.flatMap((v) => Object.keys(v.cmds)))].filter((c) => variants.some((v) => v.cmds[c]?.calls / N >= 0.005)).sort();
+    const names = [...new Set(variants.flatMap((v) => Object.keys(v.cmds)))].filter((c) => variants.some((v) => v.cmds[c]?.calls / DRAIN >= 0.005)).sort();
     console.log('command'.padEnd(15) + variants.map((v) => name(v).padStart(16)).join(''));
-    for (const c of names) console.log(c.padEnd(15) + variants.map((v) => `${((v.cmds[c]?.calls ?? 0) / N).toFixed(2)} / ${((v.cmds[c]?.us ?? 0) / N).toFixed(2)}`.padStart(16)).join(''));
-    console.log('calls'.padEnd(15) + variants.map((v) => (Object.values(v.cmds).reduce((s, c) => s + c.calls, 0) / N).toFixed(2).padStart(16)).join(''));
+    for (const c of names) console.log(c.padEnd(15) + variants.map((v) => `${((v.cmds[c]?.calls ?? 0) / DRAIN).toFixed(2)} / ${((v.cmds[c]?.us ?? 0) / DRAIN).toFixed(2)}`.padStart(16)).join(''));
+    console.log('calls'.padEnd(15) + variants.map((v) => (Object.values(v.cmds).reduce((s, c) => s + c.calls, 0) / DRAIN).toFixed(2).padStart(16)).join(''));
     for (const d of DISTS.slice(1)) {
       console.log(`\n${label(d)} / A per key count: claimJobs, completeJobs, both, Redis CPU`);
       for (const K of KEYS) {
         const [a, b] = [DISTS[0], d].map((x) => variants.find((v) => v.K === K && v.dist === x));
         console.log(`  ${String(K).padEnd(6)} ${(b.claim / a.claim).toFixed(2)}  ${(b.complete / a.complete).toFixed(2)}  ${((b.claim + b.complete) / (a.claim + a.complete)).toFixed(2)}  ${(b.cpu / a.cpu).toFixed(2)}`);
       }
+    }
+    // A build instrumented per call site (a local measurement copy of lua/)
+    // accumulates µs and counts in the hash <queue base>prof: print them per job.
+    for (const v of variants) {
+      const prof = await v.q.redis.hgetall(v.q.keys('bench').base + 'prof');
+      const sites = Object.keys(prof).filter((k) => !k.endsWith('#')).sort((x, y) => x.localeCompare(y, 'en', { numeric: true }));
+      if (!sites.length) continue;
+      console.log(`\n${name(v)}: per call site, calls per job / µs per job (each interval includes one TIME call: see (TIME pair))`);
+      for (const k of sites) console.log(`  ${k.padEnd(70)} ${(Number(prof[k + '#']) / DRAIN).toFixed(3).padStart(7)} / ${(Number(prof[k]) / DRAIN).toFixed(2).padStart(6)}`);
     }
     for (const v of variants) {
       await v.q.clean();

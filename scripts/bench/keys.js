@@ -9,6 +9,7 @@
  *   node scripts/bench/keys.js --quick # N=5,000, 1 round, 100k backlog, 10k contrast
  *   ... --only throughput|fairness     # one part
  *   ... --profile                      # + INFO commandstats per processed job (use a private Redis)
+ *   ... --dist dist,/tmp/b/dist        # throughput of builds A, B… side by side (each with its lua/ next to its dist/)
  *
  * 1. Throughput: enqueue N jobs (batches of 1,000) with no key, 1 key, 100
  *    keys, 10,000 keys (job i gets key i mod K; round robin, the default once
@@ -28,6 +29,7 @@
  */
 const { performance } = require('node:perf_hooks');
 const os = require('node:os');
+const path = require('node:path');
 const systems = require('./systems');
 const { redisQuiet, sleep, median, fmt } = systems;
 const REDIS_URL = systems.redisUrl();
@@ -43,11 +45,15 @@ const N = Number(opt('n', QUICK ? 5000 : 50000));
 const ROUNDS = Number(opt('rounds', QUICK ? 1 : 3));
 const CONC = Number(opt('concurrency', 50));
 const BACKLOG = Number(opt('backlog', QUICK ? 100000 : 1000000));
-const CONTRAST = Number(opt('contrast', QUICK ? 10000 : 100000));
+const CONTRAST = Number(opt('contrast', QUICK ? 10000 : 50000));
 const SAMPLES = Number(opt('samples', QUICK ? 3 : 5));
 const TIMEOUT_S = Number(opt('timeout-s', 120));
 const ONLY = opt('only', null);
 const PROFILE = args.includes('--profile');
+const DISTS = (opt('dist', '') || '').split(',').filter(Boolean).map((d) => path.resolve(d));
+const BUILDS = DISTS.length ? DISTS : [undefined];
+/** 'A: ', 'B: '… when builds are compared, else ''. */
+const tagOf = (dist) => (DISTS.length ? `${String.fromCharCode(65 + DISTS.indexOf(dist))}: ` : '');
 const FAIR_CONC = 4;
 const B_JOBS = 10;
 /** A jobs run before the first B batch, so the worker is in its steady state. */
@@ -70,6 +76,13 @@ process.on('SIGINT', async () => {
   for (const q of live) await q.clean().catch(() => undefined);
   process.exit(130);
 });
+
+/** Redis CPU used so far (user + sys, all its clients), µs. */
+async function redisCpu(redis) {
+  const info = await redis.info('cpu');
+  const v = (k) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)[1]);
+  return (v('used_cpu_user') + v('used_cpu_sys')) * 1e6;
+}
 
 async function usedMemory(redis) {
   return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))[1]);
@@ -95,13 +108,13 @@ function statsDelta(before, after, jobs) {
 }
 
 // ----------------------------------------------------------- throughput ---
-const VARIANTS = [
+const KEYED = [
   { label: 'no key', keys: 0 },
   { label: '1 key', keys: 1 },
   { label: '100 keys', keys: 100 },
   { label: '10,000 keys', keys: 10000 },
-  { label: 'BullMQ, no key', bull: true },
 ];
+const VARIANTS = [...BUILDS.flatMap((dist) => KEYED.map((v) => ({ ...v, dist, label: tagOf(dist) + v.label }))), { label: 'BullMQ, no key', bull: true }];
 
 /** Enqueue N (batches of 1,000), then process them; returns {enqueue, process} jobs/s. */
 async function throughput(v, n = N) {
@@ -109,13 +122,18 @@ async function throughput(v, n = N) {
   if (v.bull) {
     const q = systems.bullmq({ concurrency: CONC, inflight: 50 });
     const enqueue = await q.addBatch(n);
+    const r = new IORedis(systems.redisUrl());
+    const cpu0 = { node: process.cpuUsage(), redis: await redisCpu(r) };
     const { finished } = await q.process(n);
-    const process = await finished;
+    const rate = await finished;
+    const nodeCpu = process.cpuUsage(cpu0.node);
+    const cpu = { node: (nodeCpu.user + nodeCpu.system) / n, redis: ((await redisCpu(r)) - cpu0.redis) / n };
+    r.disconnect();
     await q.clean();
     await q.close();
-    return { enqueue, process };
+    return { enqueue, process: rate, cpu };
   }
-  const q = tracked({ concurrency: CONC });
+  const q = tracked({ concurrency: CONC, dist: v.dist });
   const keyOf = v.keys ? (i) => `k${i % v.keys}` : undefined;
   const enqueue = await q.addBatch(n, 1000, undefined, keyOf);
   const meta = await q.redis.hmget(q.keys('bench').meta, 'km', 'kk', 'fm');
@@ -123,15 +141,21 @@ async function throughput(v, n = N) {
   if (v.keys && !(meta[0] === '1' && meta[1] === '1' && meta[2] === null)) throw new Error(`not in round-robin lanes mode: ${meta}`);
   if (!v.keys && meta[0] !== null) throw new Error('a no-key run went into lanes mode');
   const before = PROFILE ? await commandstats(q.redis) : null;
+  // CPU per job: steadier than jobs/s on a shared machine (time spent waiting
+  // for a core is not counted). Node: this process; Redis: the server (any
+  // other client of a shared Redis counts too).
+  const cpu0 = { node: process.cpuUsage(), redis: await redisCpu(q.redis) };
   const { finished } = await q.process(n);
-  const process = await finished;
+  const rate = await finished;
+  const nodeCpu = process.cpuUsage(cpu0.node);
+  const cpu = { node: (nodeCpu.user + nodeCpu.system) / n, redis: ((await redisCpu(q.redis)) - cpu0.redis) / n };
   const profile = PROFILE ? statsDelta(before, await commandstats(q.redis), n) : null;
   await dispose(q);
-  return { enqueue, process, profile };
+  return { enqueue, process: rate, cpu, profile };
 }
 
 async function throughputRounds() {
-  const res = Object.fromEntries(VARIANTS.map((v) => [v.label, { enqueue: [], process: [] }]));
+  const res = Object.fromEntries(VARIANTS.map((v) => [v.label, { enqueue: [], process: [], node: [], redis: [] }]));
   for (let round = 1; round <= ROUNDS; round++) {
     // Rotate the order each round, so no variant always runs first or last.
     const order = VARIANTS.map((_, i) => VARIANTS[(i + round - 1) % VARIANTS.length]);
@@ -139,25 +163,32 @@ async function throughputRounds() {
       const r = await throughput(v);
       res[v.label].enqueue.push(r.enqueue);
       res[v.label].process.push(r.process);
-      console.log(`round ${round} ${v.label.padEnd(15)} enqueue ${fmt(r.enqueue).padStart(7)}/s  process ${fmt(r.process).padStart(7)}/s`);
+      res[v.label].node.push(r.cpu.node);
+      res[v.label].redis.push(r.cpu.redis);
+      console.log(`round ${round} ${v.label.padEnd(18)} enqueue ${fmt(r.enqueue).padStart(7)}/s  process ${fmt(r.process).padStart(7)}/s  CPU per job: Node ${r.cpu.node.toFixed(1)} µs, Redis ${r.cpu.redis.toFixed(1)} µs`);
       if (r.profile) {
         console.log('    INFO commandstats while processing, per job: command calls µs (µs/call)');
         for (const p of r.profile.slice(0, 20)) console.log(`    ${p.cmd.padEnd(16)} ${p.callsPerJob.toFixed(2).padStart(6)} ${p.usecPerJob.toFixed(2).padStart(7)} (${p.usecPerCall.toFixed(2)})`);
       }
     }
   }
-  const base = res['no key'].process;
-  console.log(`\nthroughput, medians of ${ROUNDS} rounds (N=${fmt(N)}, concurrency ${CONC}); ratios: median of the per-round ratios to Sluice's no-key run of the same round`);
-  const rows = [];
+  console.log(`\nthroughput, medians of ${ROUNDS} rounds (N=${fmt(N)}, concurrency ${CONC}); ratios: median of the per-round ratios to Sluice's no-key run (of the same build) in the same round`);
+  const ratioOf = (label, baseLabel) => median(res[label].process.map((x, i) => x / res[baseLabel].process[i]));
   for (const v of VARIANTS) {
     const r = res[v.label];
-    const ratio = median(r.process.map((x, i) => x / base[i]));
-    rows.push({ label: v.label, enqueue: median(r.enqueue), process: median(r.process), ratio, perRound: r.process });
-    console.log(`  ${v.label.padEnd(15)} enqueue ${fmt(median(r.enqueue)).padStart(7)}/s  process ${fmt(median(r.process)).padStart(7)}/s  ${ratio.toFixed(2)}x no key  (rounds: ${r.process.map(fmt).join(', ')})`);
+    const baseLabel = `${tagOf(v.bull ? BUILDS[0] : v.dist)}no key`;
+    const ratio = ratioOf(v.label, baseLabel);
+    const redisRatio = median(r.redis.map((x, i) => x / res[baseLabel].redis[i]));
+    console.log(`  ${v.label.padEnd(18)} enqueue ${fmt(median(r.enqueue)).padStart(7)}/s  process ${fmt(median(r.process)).padStart(7)}/s  ${ratio.toFixed(2)}x no key  (rounds: ${r.process.map(fmt).join(', ')}); CPU per job Node ${median(r.node).toFixed(1)} µs, Redis ${median(r.redis).toFixed(1)} µs (${v.bull ? '-' : redisRatio.toFixed(2) + 'x no key'})`);
   }
-  const k10 = rows.find((r) => r.label === '10,000 keys').ratio;
-  const bull = median(base.map((x, i) => x / res['BullMQ, no key'].process[i]));
-  console.log(`  target: 10,000 keys ≥ 0.80x no key: ${k10.toFixed(2)}x — ${k10 >= 0.8 ? 'met' : 'NOT met'}; Sluice no key / BullMQ no key: ${bull.toFixed(2)}x`);
+  for (const dist of BUILDS) {
+    const k10 = ratioOf(`${tagOf(dist)}10,000 keys`, `${tagOf(dist)}no key`);
+    const bull = ratioOf(`${tagOf(dist)}no key`, 'BullMQ, no key');
+    console.log(`  ${tagOf(dist)}target: 10,000 keys ≥ 0.80x no key: ${k10.toFixed(2)}x — ${k10 >= 0.8 ? 'met' : 'NOT met'}; Sluice no key / BullMQ no key: ${bull.toFixed(2)}x`);
+  }
+  for (const dist of DISTS.slice(1)) {
+    console.log(`  ${tagOf(dist).slice(0, 1)} / A, same variant, median of per-round ratios: ${KEYED.map((v) => `${v.label} ${ratioOf(tagOf(dist) + v.label, tagOf(DISTS[0]) + v.label).toFixed(2)}x`).join(', ')}`);
+  }
 }
 
 // ------------------------------------------------------------- fairness ---
@@ -170,7 +201,7 @@ async function throughputRounds() {
  *   not finish within the timeout has ms = null.
  */
 async function fairness({ keyed, backlog, samples }) {
-  const q = tracked({ concurrency: FAIR_CONC });
+  const q = tracked({ concurrency: FAIR_CONC, dist: BUILDS[0] });
   const k = q.keys('bench');
   const mem0 = await usedMemory(q.redis);
   const t0 = performance.now();
@@ -258,7 +289,7 @@ async function main() {
   r.disconnect();
   if (ONLY !== 'fairness') {
     // Warm-up, not recorded: JIT-compile both systems' code and load the scripts.
-    for (const v of [VARIANTS[0], VARIANTS[2], VARIANTS[4]]) await throughput(v, Math.min(N, 10000));
+    for (const v of VARIANTS.filter((x) => x.bull || x.keys === 0 || x.keys === 100)) await throughput(v, Math.min(N, 10000));
     await throughputRounds();
   }
   if (ONLY !== 'throughput') await fairnessRuns();
