@@ -12,17 +12,8 @@
 const { performance } = require('node:perf_hooks');
 const os = require('node:os');
 const fs = require('node:fs');
-const path = require('node:path');
-const dist = path.resolve(__dirname, '../../dist');
-const { createRedis } = require(`${dist}/redis/connection`);
-const { createRedisStores } = require(`${dist}/redis/stores`);
-const { normalizeEnqueue } = require(`${dist}/core/job-options`);
-const { HandlerMap } = require(`${dist}/core/handler`);
-const { WorkerRuntime } = require(`${dist}/workers/runtime/worker-runtime`);
-const { RedisWakeWaiter } = require(`${dist}/redis/wake/wake-waiter`);
-const { Queue, Worker } = require('bullmq');
-const { deletePrefix } = require('../lib/cleanup');
-const IORedis = require('ioredis');
+const systems = require('./systems');
+const { redisQuiet, sleep, median, pct, fmt } = systems;
 
 const args = process.argv.slice(2);
 const opt = (name, def) => {
@@ -33,144 +24,11 @@ const N = Number(opt('n', 50000));
 const ROUNDS = Number(opt('rounds', 3));
 const CONC = Number(opt('concurrency', 50));
 const INFLIGHT = 50;
-const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const SKIP_FLAT = args.includes('--skip-flat');
 const ONLY_FLAT = args.includes('--only-flat');
 const WRITE = opt('write', null);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-const pct = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
-const fmt = (x) => Math.round(x).toLocaleString('en-US');
-let seq = 0;
-
-// ---------------------------------------------------------------- Sluice ---
-function sluice() {
-  const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
-  const stores = createRedisStores(redis, `bench-sluice-${process.pid}-${seq++}`);
-  const store = stores.jobs;
-  const job = (i, payload) => normalizeEnqueue({ type: 'noop', queue: 'bench', payload: payload ?? { i } }, 1e6);
-  return {
-    name: 'Sluice',
-    redis,
-    store,
-    keys: (queue) => stores.ctx.keys(queue),
-    async addSingle(n) {
-      let next = 0;
-      const t0 = performance.now();
-      await Promise.all(
-        Array.from({ length: INFLIGHT }, async () => {
-          while (next < n) await store.enqueue([job(next++)]);
-        }),
-      );
-      return n / ((performance.now() - t0) / 1000);
-    },
-    async addBatch(n, size = 1000, payload) {
-      const t0 = performance.now();
-      for (let i = 0; i < n; i += size) {
-        const batch = [];
-        for (let j = i; j < Math.min(n, i + size); j++) batch.push(job(j, payload));
-        await store.enqueue(batch);
-      }
-      return n / ((performance.now() - t0) / 1000);
-    },
-    async process(n, onStart) {
-      const handlers = new HandlerMap();
-      let done = 0;
-      let resolveAll;
-      const all = new Promise((r) => (resolveAll = r));
-      handlers.register('noop', (_p, ctx) => {
-        if (onStart) onStart(ctx);
-        if (++done === n) resolveAll();
-        return null;
-      });
-      const waiter = new RedisWakeWaiter(() => createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null }, { blocking: true }), false, (q) => stores.ctx.keys(q).wake);
-      const rt = new WorkerRuntime(stores, handlers, waiter, {
-        workerId: 'bench', queues: ['bench'], concurrency: CONC, leaseMs: 30000, heartbeatIntervalMs: 10000, shutdownGraceMs: 1000,
-      });
-      const t0 = performance.now();
-      rt.start();
-      return {
-        rt,
-        finished: all.then(async () => {
-          await rt.stop();
-          return n / ((performance.now() - t0) / 1000);
-        }),
-      };
-    },
-    clean: () => deletePrefix(redis, stores.ctx.prefix),
-    close: () => redis.disconnect(),
-  };
-}
-
-// ---------------------------------------------------------------- BullMQ ---
-function bullmq() {
-  const connection = new IORedis(REDIS_URL, { maxRetriesPerRequest: null });
-  const name = `bench-bull-${process.pid}-${seq++}`;
-  const queue = new Queue(name, { connection });
-  return {
-    name: 'BullMQ',
-    async addSingle(n) {
-      let next = 0;
-      const t0 = performance.now();
-      await Promise.all(
-        Array.from({ length: INFLIGHT }, async () => {
-          while (next < n) {
-            const i = next++;
-            await queue.add('noop', { i });
-          }
-        }),
-      );
-      return n / ((performance.now() - t0) / 1000);
-    },
-    async addBatch(n, size = 1000) {
-      const t0 = performance.now();
-      for (let i = 0; i < n; i += size) {
-        const batch = [];
-        for (let j = i; j < Math.min(n, i + size); j++) batch.push({ name: 'noop', data: { i: j } });
-        await queue.addBulk(batch);
-      }
-      return n / ((performance.now() - t0) / 1000);
-    },
-    async process(n, onStart) {
-      let done = 0;
-      let resolveAll;
-      const all = new Promise((r) => (resolveAll = r));
-      const t0 = performance.now();
-      const worker = new Worker(
-        name,
-        async (job) => {
-          if (onStart) onStart(job);
-          return null;
-        },
-        { connection: new IORedis(REDIS_URL, { maxRetriesPerRequest: null }), concurrency: CONC, removeOnComplete: { count: 1000 } },
-      );
-      worker.on('completed', () => {
-        if (++done === n) resolveAll();
-      });
-      return {
-        worker,
-        finished: all.then(async () => {
-          const rate = n / ((performance.now() - t0) / 1000);
-          await worker.close();
-          return rate;
-        }),
-      };
-    },
-    async clean() {
-      await queue.obliterate({ force: true });
-    },
-    async close() {
-      await queue.close();
-      connection.disconnect();
-    },
-  };
-}
+const sluice = () => systems.sluice({ concurrency: CONC, inflight: INFLIGHT });
+const bullmq = () => systems.bullmq({ concurrency: CONC, inflight: INFLIGHT });
 
 // ------------------------------------------------------------- scenarios ---
 async function enqueueSingle(make, n = N) {
@@ -195,24 +53,6 @@ async function processing(make, n = N, prefill = N) {
   await q.clean();
   await q.close();
   return r;
-}
-/**
- * Waits until Redis has finished freeing what the previous phase deleted
- * (UNLINK frees large values on a background thread, which on 2 cores takes
- * CPU from everything else for a while), so "idle" means idle for both systems.
- */
-async function redisQuiet() {
-  const r = new IORedis(REDIS_URL);
-  try {
-    for (let i = 0; i < 200; i++) {
-      const pending = Number(/lazyfree_pending_objects:(\d+)/.exec(await r.info('memory'))?.[1] ?? 0);
-      if (pending === 0) break;
-      await sleep(50);
-    }
-    await sleep(500);
-  } finally {
-    r.disconnect();
-  }
 }
 
 /** Idle worker: time from the enqueue call to the handler's start, ms. */

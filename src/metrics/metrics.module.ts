@@ -3,7 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Role } from '../config/config';
 import { QueueStore, StoreConnection } from '../core/ports';
 import { MetricsController } from './metrics.controller';
-import { registerQueueMetrics } from './queue-metrics';
+import { registerQueueMetrics, type QueueSources } from './queue-metrics';
 import { SchedulerMetrics } from './scheduler-metrics';
 import { SluiceMetrics } from './sluice-metrics';
 
@@ -32,7 +32,7 @@ export class MetricsModule {
         provide: ROLE_GAUGES,
         inject: [SluiceMetrics, QueueStore, StoreConnection],
         useFactory: (m: SluiceMetrics, queues: QueueStore, connection: StoreConnection) => {
-          if (roles.has('api') || roles.has('worker')) registerQueueMetrics(m.registry, queueSources(queues, connection));
+          if (roles.has('api') || roles.has('worker')) registerQueueMetrics(m.registry, queueSources(queues, connection), { keySeries: roles.has('api') });
           // Series of other roles are registered by their modules on METRICS_REGISTRY:
           // the backlog (src/mirror/backlog.module.ts), the mirror writer's
           // (src/mirror/mirror-metrics.ts), the worker's (src/workers/runtime/workers.module.ts).
@@ -50,7 +50,7 @@ export class MetricsModule {
 }
 
 /** The queue series' reads on the process's store; commands sent while reconnecting would wait in ioredis's offline queue, so they fail at once instead. */
-function queueSources(queues: QueueStore, connection: StoreConnection) {
+export function queueSources(queues: QueueStore, connection: StoreConnection): QueueSources {
   const ready = () => {
     if (!connection.isReady()) throw new Error(`redis connection is ${connection.state()}`);
   };
@@ -65,5 +65,6 @@ function queueSources(queues: QueueStore, connection: StoreConnection) {
       ready();
       return connection.serverTime();
     },
+    topKeys: (q: string, limit: number) => queues.keys(q, limit),
   };
 }

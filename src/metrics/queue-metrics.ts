@@ -12,12 +12,32 @@ export interface QueueSources {
   oldestWaitingSince(queue: string): Promise<number | null>;
   /** The Redis clock now, epoch ms (one TIME per scrape). */
   redisNowMs(): Promise<number>;
+  /** The busiest concurrency keys of a queue, at most `limit`, busiest first (QueueStore.keys). */
+  topKeys(queue: string, limit: number): Promise<{ key: string; waiting: number; active: number }[]>;
 }
 
 /** Longest a scrape waits for the queue reads, ms; on timeout the queue series are left out. */
 export const DEPTH_SCRAPE_TIMEOUT_MS = 1000;
 
 const QUEUE_STATES = ['waiting', 'delayed', 'active', 'failed'] as const;
+
+/** Keys per queue in `sluice_queue_key_jobs`: the series' cardinality is at most 2 × this per queue. */
+export const TOP_KEYS_PER_QUEUE = 10;
+/**
+ * A queue whose last read found keys is read again only once this old, ms.
+ * Its read (lua/topKeys-1.lua) looks at up to 10,000 keys and holds Redis
+ * while it does: ~60–100 ms at 10,000 keys on the 2-core bench machine
+ * (docs/autoscaling.md). A queue with no keys costs a few reads of empty keys
+ * and is read on every scrape.
+ */
+export const TOP_KEYS_MAX_AGE_MS = 30_000;
+
+export interface QueueMetricsOptions {
+  /** Serve `sluice_queue_key_jobs` (the api role; workers leave it out so a fleet's scrapes do not repeat the read). Default true. */
+  keySeries?: boolean;
+  /** Clock for the key reads' age, ms (tests). */
+  now?: () => number;
+}
 
 interface QueueRow {
   queue: string;
@@ -36,9 +56,16 @@ interface QueueRow {
  *   longest-waiting job has been `waiting` (0 when none; planned delays not
  *   counted; the cost and the one inexact case: src/redis/waiting-age.ts);
  * - `sluice_queue_depth_scrape_success` gauge: 1 when those were read on this
- *   scrape, 0 when the read failed or timed out (then the two above are absent).
+ *   scrape, 0 when the read failed or timed out (then the two above are absent);
+ * - `sluice_queue_key_jobs{project,queue,key,state}` gauge (when
+ *   `opts.keySeries`): jobs of the {@link TOP_KEYS_PER_QUEUE} busiest
+ *   concurrency keys of each queue (waiting + active), in state waiting |
+ *   active; a key that drops out of the top loses its series. Read after the
+ *   queue list, in its own {@link DEPTH_SCRAPE_TIMEOUT_MS} (absent when that
+ *   fails), at most once per {@link TOP_KEYS_MAX_AGE_MS} for a queue that has keys.
  */
-export function registerQueueMetrics(registry: Registry, sources: QueueSources): void {
+export function registerQueueMetrics(registry: Registry, sources: QueueSources, opts: QueueMetricsOptions = {}): void {
+  const now = opts.now ?? Date.now;
   const registers = [registry];
   let inFlight: Promise<QueueRow[] | null> | null = null;
   // prom-client collects every metric of a scrape at once: the first collect
@@ -68,6 +95,38 @@ export function registerQueueMetrics(registry: Registry, sources: QueueSources):
       for (const { queue, counts } of rows ?? []) {
         const labels = splitQualified(queue);
         for (const state of QUEUE_STATES) this.set({ ...labels, state }, counts[state]);
+      }
+    },
+  });
+  const keyCache = new Map<string, { at: number; keys: Awaited<ReturnType<QueueSources['topKeys']>> }>();
+  const readKeys = async (queues: string[]) => {
+    for (const q of keyCache.keys()) if (!queues.includes(q)) keyCache.delete(q);
+    return Promise.all(
+      queues.map(async (queue) => {
+        const hit = keyCache.get(queue);
+        if (hit && hit.keys.length && now() - hit.at < TOP_KEYS_MAX_AGE_MS) return { queue, keys: hit.keys };
+        // Invariant: never more than TOP_KEYS_PER_QUEUE keys per queue, whatever the source returns.
+        const keys = (await sources.topKeys(queue, TOP_KEYS_PER_QUEUE)).slice(0, TOP_KEYS_PER_QUEUE);
+        keyCache.set(queue, { at: now(), keys });
+        return { queue, keys };
+      }),
+    );
+  };
+  if (opts.keySeries ?? true) new Gauge({
+    name: 'sluice_queue_key_jobs',
+    help: `Jobs of the ${TOP_KEYS_PER_QUEUE} busiest concurrency keys of each queue, by state (waiting, active)`,
+    labelNames: ['project', 'queue', 'key', 'state'],
+    registers,
+    async collect() {
+      const rows = await read();
+      const perQueue = rows ? await withTimeout(readKeys(rows.map((r) => r.queue)), DEPTH_SCRAPE_TIMEOUT_MS).catch(() => null) : null;
+      this.reset();
+      for (const { queue, keys } of perQueue ?? []) {
+        const labels = splitQualified(queue);
+        for (const k of keys) {
+          this.set({ ...labels, key: k.key, state: 'waiting' }, k.waiting);
+          this.set({ ...labels, key: k.key, state: 'active' }, k.active);
+        }
       }
     },
   });

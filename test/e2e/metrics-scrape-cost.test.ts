@@ -1,4 +1,8 @@
 import type Redis from 'ioredis';
+import { normalizeEnqueue } from '../../src/core/job-options';
+import { TOP_KEYS_MAX_AGE_MS } from '../../src/metrics/queue-metrics';
+import { createRedis } from '../../src/redis/connection';
+import { createRedisStores } from '../../src/redis/stores';
 import { startRedisServer, RedisServer } from '../support/redis-server';
 import { startTestApi, TestApi } from '../support/http';
 
@@ -7,9 +11,12 @@ import { startTestApi, TestApi } from '../support/http';
  * (src/metrics/queue-metrics.ts, src/redis/waiting-age.ts), counted with
  * INFO commandstats on a private redis-server: the same commands for 10
  * waiting jobs as for 20,000, i.e. nothing grows with the backlog
- * (docs/autoscaling.md relies on it).
+ * (docs/autoscaling.md relies on it). The top-keys read of each queue
+ * (lua/topKeys-1.lua, one EVALSHA) is counted too: for a queue without
+ * keys a few reads of empty keys; for a queue with keys at most one read
+ * per TOP_KEYS_MAX_AGE_MS, however often it is scraped.
  */
-const QUEUE_COMMANDS = ['smembers', 'time', 'zcard', 'zrangebyscore', 'hmget'];
+const QUEUE_COMMANDS = ['smembers', 'time', 'zcard', 'zrangebyscore', 'hmget', 'evalsha', 'zrange', 'srandmember', 'hscan'];
 
 describe('GET /metrics: Redis commands per scrape do not grow with the backlog', () => {
   let redis: RedisServer;
@@ -47,14 +54,37 @@ describe('GET /metrics: Redis commands per scrape do not grow with the backlog',
     }
   };
 
-  it('10 and 20,000 waiting jobs over 3 priorities: the same commands, 4 ZCARD + (bands + 1) ZRANGEBYSCORE + bands HMGET per queue', async () => {
+  it('10 and 20,000 waiting jobs over 3 priorities: the same commands, 4 ZCARD + (bands + 1) ZRANGEBYSCORE + bands HMGET per queue, and one top-keys read', async () => {
     await fill(10);
+    await api.http.get('/metrics'); // the first scrape loads the top-keys script (EVAL, then EVALSHA)
     const small = await scrapeCost();
     await fill(19_990);
     const depth = /^sluice_queue_jobs\{project="default",queue="cost",state="waiting"\} 20000$/m;
     expect((await api.http.get('/metrics')).text).toMatch(depth);
     const large = await scrapeCost();
     expect(large).toEqual(small);
-    expect(large).toMatchObject({ smembers: 1, time: 1, zcard: 4, zrangebyscore: 4, hmget: 3 });
+    // The top-keys script of a queue without keys: its settings (HMGET), the
+    // ring and parked lanes (ZRANGE), blocked lanes (SRANDMEMBER), slots and overrides (HSCAN).
+    expect(large).toMatchObject({ smembers: 1, time: 1, zcard: 4, zrangebyscore: 4, hmget: 3 + 1, evalsha: 1, zrange: 2, srandmember: 1, hscan: 2 });
+  }, 120_000);
+
+  it('a queue with 2,000 concurrency keys: its top keys are read once, then not again within TOP_KEYS_MAX_AGE_MS', async () => {
+    // (Keyed jobs through the store: POST /jobs does not take concurrencyKey yet.)
+    const client = createRedis({ redisUrl: redis.url, redisClusterNodes: null });
+    try {
+      const stores = createRedisStores(client, api.prefix);
+      const job = (i: number) => ({ ...normalizeEnqueue({ queue: 'keyed', type: 'diag.echo', payload: { i } }, 1e6), concurrencyKey: `k${i % 2000}` });
+      for (let i = 0; i < 4000; i += 1000) await stores.jobs.enqueue(Array.from({ length: 1000 }, (_, j) => job(i + j)));
+    } finally {
+      client.disconnect();
+    }
+    const first = await scrapeCost();
+    expect((await api.http.get('/metrics')).text).toMatch(/^sluice_queue_key_jobs\{project="default",queue="keyed",key="k0",state="waiting"\} 2$/m);
+    const again = await scrapeCost();
+    // Two queues: the first scrape read both; the second only the one without keys.
+    expect(first.evalsha).toBe(2);
+    expect(again.evalsha).toBe(1);
+    expect(first.zcard - again.zcard).toBeGreaterThanOrEqual(2000); // a ZCARD per lane, only when read
+    expect(TOP_KEYS_MAX_AGE_MS).toBeGreaterThan(1000);
   }, 120_000);
 });
