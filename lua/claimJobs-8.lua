@@ -178,87 +178,100 @@ if L.on then
   local multi = false
   while claimed < n and budget > 0 and not stopped and not solo do
     local want = n - claimed
-    local heads = redis.call('ZRANGE', L.ring, 0, L.rr and want - 1 or 0)
-    if #heads == 0 then break end
+    -- The pass's lanes leave the ring (popping its head is cheaper than
+    -- re-scoring members in place); each goes back at the tail, to kblk or
+    -- kpark, or not at all (empty); unvisited ones go back as they were.
+    local popped = redis.call('ZPOPMIN', L.ring, L.rr and want or 1)
+    if #popped == 0 then break end
+    local heads = {}
+    for j = 1, #popped, 2 do heads[#heads + 1] = popped[j] end
+    if L.rr and not tail then
+      local t = redis.call('ZRANGE', L.ring, -1, -1, 'WITHSCORES')
+      tail = math.max(tonumber(t[2]) or 0, tonumber(popped[#popped]) or 0)
+    end
     local share = L.rr and math.ceil(want / #heads) or 1
-    local rot, drop = {}, {}
-    for _, h in ipairs(heads) do
-      if claimed >= n or budget <= 0 or stopped or solo then break end
-      budget = budget - 1
-      visits = visits + 1
-      local lk = laneKey(L, h)
-      local c, rm, rd = keyLimits(L, h)
-      local allow = math.min(share, n - claimed)
-      local blocked = false
-      if c then
-        local act = tonumber(redis.call('HGET', L.act, h)) or 0
-        if act >= c then
-          redis.call('ZREM', L.ring, h)
-          redis.call('SADD', prefix .. 'kblk', h)
-          blocked = true
-        elseif c - act < allow then
-          allow = c - act
-        end
-      end
-      if not blocked and rm then
-        local due = rateDue(L, h, rm, rd, now)
-        if due then
-          redis.call('ZREM', L.ring, h)
-          redis.call('ZADD', prefix .. 'kpark', int(due), h)
-          blocked = true
-        else
-          allow = 1 -- the window is checked again before each start
-        end
-      end
-      if not blocked then
-        local p = redis.call('ZPOPMIN', lk, allow)
-        local got = 0
-        local i = 1
-        while i <= #p do
-          local r = claimJob(p[i], true)
-          if r == 'stop' then
-            for j = i, #p, 2 do redis.call('ZADD', lk, p[j + 1], p[j]) end
-            stopped = true
-            if claimed == 0 then out[1] = 6 end
-            break
+    local rot = {}
+    for hi, h in ipairs(heads) do
+      if claimed >= n or budget <= 0 or stopped or solo then
+        -- Not visited: back in the ring where it was.
+        rot[#rot + 1] = popped[2 * hi]
+        rot[#rot + 1] = h
+      else
+        budget = budget - 1
+        visits = visits + 1
+        local lk = laneKey(L, h)
+        local c, rm, rd = keyLimits(L, h)
+        local allow = math.min(share, n - claimed)
+        local blocked = false
+        if c then
+          local act = tonumber(redis.call('HGET', L.act, h)) or 0
+          if act >= c then
+            redis.call('SADD', prefix .. 'kblk', h)
+            blocked = true
+          elseif c - act < allow then
+            allow = c - act
           end
-          gone[#gone + 1] = p[i]
-          if r == 'claimed' then
-            got = got + 1
-            order[#out] = got * 1e6 + visits
-            if got > 1 then multi = true end
-            if rm then rateTake(L, h, rm, rd, now) end
+        end
+        if not blocked and rm then
+          local due = rateDue(L, h, rm, rd, now)
+          if due then
+            redis.call('ZADD', prefix .. 'kpark', int(due), h)
+            blocked = true
           else
-            skipped = skipped + 1
+            allow = 1 -- the window is checked again before each start
           end
-          if solo then
-            for j = i + 2, #p, 2 do redis.call('ZADD', lk, p[j + 1], p[j]) end
-            out[1] = 5
-            break
-          end
-          i = i + 2
         end
-        if got > 0 and L.kt and h ~= '' then redis.call('HINCRBY', L.act, h, got) end
-        if #p == 0 then
-          drop[#drop + 1] = h
-        elseif not stopped then
-          -- Fewer jobs than asked: the lane is empty now (unless some went back).
-          if #p < 2 * allow and not solo then
-            drop[#drop + 1] = h
-          elseif L.rr then
-            if not tail then tail = ringTail(L) end
-            tail = tail + 1
-            rot[#rot + 1] = tail
+        if not blocked then
+          local p = redis.call('ZPOPMIN', lk, allow)
+          local got = 0
+          local i = 1
+          while i <= #p do
+            local r = claimJob(p[i], true)
+            if r == 'stop' then
+              for j = i, #p, 2 do redis.call('ZADD', lk, p[j + 1], p[j]) end
+              stopped = true
+              if claimed == 0 then out[1] = 6 end
+              break
+            end
+            gone[#gone + 1] = p[i]
+            if r == 'claimed' then
+              got = got + 1
+              order[#out] = got * 1e6 + visits
+              if got > 1 then multi = true end
+              if rm then rateTake(L, h, rm, rd, now) end
+            else
+              skipped = skipped + 1
+            end
+            if solo then
+              for j = i + 2, #p, 2 do redis.call('ZADD', lk, p[j + 1], p[j]) end
+              out[1] = 5
+              break
+            end
+            i = i + 2
+          end
+          if got > 0 and L.kt and h ~= '' then redis.call('HINCRBY', L.act, h, got) end
+          if stopped then
+            -- Its next job must run alone: the lane keeps its place.
+            rot[#rot + 1] = popped[2 * hi]
             rot[#rot + 1] = h
-          else
-            local hd = redis.call('ZRANGE', lk, 0, 0, 'WITHSCORES')
-            if hd[2] then redis.call('ZADD', L.ring, hd[2], h) else drop[#drop + 1] = h end
+          elseif #p > 0 and (#p == 2 * allow or solo) then
+            -- Fewer jobs than asked means the lane is empty now: it stays out.
+            if L.rr then
+              tail = tail + 1
+              rot[#rot + 1] = tail
+              rot[#rot + 1] = h
+            else
+              local hd = redis.call('ZRANGE', lk, 0, 0, 'WITHSCORES')
+              if hd[2] then
+                rot[#rot + 1] = hd[2]
+                rot[#rot + 1] = h
+              end
+            end
           end
         end
       end
     end
     if #rot > 0 then redis.call('ZADD', L.ring, unpack(rot)) end
-    if #drop > 0 then redis.call('ZREM', L.ring, unpack(drop)) end
   end
   if #gone > 0 then redis.call('ZREM', KEYS[1], unpack(gone)) end
   if multi then
