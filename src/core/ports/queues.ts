@@ -102,7 +102,8 @@ export abstract class QueueStore {
   /**
    * The busiest keys of a queue, by waiting + active, then keys that only
    * have an override (so an operator can see and remove it), at most `limit`
-   * (1..1000). Ranks among at most 10,000 keys per call (bounded work).
+   * (1..1000). Reads a per-queue counts index: O(log n + limit) whatever the
+   * number of keys (lua/topKeys-1.lua).
    */
   abstract keys(queue: string, limit: number): Promise<KeyStats[]>;
   /** Sets (merges) one key's override; absent fields stay, null clears one. Returns the override now stored. */
