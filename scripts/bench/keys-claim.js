@@ -46,14 +46,7 @@ const DISTS = (opt('dist', '') || '').split(',').filter(Boolean).map((d) => path
 const BUILDS = DISTS.length ? DISTS : [undefined];
 const label = (b) => (DISTS.length ? String.fromCharCode(65 + BUILDS.indexOf(b)) : '');
 
-async function commandstats(redis) {
-  const out = {};
-  for (const line of (await redis.info('commandstats')).split('\n')) {
-    const m = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line);
-    if (m) out[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
-  }
-  return out;
-}
+const { commandstats } = systems;
 
 /** Redis CPU used so far (user + sys), µs. */
 async function redisCpu(redis) {

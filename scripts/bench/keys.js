@@ -88,15 +88,7 @@ async function usedMemory(redis) {
   return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))[1]);
 }
 
-/** INFO commandstats as {cmd: {calls, usec}}. */
-async function commandstats(redis) {
-  const out = {};
-  for (const line of (await redis.info('commandstats')).split('\n')) {
-    const m = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line);
-    if (m) out[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
-  }
-  return out;
-}
+const { commandstats } = systems;
 function statsDelta(before, after, jobs) {
   const rows = [];
   for (const [cmd, a] of Object.entries(after)) {

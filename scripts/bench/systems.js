@@ -211,4 +211,14 @@ async function redisQuiet() {
   }
 }
 
-module.exports = { redisUrl, sluice, bullmq, normalize, redisQuiet, sleep, median, pct, fmt };
+/** INFO commandstats as {cmd: {calls, usec}}. */
+async function commandstats(redis) {
+  const out = {};
+  for (const line of (await redis.info('commandstats')).split('\n')) {
+    const m = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line);
+    if (m) out[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
+  }
+  return out;
+}
+
+module.exports = { redisUrl, sluice, bullmq, normalize, redisQuiet, sleep, median, pct, fmt, commandstats };
