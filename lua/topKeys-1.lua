@@ -20,9 +20,9 @@ local limit = clamp(ARGV[2], 1, 1000, 50)
 local L = lanesCtx(prefix)
 local cnt = prefix .. 'kcnt'
 local list = {}
-local top = redis.call('ZREVRANGE', cnt, 0, limit - 1, 'WITHSCORES')
+local top = redis.call('ZRANGE', cnt, 0, limit - 1, 'WITHSCORES')
 for i = 1, #top, 2 do
-  local k, total = top[i], tonumber(top[i + 1]) or 0
+  local k, total = top[i], -(tonumber(top[i + 1]) or 0)
   local w = redis.call('ZCARD', laneKey(L, k))
   if total > 0 then list[#list + 1] = {k, w, math.max(0, total - w)} end
 end
@@ -46,7 +46,7 @@ if n < limit then
   for i = 1, #ov, 2 do
     if n >= limit then break end
     if not listed[ov[i]] then
-      out[#out + 1] = ov[i]; out[#out + 1] = redis.call('ZCARD', laneKey(L, ov[i])); out[#out + 1] = math.max(0, (tonumber(redis.call('ZSCORE', cnt, ov[i])) or 0) - redis.call('ZCARD', laneKey(L, ov[i])))
+      out[#out + 1] = ov[i]; out[#out + 1] = redis.call('ZCARD', laneKey(L, ov[i])); out[#out + 1] = math.max(0, -(tonumber(redis.call('ZSCORE', cnt, ov[i])) or 0) - redis.call('ZCARD', laneKey(L, ov[i])))
       out[#out + 1] = ov[i + 1]
       n = n + 1
     end

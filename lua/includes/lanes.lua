@@ -23,7 +23,8 @@
 -- takes one out (complete, fail, release, reap, prune), only when ZREM on the
 -- active set removed it. Rate: `<base>krl:<key>`, a list of the key's last
 -- `max` start times (newest first), a sliding window.
--- Counts: `<base>kcnt`, sorted set key -> waiting + active jobs of the key
+-- Counts: `<base>kcnt`, sorted set key -> minus the waiting + active jobs of
+-- the key (negated so that the busiest come first and ties by key, ascending)
 -- (+1 when a keyed job joins its lane, -1 when one leaves its lane other
 -- than by a claim, or leaves the active set), so the busiest keys are read
 -- in O(log n) (lua/topKeys-1.lua, which also corrects the entries it reads).
@@ -106,7 +107,7 @@ end
 
 -- n jobs (default 1) of key k fewer waiting or active.
 local function countDown(L, k, n)
-  if (tonumber(redis.call('ZINCRBY', L.prefix .. 'kcnt', -(n or 1), k)) or 0) <= 0 then redis.call('ZREM', L.prefix .. 'kcnt', k) end
+  if (tonumber(redis.call('ZINCRBY', L.prefix .. 'kcnt', n or 1, k)) or 0) >= 0 then redis.call('ZREM', L.prefix .. 'kcnt', k) end
 end
 
 -- Starts counting slots: kact is recounted from the active set in this same
@@ -161,7 +162,7 @@ end
 -- became ready (ms), used by aging only. Returns true when its lane joined the ring.
 local function laneAdd(L, k, id, score)
   local lk = laneKey(L, k)
-  if redis.call('ZADD', lk, score, id) == 1 and k ~= '' then redis.call('ZINCRBY', L.prefix .. 'kcnt', 1, k) end
+  if redis.call('ZADD', lk, score, id) == 1 and k ~= '' then redis.call('ZINCRBY', L.prefix .. 'kcnt', -1, k) end
   if redis.call('ZCARD', lk) == 1 then
     ringAdd(L, k, lk)
     return true
