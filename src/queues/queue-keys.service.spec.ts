@@ -29,6 +29,10 @@ function fakeStore(queues: Record<string, { settings?: Partial<QueueSettings>; k
       overrides.set(`${q}\u0000${key}`, next);
       return next;
     },
+    keyCounts: async (q: string, key: string) => {
+      const k = (queues[q]?.keys ?? []).find((x) => x.key === key);
+      return { waiting: k?.waiting ?? 0, active: k?.active ?? 0 };
+    },
     deleteKeyOverride: async (q: string, key: string) => (calls.push(`delete ${q} ${key}`), overrides.delete(`${q}\u0000${key}`)),
   } as unknown as QueueStore;
   return { store, calls };

@@ -74,14 +74,9 @@ export class QueueKeysService {
     return { qualified, settings };
   }
 
-  /**
-   * One key's counts. The port answers counts for the busiest keys only
-   * (QueueStore.keys, at most 1000): a key outside them reads 0 waiting and
-   * 0 active here.
-   */
+  /** One key's counts (QueueStore.keyCounts: exact, whatever its rank). */
   private async counts(queue: string, key: string): Promise<{ key: string; waiting: number; active: number }> {
-    const found = (await this.store.keys(queue, LIMITS.maxKeysListLimit)).find((k) => k.key === key);
-    return { key, waiting: found?.waiting ?? 0, active: found?.active ?? 0 };
+    return { key, ...(await this.store.keyCounts(queue, key)) };
   }
 }
 

@@ -106,6 +106,8 @@ export abstract class QueueStore {
    * number of keys (lua/topKeys-1.lua).
    */
   abstract keys(queue: string, limit: number): Promise<KeyStats[]>;
+  /** One key's counts (exact, O(log n): the counts index and the key's lane), zeros for a key with no jobs. */
+  abstract keyCounts(queue: string, key: string): Promise<{ waiting: number; active: number }>;
   /** Sets (merges) one key's override; absent fields stay, null clears one. Returns the override now stored. */
   abstract setKeyOverride(queue: string, key: string, change: Partial<KeyLimits>): Promise<KeyLimits>;
   /** Removes one key's override. @returns false when it had none. */

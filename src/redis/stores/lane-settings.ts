@@ -106,6 +106,17 @@ export async function writeOverride(ctx: RedisContext, queue: string, key: strin
   return { before, after };
 }
 
+/**
+ * One key's counts: waiting = its lane's size, active = its entry in the
+ * counts index (minus waiting + active, lua/includes/lanes.lua) less waiting.
+ */
+export async function keyCounts(ctx: RedisContext, queue: string, key: string): Promise<{ waiting: number; active: number }> {
+  const k = ctx.keys(queue);
+  const [[, total], [, waiting]] = ((await ctx.redis.multi().zscore(`${k.base}kcnt`, key).zcard(`${k.base}lane:${key}`).exec()) ?? []) as [unknown, unknown][];
+  const w = Number(waiting) || 0;
+  return { waiting: w, active: Math.max(0, -(Number(total) || 0) - w) };
+}
+
 /** The busiest keys of a queue (lua/topKeys-1.lua). */
 export async function topKeys(ctx: RedisContext, queue: string, limit: number): Promise<KeyStats[]> {
   const k = ctx.keys(queue);

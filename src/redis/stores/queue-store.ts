@@ -4,7 +4,7 @@ import { QueueStore } from '../../core/ports/queues';
 import type { RedisContext } from '../context';
 import { newQueueChannel, queuesKey } from '../keys';
 import { oldestWaitingSince } from '../waiting-age';
-import { laneChange, laneMeta, rebuildLanes, topKeys, writeOverride } from './lane-settings';
+import { keyCounts, laneChange, laneMeta, rebuildLanes, topKeys, writeOverride } from './lane-settings';
 
 /**
  * The Redis implementation of {@link QueueStore}: the global set of queue
@@ -130,6 +130,10 @@ export class RedisQueueStore implements QueueStore {
 
   keys(queue: string, limit: number): Promise<KeyStats[]> {
     return topKeys(this.ctx, queue, limit);
+  }
+
+  keyCounts(queue: string, key: string): Promise<{ waiting: number; active: number }> {
+    return keyCounts(this.ctx, queue, key);
   }
 
   async setKeyOverride(queue: string, key: string, change: Partial<KeyLimits>): Promise<KeyLimits> {

@@ -147,6 +147,10 @@ describe('keyConcurrency: slots', () => {
     expect(keys.filter((k) => k === 'std')).toHaveLength(1);
     const stats = await t.stores.queues.keys(q, 10);
     expect(stats.find((s) => s.key === 'vip')).toEqual({ key: 'vip', waiting: 5, active: 5, overrides: { concurrency: 5, rateLimit: null } });
+    // One key's counts read directly (the key routes' answer): the same, and zeros for a key with no jobs.
+    expect(await t.stores.queues.keyCounts(q, 'vip')).toEqual({ waiting: 5, active: 5 });
+    expect(await t.stores.queues.keyCounts(q, 'std')).toEqual({ waiting: 9, active: 1 });
+    expect(await t.stores.queues.keyCounts(q, 'nobody')).toEqual({ waiting: 0, active: 0 });
     expect(await t.stores.queues.deleteKeyOverride(q, 'vip')).toBe(true);
     await t.store.complete(q, 'w1', c.jobs.filter((_, i) => keys[i] === 'vip').map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
     const again = await claim(q, 20);
