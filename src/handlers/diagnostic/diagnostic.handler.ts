@@ -25,10 +25,16 @@ export class DiagSleepHandler implements JobHandlerClass {
   }
 }
 
-/** `diag.block {ms}`: busy loop that blocks the event loop, so no heartbeats go out. */
+/**
+ * `diag.block {ms, times?}`: busy loop that blocks the event loop, so no
+ * heartbeats go out, on the first `times` attempts (default: every attempt);
+ * later attempts return at once. Result: `{blockedMs}` (0 when it did not block).
+ */
 @JobHandler('diag.block')
 export class DiagBlockHandler implements JobHandlerClass {
-  handle(p: Record<string, Json>) {
+  handle(p: Record<string, Json>, ctx: JobContext) {
+    const times = typeof p.times === 'number' ? p.times : Infinity;
+    if (ctx.attempt > times) return { blockedMs: 0 };
     const until = Date.now() + ms(p, 1000);
     while (Date.now() < until) {
       /* spin: simulates CPU-bound work that starves the event loop */
