@@ -25,8 +25,8 @@ if not f or not f[1] then return {ERR_NOT_FOUND, ''} end
 local s = f[1]
 local now = nowMs()
 if s == 'waiting' or s == 'delayed' then
-  redis.call('ZREM', s == 'waiting' and KEYS[1] or KEYS[2], id)
-  if s == 'waiting' then laneRemove(ARGV[1], id, f[4]) end
+  local removed = redis.call('ZREM', s == 'waiting' and KEYS[1] or KEYS[2], id) == 1
+  if s == 'waiting' then laneRemove(ARGV[1], id, f[4], removed) end
   redis.call('HSET', jk, 's', 'cancelled', 'fa', now, 'ua', now)
   emit(KEYS[3], now, 'cancelled', id, s, 'cancelled', f[2], {'r', 'client'})
   return {1, 'cancelled'}

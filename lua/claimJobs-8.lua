@@ -24,6 +24,8 @@
   fields of the hash (payload merged as 'p') as an 11th element; when lean,
   the job's W3C traceparent (field tp) and tracestate (ts) as 11th and 12th
   elements, only when it carries them.
+  Turns mode (includes/lanes.lua: keyed jobs, round robin, no limits, one
+  priority) takes the plain path: the waiting set's scores hold the turns.
   Lanes mode (includes/lanes.lua: keyed jobs, key limits, fairness or aging):
   jobs are taken lane by lane from the ring (round robin or fifo), each
   lane's key under its keyConcurrency (slot +1 in kact) and its sliding-window
@@ -331,6 +333,8 @@ end
 if not stopAt and #popped < 2 * n then
   -- The waiting set is drained: tokens left in the wake list are stale.
   redis.call('DEL', KEYS[6])
+  -- Turns mode: the next jobs start from the last turn served (lanes.lua).
+  if L.tn and #popped > 0 then redis.call('HSET', KEYS[4], 'kv', turnOf(popped[#popped])) end
   out[2] = nextDelayedIn(KEYS[2], now)
 else
   if claimed * 2 < taken then

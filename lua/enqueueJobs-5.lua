@@ -201,8 +201,7 @@ local function debUpdate(h, b, d, tp, ts)
   local runAtS = int(runAt)
   local ns = runAt > now and 'delayed' or 'waiting'
   if s == 'waiting' then
-    redis.call('ZREM', KEYS[1], id)
-    laneRemove(prefix, id, oldCk)
+    laneRemove(prefix, id, oldCk, redis.call('ZREM', KEYS[1], id) == 1)
   else
     redis.call('ZREM', KEYS[2], id)
   end

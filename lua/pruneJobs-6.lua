@@ -28,7 +28,7 @@ for i = 4, #ARGV do
   local f = redis.pcall('HMGET', jk, 's', 'ck')
   local ck = type(f) == 'table' and f[2] or nil
   if ck == false then ck = nil end
-  laneRemove(ARGV[1], id, ck)
+  laneRemove(ARGV[1], id, ck, redis.call('ZREM', KEYS[1], id) == 1)
   if redis.call('ZREM', KEYS[3], id) == 1 then slotFree(ARGV[1], ck) end
   for k = 1, 4 do redis.call('ZREM', KEYS[k], id) end
   n = n + redis.call('DEL', jobKey(ARGV[1], id))

@@ -6,7 +6,7 @@
   ARGV[1] key prefix   ARGV[2] phase: 'slots' | 'jobs' | 'ring'   ARGV[3] SCAN cursor ('0' to start)
   ARGV[4] entries per call (clamped to 10..10,000)
   Returns the next cursor; '0' when the phase is done.
-  'jobs': puts every waiting job in its lane with the queue's current lane
+  'jobs' (from plain, turns or lanes mode): puts every waiting job in its lane with the queue's current lane
   score (aging on, off or changed), marking the queue kmig while it runs (new
   ready jobs join lanes meanwhile, claims keep the plain path until lanes mode
   is on); at the end lanes mode is on (km). Safe to repeat or resume: an
@@ -51,8 +51,10 @@ if ARGV[2] == 'jobs' then
     end
   end
   if r[1] == '0' then
+    -- Lanes from now on (from plain or turns mode): the turns' state goes.
     redis.call('HSET', KEYS[2], 'km', '1')
-    redis.call('HDEL', KEYS[2], 'kmig')
+    redis.call('HDEL', KEYS[2], 'kmig', 'ksp', 'kv')
+    redis.call('DEL', prefix .. 'kturn')
     redis.call('RPUSH', KEYS[3], 1)
   end
   return r[1]

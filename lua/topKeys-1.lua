@@ -9,7 +9,9 @@
   that only have an override, at most ARGV[2].
   Reads the counts index (<base>kcnt, includes/lanes.lua, waiting + active
   per key, kept in the same steps as the jobs move): O(log n + limit)
-  whatever the number of keys; active = that count - the key's lane.
+  whatever the number of keys; active = that count - the key's lane. In
+  turns mode (no lanes) active is counted from the active set instead (its
+  first 10,000 jobs: O(active jobs), bounded) and waiting = count - active.
 ]]
 @include "now"
 @include "score"
@@ -21,9 +23,17 @@ local L = lanesCtx(prefix)
 local cnt = prefix .. 'kcnt'
 local list = {}
 local top = redis.call('ZRANGE', cnt, 0, limit - 1, 'WITHSCORES')
+local act = nil -- turns mode: key -> active jobs
+if L.tn and #top > 0 then
+  act = {}
+  for _, id in ipairs(redis.call('ZRANGE', prefix .. 'active', 0, 9999)) do
+    local ck = redis.call('HGET', prefix .. 'job:' .. id, 'ck')
+    if ck then act[ck] = (act[ck] or 0) + 1 end
+  end
+end
 for i = 1, #top, 2 do
   local k, total = top[i], -(tonumber(top[i + 1]) or 0)
-  local w = redis.call('ZCARD', laneKey(L, k))
+  local w = act and math.max(0, total - (act[k] or 0)) or redis.call('ZCARD', laneKey(L, k))
   if total > 0 then list[#list + 1] = {k, w, math.max(0, total - w)} end
 end
 table.sort(list, function(x, y)

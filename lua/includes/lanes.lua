@@ -30,7 +30,24 @@
 -- in O(log n) (lua/topKeys-1.lua, which also corrects the entries it reads).
 -- Overrides: `<base>kov`, hash key -> "concurrency|rateMax|rateDurationMs"
 -- ('' = the queue's applies).
--- Meta: km lanes mode, kmig lanes being (re)built (src/redis/stores/lanes.ts),
+-- Turns mode (meta km = 't'): round robin with no key limits, no aging,
+-- one priority, costs a claim what it costs without keys. There are no
+-- lanes: each job's waiting-set score carries its key's turn (start-time fair
+-- queueing): turn = max(the key's last turn + 1, the turn of the waiting
+-- set's head), so a key with a backlog of 100,000 holds turns far ahead
+-- while a new key's jobs take the next turns, and the plain claim path
+-- (ZPOPMIN) serves the keys in rotation. Score: (100 - priority) * 2^44 +
+-- turn (equal turns by job id: UUIDv7, creation order). `<base>kturn` (hash
+-- key -> its last turn; '' = unkeyed jobs) loses a key's entry when the key
+-- has no job left (countDown); meta kv = the last claimed turn, the base
+-- when the waiting set is empty; ksp = the queue's one priority. A queue
+-- enters turns mode on its first keyed job when it has no waiting job and
+-- nothing that needs lanes; a key limit, an override, aging, fifo or a job
+-- of another priority moves it to lanes (rebuildLanes-3.lua 'jobs': kmig,
+-- finished by the configure call or the maintenance pass, src/maintenance/
+-- lanes.ts); until then claims keep the turns order (another priority
+-- runs in its own band).
+-- Meta: km lanes mode ('1', or 't' turns), kmig lanes being (re)built (src/redis/stores/lanes.ts),
 -- kk a keyed job was seen (default fairness round robin), fm fairness set
 -- ('f' | 'r'), ag agingMs, kc keyConcurrency, krm/krd keyRateLimit.
 -- Needs: clamp, int (now.lua), waitingScore (score.lua).
@@ -39,15 +56,22 @@
 
 -- laneScore's time origin (2026-01-01, ms): keeps the score below 2^53.
 local AGING_T0 = 1767225600000
+-- Turns mode: a turn is below 2^44 (14 years at 40,000 jobs/s of one key).
+local TURN_MAX = 17592186044415
 local LANE_CTX = nil
 
 -- The queue's lane settings, read once per script call.
 local function lanesCtx(prefix)
   if LANE_CTX then return LANE_CTX end
-  local m = redis.call('HMGET', prefix .. 'meta', 'km', 'kmig', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag', 'kt')
+  local m = redis.call('HMGET', prefix .. 'meta', 'km', 'kmig', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag', 'kt', 'ksp', 'kv')
   LANE_CTX = {
     prefix = prefix,
     on = m[1] == '1',
+    tn = m[1] == 't',
+    sp = clamp(m[10], -100, 100, 0),
+    kv = clamp(m[11], 0, TURN_MAX, 0),
+    v = nil, -- turns: the waiting set's head turn, read once per call
+    turns = {}, -- turns: key -> last turn, as written in this call
     mig = m[2] == '1',
     kc = clamp(m[3], 1, 1e9, nil),
     krm = clamp(m[4], 1, 1e9, nil),
@@ -105,9 +129,22 @@ local function keyLimits(L, k)
   return c, rm, rd
 end
 
--- n jobs (default 1) of key k fewer waiting or active.
+-- n jobs (default 1) of key k fewer waiting or active. A key with none left
+-- loses its counts entry and its last turn (turns mode: its next job takes
+-- the current turn).
 local function countDown(L, k, n)
-  if (tonumber(redis.call('ZINCRBY', L.prefix .. 'kcnt', n or 1, k)) or 0) >= 0 then redis.call('ZREM', L.prefix .. 'kcnt', k) end
+  if (tonumber(redis.call('ZINCRBY', L.prefix .. 'kcnt', n or 1, k)) or 0) >= 0 then
+    redis.call('ZREM', L.prefix .. 'kcnt', k)
+    if L.tn then redis.call('HDEL', L.prefix .. 'kturn', k) end
+  end
+end
+
+-- A waiting-set score in turns mode, and the turn of one.
+local function turnScore(pr, turn)
+  return string.format('%d', (100 - clamp(pr, -100, 100, 0)) * SEQ_SPAN + clamp(turn, 0, TURN_MAX, 0))
+end
+local function turnOf(score)
+  return math.floor((tonumber(score) or 0) % SEQ_SPAN)
 end
 
 -- Starts counting slots: kact is recounted from the active set in this same
@@ -160,9 +197,9 @@ end
 
 -- Adds job id (already in the waiting set) to its lane. readyAt: when it
 -- became ready (ms), used by aging only. Returns true when its lane joined the ring.
-local function laneAdd(L, k, id, score)
+local function laneAdd(L, k, id, score, uncounted)
   local lk = laneKey(L, k)
-  if redis.call('ZADD', lk, score, id) == 1 and k ~= '' then redis.call('ZINCRBY', L.prefix .. 'kcnt', -1, k) end
+  if redis.call('ZADD', lk, score, id) == 1 and k ~= '' and not uncounted then redis.call('ZINCRBY', L.prefix .. 'kcnt', -1, k) end
   if redis.call('ZCARD', lk) == 1 then
     ringAdd(L, k, lk)
     return true
@@ -171,13 +208,50 @@ local function laneAdd(L, k, id, score)
   return false
 end
 
+-- The queue's first keyed job (priority pr): turns mode when nothing needs
+-- lanes and no job waits (their plain scores would not compare with turns),
+-- else lanes mode.
+local function keyedOn(L, waitingKey, pr)
+  if not L.mig and L.fm ~= 'f' and not L.kc and not L.krm and not L.ag
+    and redis.call('EXISTS', L.prefix .. 'kov') == 0 and redis.call('ZCARD', waitingKey) == 0 then
+    L.sp = clamp(pr, -100, 100, 0)
+    redis.call('HSET', L.prefix .. 'meta', 'km', 't', 'kk', '1', 'ksp', L.sp)
+    L.tn, L.kk, L.rr = true, true, true
+  else
+    lanesOn(L)
+  end
+end
+
+-- Turns mode: job id joins the waiting set at its key's next turn. A job of
+-- another priority than the queue's starts the move to lanes (kmig).
+local function turnReady(L, waitingKey, id, jk, pr, sq, ck)
+  if clamp(pr, -100, 100, 0) ~= L.sp and not L.mig then
+    redis.call('HSET', L.prefix .. 'meta', 'kmig', '1')
+    L.mig = true
+  end
+  if not L.v then
+    local h = redis.call('ZRANGE', waitingKey, 0, 0, 'WITHSCORES')
+    L.v = h[2] and turnOf(h[2]) or L.kv
+  end
+  local k = ck or ''
+  local last = L.turns[k]
+  if not last then last = tonumber(redis.call('HGET', L.prefix .. 'kturn', k)) or -1 end
+  local turn = math.max(last + 1, L.v)
+  L.turns[k] = turn
+  redis.call('HSET', L.prefix .. 'kturn', k, turn)
+  if redis.call('ZADD', waitingKey, turnScore(pr, turn), id) == 1 and ck then redis.call('ZINCRBY', L.prefix .. 'kcnt', -1, ck) end
+  -- Being moved to lanes: its lane too (counted above, by the waiting set).
+  if L.mig then laneAdd(L, k, id, laneScore(L, pr, sq, nil), true) end
+end
+
 -- Makes a job ready: the waiting set, and its lane in lanes mode. jk: the job
 -- hash (read for ra/ca only when the queue ages); ck: its concurrency key or nil.
 local function makeReady(prefix, waitingKey, id, jk, pr, sq, ck)
   local L = lanesCtx(prefix)
   -- Lanes on first: the copy of the waiting set into the unkeyed lane must
   -- not take this keyed job with it.
-  if ck and not L.on then lanesOn(L) end
+  if ck and not L.on and not L.tn then keyedOn(L, waitingKey, pr) end
+  if L.tn then return turnReady(L, waitingKey, id, jk, pr, sq, ck) end
   redis.call('ZADD', waitingKey, waitingScore(pr, sq), id)
   if ck and not L.kk then
     -- The queue's first keyed job: fairness defaults to round robin from now on.
@@ -195,10 +269,15 @@ local function makeReady(prefix, waitingKey, id, jk, pr, sq, ck)
   end
 end
 
--- Takes a ready job out of its lane (cancel, prune). The waiting set is the caller's.
-local function laneRemove(prefix, id, ck)
+-- Takes a ready job out of its lane (cancel, prune). The waiting set is the
+-- caller's; removed: the caller's ZREM took it from there (turns mode counts
+-- by the waiting set, lanes mode by the lane).
+local function laneRemove(prefix, id, ck, removed)
   local L = lanesCtx(prefix)
-  if (L.on or L.mig) and redis.call('ZREM', laneKey(L, ck or ''), id) == 1 and ck and ck ~= '' then countDown(L, ck) end
+  if L.tn then
+    if L.mig then redis.call('ZREM', laneKey(L, ck or ''), id) end
+    if removed and ck and ck ~= '' then countDown(L, ck) end
+  elseif (L.on or L.mig) and redis.call('ZREM', laneKey(L, ck or ''), id) == 1 and ck and ck ~= '' then countDown(L, ck) end
 end
 
 -- n jobs (default 1) of key ck left the active set: their slots come back,

@@ -105,6 +105,9 @@ const KEYED = [
   { label: '1 key', keys: 1 },
   { label: '100 keys', keys: 100 },
   { label: '10,000 keys', keys: 10000 },
+  // The same keys in lanes mode (a keyConcurrency that never binds, as a
+  // queue with limits runs): what limits cost beside plain round robin.
+  { label: '10,000 keys, lanes', keys: 10000, lanes: true },
 ];
 const VARIANTS = [...BUILDS.flatMap((dist) => KEYED.map((v) => ({ ...v, dist, label: tagOf(dist) + v.label }))), { label: 'BullMQ, no key', bull: true }];
 
@@ -127,10 +130,14 @@ async function throughput(v, n = N) {
   }
   const q = tracked({ concurrency: CONC, dist: v.dist });
   const keyOf = v.keys ? (i) => `k${i % v.keys}` : undefined;
+  // keyConcurrency 100,000 (the API's bound) and slots counted, as
+  // PATCH /queues/bench {keyConcurrency} leaves an empty queue's meta.
+  if (v.lanes) await q.redis.hset(q.keys('bench').meta, 'kc', 100000, 'kt', '1');
   const enqueue = await q.addBatch(n, 1000, undefined, keyOf);
   const meta = await q.redis.hmget(q.keys('bench').meta, 'km', 'kk', 'fm');
-  // Invariant: a keyed run is in lanes mode with round robin (no fairness set, a keyed job seen).
-  if (v.keys && !(meta[0] === '1' && meta[1] === '1' && meta[2] === null)) throw new Error(`not in round-robin lanes mode: ${meta}`);
+  // Invariant: a keyed run is in round robin (no fairness set, a keyed job
+  // seen): turns mode ('t', lua/includes/lanes.lua) without limits, lanes ('1') with.
+  if (v.keys && !(meta[0] === (v.lanes ? '1' : 't') && meta[1] === '1' && meta[2] === null)) throw new Error(`not in round-robin ${v.lanes ? 'lanes' : 'turns'} mode: ${meta}`);
   if (!v.keys && meta[0] !== null) throw new Error('a no-key run went into lanes mode');
   const before = PROFILE ? await commandstats(q.redis) : null;
   // CPU per job: steadier than jobs/s on a shared machine (time spent waiting

@@ -11,9 +11,12 @@ import { JobStore, QueueStore, WorkerRegistryStore } from '../core/ports';
 import { WorkerRegistry } from '../workers/registry/worker-registry';
 import { promoteDueJobs } from './promoter';
 import { reapExpiredLeases } from './reaper';
+import { finishLaneMoves } from './lanes';
 
 /** Safety-net promotion period; workers already wake exactly when a delayed job is due. */
 const PROMOTE_INTERVAL_MS = 1000;
+/** How often unfinished moves into lanes are looked for (lanes.ts): one HGET per queue. */
+const LANE_MOVE_INTERVAL_MS = 1000;
 /** Dead workers stay listed (status "dead") this long before the sweep drops them. */
 const DEAD_WORKER_KEEP_MS = 3_600_000;
 /** Retention pass period: hourly is plenty for a days-long retention. */
@@ -56,6 +59,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
   onApplicationBootstrap(): void {
     this.every('reaper', this.config.reaperIntervalMs, () => this.reapAll());
     this.every('promoter', PROMOTE_INTERVAL_MS, () => this.promoteAll());
+    this.every('lane-moves', LANE_MOVE_INTERVAL_MS, () => finishLaneMoves(this.queues));
     this.every('worker-sweep', 60_000, () => WorkerRegistry.sweep(this.workers, DEAD_WORKER_KEEP_MS));
     if (this.db) this.every('retention', PRUNE_INTERVAL_MS, () => this.pruneOnce());
   }

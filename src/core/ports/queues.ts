@@ -106,6 +106,13 @@ export abstract class QueueStore {
    * number of keys (lua/topKeys-1.lua).
    */
   abstract keys(queue: string, limit: number): Promise<KeyStats[]>;
+  /**
+   * Finishes a move of the queue's waiting jobs into lanes that a script
+   * started (a job of another priority in turns mode) or a configure call
+   * left unfinished (meta kmig, lua/rebuildLanes-3.lua). @returns true when
+   * there was one to finish.
+   */
+  abstract finishLaneMove(queue: string): Promise<boolean>;
   /** One key's counts (exact, O(log n): the counts index and the key's lane), zeros for a key with no jobs. */
   abstract keyCounts(queue: string, key: string): Promise<{ waiting: number; active: number }>;
   /** Sets (merges) one key's override; absent fields stay, null clears one. Returns the override now stored. */

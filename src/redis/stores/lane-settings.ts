@@ -47,7 +47,15 @@ export function laneChange(cfg: QueueConfigChange, current: Record<string, strin
   }
   const touched = cfg.keyConcurrency !== undefined || cfg.keyRateLimit !== undefined || cfg.fairness !== undefined || cfg.agingMs !== undefined;
   const lanesOn = current.km === '1';
-  const rebuild = (turnsOn && !lanesOn) || (agingChanged && lanesOn) ? 'jobs' : touched && lanesOn ? 'ring' : null;
+  if (!lanesOn) {
+    // Plain or turns mode (lua/includes/lanes.lua) holds while nothing needs
+    // lanes: a limit, aging or fifo moves the queue's waiting jobs into lanes.
+    // (Round robin alone needs none: the first keyed job starts turns mode.)
+    const after = (f: string): boolean => (del.includes(f) ? false : f in set ? true : current[f] !== null && current[f] !== undefined);
+    const needsLanes = after('kc') || after('krm') || after('ag') || (del.includes('fm') ? false : (set.fm ?? current.fm) === 'f');
+    return { set, del, rebuild: turnsOn && needsLanes ? 'jobs' : null };
+  }
+  const rebuild = agingChanged ? 'jobs' : touched ? 'ring' : null;
   return { set, del, rebuild };
 }
 
@@ -103,18 +111,31 @@ export async function writeOverride(ctx: RedisContext, queue: string, key: strin
     if (after.concurrency === null && after.rateLimit === null) after = null;
   }
   await ctx.scripts.run('overrideKey', [k.keyOverrides, k.wake], [k.base, key, after ? encodeOverride(after) : '']);
+  // Turns mode has no lanes to limit: an override moves the queue to lanes.
+  if (after && (await ctx.redis.hget(k.meta, 'km')) === 't') await rebuildLanes(ctx, queue, 'jobs');
   return { before, after };
 }
 
 /**
  * One key's counts: waiting = its lane's size, active = its entry in the
- * counts index (minus waiting + active, lua/includes/lanes.lua) less waiting.
+ * counts index (minus waiting + active, lua/includes/lanes.lua) less waiting;
+ * in turns mode active is counted from the active set instead.
  */
 export async function keyCounts(ctx: RedisContext, queue: string, key: string): Promise<{ waiting: number; active: number }> {
   const k = ctx.keys(queue);
-  const [[, total], [, waiting]] = ((await ctx.redis.multi().zscore(`${k.base}kcnt`, key).zcard(`${k.base}lane:${key}`).exec()) ?? []) as [unknown, unknown][];
+  const [[, total], [, waiting], [, mode]] = ((await ctx.redis.multi().zscore(`${k.base}kcnt`, key).zcard(`${k.base}lane:${key}`).hget(k.meta, 'km').exec()) ?? []) as [unknown, unknown][];
+  const all = -(Number(total) || 0);
+  if (mode === 't' && all > 0) {
+    // Turns mode has no lanes: the key's active jobs are counted from the
+    // active set (its first 10,000, as lua/topKeys-1.lua does).
+    const ids = await ctx.redis.zrange(k.active, 0, 9999);
+    const p = ctx.redis.pipeline();
+    for (const id of ids) p.hget(`${k.base}job:${id}`, 'ck');
+    const active = ((await p.exec()) ?? []).filter(([, ck]) => ck === key).length;
+    return { waiting: Math.max(0, all - active), active: Math.min(all, active) };
+  }
   const w = Number(waiting) || 0;
-  return { waiting: w, active: Math.max(0, -(Number(total) || 0) - w) };
+  return { waiting: w, active: Math.max(0, all - w) };
 }
 
 /** The busiest keys of a queue (lua/topKeys-1.lua). */

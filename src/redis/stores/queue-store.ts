@@ -136,6 +136,12 @@ export class RedisQueueStore implements QueueStore {
     return keyCounts(this.ctx, queue, key);
   }
 
+  async finishLaneMove(queue: string): Promise<boolean> {
+    if ((await this.ctx.redis.hget(this.ctx.keys(queue).meta, 'kmig')) !== '1') return false;
+    await rebuildLanes(this.ctx, queue, 'jobs');
+    return true;
+  }
+
   async setKeyOverride(queue: string, key: string, change: Partial<KeyLimits>): Promise<KeyLimits> {
     const { after } = await writeOverride(this.ctx, queue, key, change);
     return after ?? { concurrency: null, rateLimit: null };

@@ -176,6 +176,8 @@ describe('waiting, delayed and the lanes', () => {
     const q = newQueue();
     const k = t.keys(q);
     const lanes = ['A', 'B', ''];
+    // Lanes mode (a limit that never binds; without one the queue takes turns mode, lanes.lua).
+    await t.stores.queues.configure(q, { keyConcurrency: 1000 });
     // Lanes mode on first, with a keyed job of another key: makeReady (lanes.lua) puts the
     // queue's very first ready keyed job in the unkeyed lane as well (reported; not debounce's).
     const z = (await t.store.enqueue([{ ...norm(q, { payload: { z: 1 } }), concurrencyKey: 'Z' }]))[0].id;
@@ -216,7 +218,7 @@ describe('waiting, delayed and the lanes', () => {
 
   it('a waiting job sent back to delayed is promoted again at its new runAt, into its lane', async () => {
     const q = newQueue();
-    await t.stores.queues.configure(q, { fairness: 'round_robin' });
+    await t.stores.queues.configure(q, { fairness: 'round_robin', keyConcurrency: 1000 });
     const d = { key: 'x', windowMs: 150, maxWaitMs: 150 };
     const { id } = await deb(q, d, {}, 'K');
     await sleep(200);

@@ -56,10 +56,34 @@ async function checkInvariants(q: string): Promise<void> {
   // The counts index: waiting + active per key.
   const counts: Record<string, string> = { ...perKey };
   const kcnt = await r.zrange(k.base + 'kcnt', 0, -1, 'WITHSCORES');
+  const kcntOf = () => Object.fromEntries(Array.from({ length: kcnt.length / 2 }, (_, i) => [kcnt[2 * i], String(-Number(kcnt[2 * i + 1]))]));
+  const wf = await fields(waiting);
+  if (meta.km === 't') {
+    // Turns mode: the counts index is exact; each waiting job's score is its
+    // priority's band plus a turn, no two jobs of one key share a turn, and
+    // the key's last turn (kturn) is at least its jobs' turns.
+    for (const [ck] of wf) if (ck) counts[ck] = String(Number(counts[ck] ?? 0) + 1);
+    expect(kcntOf()).toEqual(counts);
+    const ws = await r.zrange(k.waiting, 0, -1, 'WITHSCORES');
+    const pr = await Promise.all(waiting.map((id) => r.hget(k.base + 'job:' + id, 'pr')));
+    const kturn = await r.hgetall(k.base + 'kturn');
+    const seen = new Set<string>();
+    waiting.forEach((id, i) => {
+      const score = BigInt(ws[2 * i + 1]);
+      const band = score / 2n ** 44n;
+      const turn = score % 2n ** 44n;
+      expect([id, band]).toEqual([id, BigInt(100 - Number(pr[i] ?? 0))]);
+      const key = wf[i][0] ?? '';
+      expect(seen.has(`${key}/${turn}`)).toBe(false);
+      seen.add(`${key}/${turn}`);
+      expect([key, BigInt(kturn[key] ?? -1) >= turn]).toEqual([key, true]);
+    });
+    if (meta.kmig !== '1') expect(await r.keys(k.base + 'lane*')).toEqual([]);
+    return;
+  }
   if (meta.km !== '1') return;
   const laneOf = (ck: string | null) => (ck ? `${k.base}lane:${ck}` : `${k.base}lane`);
   // Every waiting job in its own lane.
-  const wf = await fields(waiting);
   const p = r.pipeline();
   waiting.forEach((id, i) => p.zscore(laneOf(wf[i][0]), id));
   const scores = ((await p.exec()) ?? []).map(([, v]) => v);
@@ -69,7 +93,7 @@ async function checkInvariants(q: string): Promise<void> {
   // path during a rebuild): allowed, a claim drops them when it meets them.
   // A lane with waiting jobs can come back: it is in the ring, blocked or parked.
   for (const [ck] of wf) if (ck) counts[ck] = String(Number(counts[ck] ?? 0) + 1);
-  expect(Object.fromEntries(Array.from({ length: kcnt.length / 2 }, (_, i) => [kcnt[2 * i], String(-Number(kcnt[2 * i + 1]))]))).toEqual(counts);
+  expect(kcntOf()).toEqual(counts);
   const keysWithJobs = new Set(wf.map(([ck]) => ck ?? ''));
   for (const ck of keysWithJobs) expect([ck, ring.includes(ck) || kblk.includes(ck) || kpark.includes(ck)]).toEqual([ck, true]);
 }
@@ -137,4 +161,80 @@ it('slots, lanes and the ring stay consistent through 1,000 random operations, a
   }
   await checkInvariants(q);
   expect(await t.redis.hgetall(t.keys(q).base + 'kact')).toEqual({});
+}, 120_000);
+
+it('turns mode (round robin, no limits, one priority): counts, turns and the claim order stay consistent through 600 random operations, then a job of another priority moves the queue to lanes without losing a job', async () => {
+  const q = newQueue();
+  const rand = rng(20261204);
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+  const keys = ['k1', 'k2', 'k3', 'k4', undefined];
+  const held: ClaimedJob[] = [];
+  const job = (key: string | undefined, input: Partial<EnqueueInput>): NormalizedEnqueue => ({ ...norm(q, input), ...(key ? { concurrencyKey: key } : {}) });
+  const k = t.keys(q);
+  await t.store.enqueue([job('k1', { priority: 3 })]);
+  expect(await t.redis.hget(k.meta, 'km')).toBe('t');
+  for (let step = 0; step < 600; step++) {
+    const x = rand();
+    if (x < 0.35) {
+      const n = 1 + Math.floor(rand() * 6);
+      const delayed = rand() < 0.15;
+      await t.store.enqueue(Array.from({ length: n }, () => job(pick(keys), { priority: 3, maxAttempts: 3, ...(delayed ? { delayMs: 30 } : {}) })));
+    } else if (x < 0.6) {
+      const c = await t.store.claim(q, 1 + Math.floor(rand() * 5), rand() < 0.1 ? 20 : 30_000, 'w');
+      held.push(...c.jobs);
+    } else if (x < 0.75 && held.length) {
+      const j = held.splice(Math.floor(rand() * held.length), 1)[0];
+      await t.store.complete(q, 'w', [{ id: j.id, lockToken: j.lockToken, result: null }]);
+    } else if (x < 0.82 && held.length) {
+      const j = held.splice(Math.floor(rand() * held.length), 1)[0];
+      await t.store.fail(q, j.id, j.lockToken, { error: 'e', retryable: rand() < 0.7, delayMs: rand() < 0.5 ? 0 : 20, reason: 'error', workerId: 'w' }).catch(() => undefined);
+    } else if (x < 0.87 && held.length) {
+      const j = held.splice(Math.floor(rand() * held.length), 1)[0];
+      await t.store.release(q, 'w', [{ id: j.id, lockToken: j.lockToken }], { delayMs: rand() < 0.5 ? 0 : 20 });
+    } else if (x < 0.93) {
+      const ids = await t.redis.zrange(k.waiting, 0, 20);
+      const target = held.length && rand() < 0.5 ? held[Math.floor(rand() * held.length)].id : ids.length ? pick(ids) : null;
+      if (target) await t.store.cancel(q, target).catch(() => undefined);
+    } else {
+      await sleep(25);
+      await t.store.reapExpired(q, 100);
+      await t.store.promoteDelayed(q, 100);
+    }
+    await checkInvariants(q);
+    // Claims take the lowest turns: none left waiting is earlier than one claimed.
+    if (step % 50 === 49) {
+      const before = await t.redis.zrange(k.waiting, 0, -1, 'WITHSCORES');
+      const turnOf = new Map(Array.from({ length: before.length / 2 }, (_, i) => [before[2 * i], BigInt(before[2 * i + 1])]));
+      const c = await t.store.claim(q, 3, 30_000, 'w');
+      held.push(...c.jobs);
+      const claimed = c.jobs.map((j) => turnOf.get(j.id)!).filter((x) => x !== undefined);
+      const left = [...turnOf.entries()].filter(([id]) => !c.jobs.some((j) => j.id === id)).map(([, x]) => x);
+      if (claimed.length && left.length) expect(claimed.reduce((a, b) => (a > b ? a : b)) <= left.reduce((a, b) => (a < b ? a : b))).toBe(true);
+      await checkInvariants(q);
+    }
+  }
+  expect(await t.redis.hget(k.meta, 'km')).toBe('t');
+  // Another priority: turns cannot order it inside its key; the move to lanes
+  // starts (kmig) and the maintenance pass finishes it.
+  await t.store.enqueue([job('k2', { priority: 9 })]);
+  expect(await t.redis.hget(k.meta, 'kmig')).toBe('1');
+  expect(await t.stores.queues.finishLaneMove(q)).toBe(true);
+  expect(await t.redis.hmget(k.meta, 'km', 'kmig')).toEqual(['1', null]);
+  expect(await t.stores.queues.finishLaneMove(q)).toBe(false);
+  await checkInvariants(q);
+  // Drain in lanes mode: every job ends; the counts index empties.
+  await t.store.complete(q, 'w', held.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    await sleep(30);
+    await t.store.reapExpired(q, 1000);
+    await t.store.promoteDelayed(q, 1000);
+    const c = await t.store.claim(q, 100, 30_000, 'w');
+    if (c.jobs.length) await t.store.complete(q, 'w', c.jobs.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
+    const left = (await t.redis.zcard(k.waiting)) + (await t.redis.zcard(k.delayed)) + (await t.redis.zcard(k.active));
+    if (left === 0) break;
+    if (Date.now() > deadline) throw new Error(`did not drain: ${left} jobs left`);
+  }
+  await checkInvariants(q);
+  expect(await t.redis.zcard(k.base + 'kcnt')).toBe(0);
 }, 120_000);

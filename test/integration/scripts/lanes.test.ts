@@ -92,6 +92,80 @@ describe('fair shares', () => {
   });
 });
 
+describe('turns mode (round robin, no limits, one priority: no lanes)', () => {
+  it('a key that arrives after claims began takes the next turns, not the tail of the backlog; the claim path is the plain one', async () => {
+    const q = newQueue();
+    const k = t.keys(q);
+    await enqKeyed(q, 'A', 1000);
+    expect(await t.redis.hget(k.meta, 'km')).toBe('t');
+    for (let i = 0; i < 10; i++) await claim(q, 50);
+    const b = new Set(await enqKeyed(q, 'B', 10));
+    expect(await t.redis.keys(k.base + 'lane*')).toEqual([]);
+    const order = (await claim(q, 20)).jobs.map((j) => j.id);
+    expect(order.filter((id) => b.has(id))).toHaveLength(10);
+    // Drained, a key that comes back starts from the last turn served: behind nobody, ahead of nobody.
+    for (;;) if (!(await claim(q, 500)).jobs.length) break;
+    const kv = Number(await t.redis.hget(k.meta, 'kv'));
+    expect(kv).toBeGreaterThanOrEqual(500);
+    const [c] = await enqKeyed(q, 'C', 1);
+    expect(BigInt(await t.redis.zscore(k.waiting, c) as string) % 2n ** 44n).toBe(BigInt(kv));
+  });
+
+  it('a job of another priority moves the queue to lanes: then priority orders jobs inside a key while the other key keeps its turns', async () => {
+    const q = newQueue();
+    const k = t.keys(q);
+    await enqKeyed(q, 'A', 30);
+    await enqKeyed(q, 'B', 30);
+    const [hiA] = await enqKeyed(q, 'A', 1, { priority: 60 });
+    expect(await t.redis.hget(k.meta, 'kmig')).toBe('1');
+    expect(await t.stores.queues.finishLaneMove(q)).toBe(true);
+    expect(await t.redis.hget(k.meta, 'km')).toBe('1');
+    const c = await claim(q, 4);
+    const keys = await Promise.all(c.jobs.map((j) => keyOf(q, j.id)));
+    expect(keys.sort()).toEqual(['A', 'A', 'B', 'B']);
+    expect(c.jobs[0].id === hiA || c.jobs[1].id === hiA).toBe(true);
+    let total = c.jobs.length;
+    for (;;) {
+      const more = await claim(q, 50);
+      if (!more.jobs.length) break;
+      total += more.jobs.length;
+    }
+    expect(total).toBe(61);
+  });
+
+  it('a keyConcurrency set on a turns-mode queue holds from the next claim (its jobs move into lanes), and an override does the same', async () => {
+    const q = newQueue();
+    const k = t.keys(q);
+    await enqKeyed(q, 'A', 20);
+    await enqKeyed(q, 'B', 20);
+    expect(await t.redis.hget(k.meta, 'km')).toBe('t');
+    await configure(q, { keyConcurrency: 2 });
+    expect(await t.redis.hget(k.meta, 'km')).toBe('1');
+    const keys = await Promise.all((await claim(q, 10)).jobs.map((j) => keyOf(q, j.id)));
+    expect(keys.sort()).toEqual(['A', 'A', 'B', 'B']);
+
+    const q2 = newQueue();
+    await enqKeyed(q2, 'A', 20);
+    expect(await t.redis.hget(t.keys(q2).meta, 'km')).toBe('t');
+    await t.stores.queues.setKeyOverride(q2, 'A', { concurrency: 1 });
+    expect(await t.redis.hget(t.keys(q2).meta, 'km')).toBe('1');
+    expect((await claim(q2, 10)).jobs).toHaveLength(1);
+  });
+
+  it('GET keys counts in turns mode: waiting and active per key, from the counts index and the active set', async () => {
+    const q = newQueue();
+    await enqKeyed(q, 'A', 5);
+    await enqKeyed(q, 'B', 2);
+    await claim(q, 3);
+    const top = await t.stores.queues.keys(q, 10);
+    expect(top.map((e) => [e.key, e.waiting + e.active])).toEqual([['A', 5], ['B', 2]]);
+    expect(top.reduce((a, e) => a + e.active, 0)).toBe(3);
+    const a = await t.stores.queues.keyCounts(q, 'A');
+    expect(a).toEqual({ waiting: top[0].waiting, active: top[0].active });
+    expect(await t.stores.queues.keyCounts(q, 'nobody')).toEqual({ waiting: 0, active: 0 });
+  });
+});
+
 describe('keyConcurrency: slots', () => {
   it('never more than the limit active per key; other keys run meanwhile; every way out of active gives the slot back', async () => {
     const q = newQueue();
