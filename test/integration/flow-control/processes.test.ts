@@ -165,3 +165,23 @@ test('keyRateLimit across two worker processes holds in every sliding window; an
   for (const p of ws) p.kill('SIGKILL');
   await sleep(10);
 });
+
+test('a job of another priority on a turns-mode queue: the scheduler process moves the queue into lanes within seconds, and nothing is lost', async () => {
+  const q = 'move';
+  const k = t.keys(q);
+  await enqueueKeyed(q, 'A', 2000);
+  await enqueueKeyed(q, 'B', 50);
+  expect(await t.redis.hget(k.meta, 'km')).toBe('t');
+  const s = await startOnPrefix(t, { QUEUES: q, ROLE: 'scheduler' });
+  procs.push(s);
+  const [hi] = await enqueueKeyed(q, 'A', 1, { priority: 50 });
+  expect(await t.redis.hget(k.meta, 'kmig')).toBe('1');
+  await waitUntil('the maintenance pass to finish the move into lanes', async () => (await t.redis.hget(k.meta, 'km')) === '1', 10_000, 50);
+  expect(await t.redis.hget(k.meta, 'kmig')).toBeNull();
+  expect(await t.redis.zcard(`${k.base}lane:A`)).toBe(2001);
+  expect(await t.redis.zcard(`${k.base}lane:B`)).toBe(50);
+  s.kill('SIGKILL');
+  // Lanes now: the priority-50 job leads A's lane; B keeps its turns.
+  const c = await t.store.claim(q, 2, 30_000, 'w');
+  expect(c.jobs.map((j) => j.id)).toContain(hi);
+});
