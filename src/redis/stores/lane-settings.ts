@@ -98,19 +98,23 @@ export function decodeOverride(v: string): KeyLimits {
   return { concurrency: num(c), rateLimit };
 }
 
-/** Sets (merges) or removes one key's override through lua/overrideKey-2.lua; returns what is stored after. */
+/**
+ * Sets (merges) or removes one key's override through lua/overrideKey-2.lua,
+ * which merges in the same step (two concurrent changes of different fields
+ * both land). `change`: absent fields stay, null clears one; null removes
+ * the override. @returns what was stored before and after (null: none).
+ */
 export async function writeOverride(ctx: RedisContext, queue: string, key: string, change: Partial<KeyLimits> | null): Promise<{ before: KeyLimits | null; after: KeyLimits | null }> {
   const k = ctx.keys(queue);
-  const prev = await ctx.redis.hget(k.keyOverrides, key);
-  const before = prev ? decodeOverride(prev) : null;
-  let after: KeyLimits | null = null;
+  let arg = '';
   if (change) {
-    after = { concurrency: before?.concurrency ?? null, rateLimit: before?.rateLimit ?? null };
-    if (change.concurrency !== undefined) after.concurrency = change.concurrency;
-    if (change.rateLimit !== undefined) after.rateLimit = change.rateLimit;
-    if (after.concurrency === null && after.rateLimit === null) after = null;
+    const c = change.concurrency === undefined ? '~' : (change.concurrency ?? '');
+    const r = change.rateLimit === undefined ? '~|~' : change.rateLimit ? `${change.rateLimit.max}|${change.rateLimit.durationMs}` : '|';
+    arg = `${c}|${r}`;
   }
-  await ctx.scripts.run('overrideKey', [k.keyOverrides, k.wake], [k.base, key, after ? encodeOverride(after) : '']);
+  const [prev, now] = await ctx.scripts.run<[string | null, string | null]>('overrideKey', [k.keyOverrides, k.wake], [k.base, key, arg]);
+  const before = prev ? decodeOverride(prev) : null;
+  const after = now ? decodeOverride(now) : null;
   // Turns mode has no lanes to limit: an override moves the queue to lanes.
   if (after && (await ctx.redis.hget(k.meta, 'km')) === 't') await rebuildLanes(ctx, queue, 'jobs');
   return { before, after };

@@ -231,6 +231,26 @@ describe('keyConcurrency: slots', () => {
     expect((await Promise.all(again.jobs.map((j) => keyOf(q, j.id)))).filter((k) => k === 'vip')).toHaveLength(1);
   });
 
+  it('concurrent override changes of different fields both land (merged in one script step)', async () => {
+    const q = newQueue();
+    await configure(q, { keyConcurrency: 1 });
+    for (let round = 0; round < 10; round++) {
+      const key = `K${round}`;
+      await Promise.all([
+        t.stores.queues.setKeyOverride(q, key, { concurrency: 3 + round }),
+        t.stores.queues.setKeyOverride(q, key, { rateLimit: { max: 5, durationMs: 1000 + round } }),
+      ]);
+      const [stored] = (await t.stores.queues.keys(q, 100)).filter((e) => e.key === key);
+      expect(stored.overrides).toEqual({ concurrency: 3 + round, rateLimit: { max: 5, durationMs: 1000 + round } });
+    }
+    // Clearing one field keeps the other; clearing the last removes the override.
+    expect(await t.stores.queues.setKeyOverride(q, 'K0', { concurrency: null })).toEqual({ concurrency: null, rateLimit: { max: 5, durationMs: 1000 } });
+    expect(await t.stores.queues.setKeyOverride(q, 'K0', { rateLimit: null })).toEqual({ concurrency: null, rateLimit: null });
+    expect(await t.redis.hexists(t.keys(q).keyOverrides, 'K0')).toBe(0);
+    expect(await t.stores.queues.deleteKeyOverride(q, 'K1')).toBe(true);
+    expect(await t.stores.queues.deleteKeyOverride(q, 'K1')).toBe(false);
+  });
+
   it('raising keyConcurrency frees blocked keys at once', async () => {
     const q = newQueue();
     await configure(q, { keyConcurrency: 1 });
