@@ -71,43 +71,43 @@ describe('normalizeFlow: the body', () => {
   });
 
   it('refuses a job that is not an object', () => {
-    expect(paths({ jobs: [job('a'), 'b'] })).toEqual(['jobs[1]']);
+    expect(paths({ jobs: [job('a'), 'b'] })).toEqual(['jobs.1']);
   });
 });
 
 describe('normalizeFlow: refs and dependsOn', () => {
   it('refuses a missing or malformed ref', () => {
-    expect(paths({ jobs: [{ type: 't' }, job('a b'), job('r'.repeat(65)), job('')] })).toEqual(['jobs[0].ref', 'jobs[1].ref', 'jobs[2].ref', 'jobs[3].ref']);
+    expect(paths({ jobs: [{ type: 't' }, job('a b'), job('r'.repeat(65)), job('')] })).toEqual(['jobs.0.ref', 'jobs.1.ref', 'jobs.2.ref', 'jobs.3.ref']);
   });
 
   it('refuses an unknown ref, naming it', () => {
-    expect(details({ jobs: [job('a'), job('b', ['a', 'zz'])] })).toEqual([{ path: 'jobs[1].dependsOn[1]', message: 'unknown ref "zz"' }]);
+    expect(details({ jobs: [job('a'), job('b', ['a', 'zz'])] })).toEqual([{ path: 'jobs.1.dependsOn.1', message: 'unknown ref "zz"' }]);
   });
 
   it('refuses a self-reference', () => {
-    expect(details({ jobs: [job('a', ['a'])] })).toEqual([{ path: 'jobs[0].dependsOn[0]', message: 'self-reference: "a" cannot depend on itself' }]);
+    expect(details({ jobs: [job('a', ['a'])] })).toEqual([{ path: 'jobs.0.dependsOn.0', message: 'self-reference: "a" cannot depend on itself' }]);
   });
 
   it('refuses a duplicate ref at its second use', () => {
-    expect(details({ jobs: [job('a'), job('b'), job('a')] })).toEqual([{ path: 'jobs[2].ref', message: 'duplicate ref "a" (first at jobs[0])' }]);
+    expect(details({ jobs: [job('a'), job('b'), job('a')] })).toEqual([{ path: 'jobs.2.ref', message: 'duplicate ref "a" (first at jobs.0)' }]);
   });
 
   it('refuses a duplicate inside one dependsOn', () => {
-    expect(details({ jobs: [job('a'), job('b', ['a', 'a'])] })).toEqual([{ path: 'jobs[1].dependsOn[1]', message: 'duplicate ref "a" in dependsOn' }]);
+    expect(details({ jobs: [job('a'), job('b', ['a', 'a'])] })).toEqual([{ path: 'jobs.1.dependsOn.1', message: 'duplicate ref "a" in dependsOn' }]);
   });
 
   it('refuses a dependsOn that is not an array of refs, or too long', () => {
     expect(paths({ jobs: [job('a'), { ...job('b'), dependsOn: 'a' }, job('c', [3 as unknown as string, 'a b'])] })).toEqual([
-      'jobs[1].dependsOn',
-      'jobs[2].dependsOn[0]',
-      'jobs[2].dependsOn[1]',
+      'jobs.1.dependsOn',
+      'jobs.2.dependsOn.0',
+      'jobs.2.dependsOn.1',
     ]);
     const long = Array.from({ length: FLOW_LIMITS.maxDependsOn + 1 }, () => 'a');
-    expect(details({ jobs: [job('a'), job('b', long)] })).toEqual([{ path: 'jobs[1].dependsOn', message: 'must list at most 1000 refs' }]);
+    expect(details({ jobs: [job('a'), job('b', long)] })).toEqual([{ path: 'jobs.1.dependsOn', message: 'must list at most 1000 refs' }]);
   });
 
   it('refuses an invalid onDependencyFailure', () => {
-    expect(details({ jobs: [job('a', undefined, { onDependencyFailure: 'ignore' })] })).toEqual([{ path: 'jobs[0].onDependencyFailure', message: 'must be "cancel" or "run"' }]);
+    expect(details({ jobs: [job('a', undefined, { onDependencyFailure: 'ignore' })] })).toEqual([{ path: 'jobs.0.onDependencyFailure', message: 'must be "cancel" or "run"' }]);
   });
 });
 
@@ -117,25 +117,25 @@ describe('normalizeFlow: cycles', () => {
     const d = details({ jobs: [job('c', ['b']), job('a', ['c']), job('b', ['a'])] });
     const message = 'cycle: c → b → a → c';
     expect(d).toEqual([
-      { path: 'jobs[0].dependsOn', message },
-      { path: 'jobs[2].dependsOn', message },
-      { path: 'jobs[1].dependsOn', message },
+      { path: 'jobs.0.dependsOn', message },
+      { path: 'jobs.2.dependsOn', message },
+      { path: 'jobs.1.dependsOn', message },
     ]);
   });
 
   it('reports only the refs of a 2-cycle, not the valid part nor what waits for the cycle', () => {
     const d = details({ jobs: [job('ok1'), job('ok2', ['ok1']), job('after', ['x', 'ok2']), job('x', ['y', 'ok1']), job('y', ['x'])] });
     expect(d).toEqual([
-      { path: 'jobs[3].dependsOn', message: 'cycle: x → y → x' },
-      { path: 'jobs[4].dependsOn', message: 'cycle: x → y → x' },
+      { path: 'jobs.3.dependsOn', message: 'cycle: x → y → x' },
+      { path: 'jobs.4.dependsOn', message: 'cycle: x → y → x' },
     ]);
   });
 
   it('starts the message at the ref of the cycle sent first, wherever the walk entered it', () => {
     // The walk from w enters the cycle at b; a was sent before b.
     expect(details({ jobs: [job('w', ['b']), job('a', ['b']), job('b', ['a'])] })).toEqual([
-      { path: 'jobs[1].dependsOn', message: 'cycle: a → b → a' },
-      { path: 'jobs[2].dependsOn', message: 'cycle: a → b → a' },
+      { path: 'jobs.1.dependsOn', message: 'cycle: a → b → a' },
+      { path: 'jobs.2.dependsOn', message: 'cycle: a → b → a' },
     ]);
   });
 
@@ -145,34 +145,34 @@ describe('normalizeFlow: cycles', () => {
   });
 
   it('reports two disjoint cycles', () => {
-    expect(paths({ jobs: [job('a', ['b']), job('b', ['a']), job('c', ['d']), job('d', ['c'])] }).sort()).toEqual(['jobs[0].dependsOn', 'jobs[1].dependsOn', 'jobs[2].dependsOn', 'jobs[3].dependsOn']);
+    expect(paths({ jobs: [job('a', ['b']), job('b', ['a']), job('c', ['d']), job('d', ['c'])] }).sort()).toEqual(['jobs.0.dependsOn', 'jobs.1.dependsOn', 'jobs.2.dependsOn', 'jobs.3.dependsOn']);
   });
 });
 
 describe('normalizeFlow: job fields, all or nothing', () => {
   it('one invalid job refuses the whole flow with its path', () => {
-    expect(details({ jobs: [job('a'), job('b', ['a']), { ref: 'c', type: 'bad type' }] })).toEqual([{ path: 'jobs[2].type', message: 'must match ^[A-Za-z0-9_.:-]{1,128}$' }]);
+    expect(details({ jobs: [job('a'), job('b', ['a']), { ref: 'c', type: 'bad type' }] })).toEqual([{ path: 'jobs.2.type', message: 'must match ^[A-Za-z0-9_.:-]{1,128}$' }]);
   });
 
   it('collects the problems of several jobs, fields and graph together', () => {
     const d = paths({ jobs: [job('a', undefined, { priority: 1000 }), job('b', ['zz'], { queue: 'Bad' }), { ref: 'c', type: 't', delayMs: -1, maxAttempts: 0 }] });
-    expect(d.sort()).toEqual(['jobs[0].priority', 'jobs[1].dependsOn[0]', 'jobs[1].queue', 'jobs[2].delayMs', 'jobs[2].maxAttempts']);
+    expect(d.sort()).toEqual(['jobs.0.priority', 'jobs.1.dependsOn.0', 'jobs.1.queue', 'jobs.2.delayMs', 'jobs.2.maxAttempts']);
   });
 
   it('still finds a cycle when other fields are bad', () => {
-    expect(paths({ jobs: [job('a', ['b'], { timeoutMs: 0 }), job('b', ['a'])] })).toEqual(['jobs[0].timeoutMs', 'jobs[0].dependsOn', 'jobs[1].dependsOn']);
+    expect(paths({ jobs: [job('a', ['b'], { timeoutMs: 0 }), job('b', ['a'])] })).toEqual(['jobs.0.timeoutMs', 'jobs.0.dependsOn', 'jobs.1.dependsOn']);
   });
 
   it('refuses debounce and idempotencyKey (once each, without their own field checks)', () => {
     const d = details({ jobs: [job('a', undefined, { debounce: { key: '', windowMs: 1 } }), job('b', undefined, { idempotencyKey: 'k' })] });
-    expect(d.map((x) => x.path)).toEqual(['jobs[0].debounce', 'jobs[1].idempotencyKey']);
+    expect(d.map((x) => x.path)).toEqual(['jobs.0.debounce', 'jobs.1.idempotencyKey']);
     expect(d[0].message).toMatch(/merged into another job/);
   });
 
   it('a payload over the limit is a PayloadTooLargeError naming the job', () => {
     const body = { jobs: [job('a'), job('b', undefined, { payload: { s: 'x'.repeat(100) } })] };
     expect(() => normalizeFlow(body, 50)).toThrow(PayloadTooLargeError);
-    expect(() => normalizeFlow(body, 50)).toThrow(/^jobs\[1\]: payload larger than 50 bytes$/);
+    expect(() => normalizeFlow(body, 50)).toThrow(/^jobs\.1: payload larger than 50 bytes$/);
   });
 
   it('ignores fields unknown to POST /jobs, as normalizeEnqueue does', () => {

@@ -48,13 +48,13 @@ export interface NormalizedFlow {
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const at = (i: number) => `jobs[${i}].`;
+const at = (i: number) => `jobs.${i}.`;
 const REF_RULE = `must match ${FLOW_LIMITS.refPattern.source}`;
 
 /**
  * Validates a `POST /flows` body as a whole (all or nothing) and orders it.
  *
- * Each job is checked by {@link normalizeEnqueue} with the prefix `jobs[i].`,
+ * Each job is checked by {@link normalizeEnqueue} with the prefix `jobs.i.`,
  * and the details of every job, of the refs and of the graph are thrown
  * together, so a client sees every bad field at once. Fields unknown to
  * `POST /jobs` are ignored here, as normalizeEnqueue ignores them (the HTTP
@@ -68,7 +68,7 @@ const REF_RULE = `must match ${FLOW_LIMITS.refPattern.source}`;
  * A cycle is found after Kahn's algorithm: from each job it could not order,
  * walk to a dependency it could not order either until a job repeats; each
  * cycle found that way (vertex-disjoint, at least one) gives one detail per ref
- * on it, at `jobs[i].dependsOn`: "cycle: a → b → a", where `a → b` reads
+ * on it, at `jobs.i.dependsOn`: "cycle: a → b → a", where `a → b` reads
  * "a depends on b", starting at the ref sent first (past 10 refs the message
  * names the first 10 and the length, so the details stay linear in size).
  * Cycles are looked for only when every ref and every `dependsOn` is
@@ -78,7 +78,7 @@ const REF_RULE = `must match ${FLOW_LIMITS.refPattern.source}`;
  * @param maxPayloadBytes serialized payload limit per job (MAX_PAYLOAD_BYTES).
  * @returns the jobs in request order and a topological order of their refs.
  * @throws ValidationError (400 `validation_failed`) listing every problem as `{path, message}`.
- * @throws PayloadTooLargeError (413) at the first job whose payload is over the limit; its message names `jobs[i]`.
+ * @throws PayloadTooLargeError (413) at the first job whose payload is over the limit; its message names `jobs.i`.
  */
 export function normalizeFlow(input: unknown, maxPayloadBytes: number): NormalizedFlow {
   if (!isObject(input)) throw new ValidationError('the body must be a JSON object', [{ path: '', message: 'must be a JSON object' }]);
@@ -98,12 +98,12 @@ export function normalizeFlow(input: unknown, maxPayloadBytes: number): Normaliz
   const enqueued: (NormalizedEnqueue | undefined)[] = [];
   const policies: DependencyFailurePolicy[] = [];
   raw.forEach((job: unknown, i) => {
-    if (!isObject(job)) return bad(`jobs[${i}]`, 'must be an object', true);
+    if (!isObject(job)) return bad(`jobs.${i}`, 'must be an object', true);
     const { ref, onDependencyFailure } = job;
     // normalizeEnqueue ignores the flow's own fields; these two it would accept, so they leave first.
     const { debounce, idempotencyKey, ...rest } = job;
     if (typeof ref !== 'string' || !FLOW_LIMITS.refPattern.test(ref)) bad(at(i) + 'ref', REF_RULE, true);
-    else if (refs.has(ref)) bad(at(i) + 'ref', `duplicate ref "${ref}" (first at jobs[${refs.get(ref)}])`, true);
+    else if (refs.has(ref)) bad(at(i) + 'ref', `duplicate ref "${ref}" (first at jobs.${refs.get(ref)})`, true);
     else refs.set(ref, i);
     if (onDependencyFailure !== undefined && onDependencyFailure !== 'cancel' && onDependencyFailure !== 'run') bad(at(i) + 'onDependencyFailure', 'must be "cancel" or "run"');
     policies[i] = onDependencyFailure === 'run' ? 'run' : 'cancel';
@@ -112,7 +112,7 @@ export function normalizeFlow(input: unknown, maxPayloadBytes: number): Normaliz
     try {
       enqueued[i] = normalizeEnqueue(rest as unknown as EnqueueInput, maxPayloadBytes, at(i));
     } catch (e) {
-      if (e instanceof PayloadTooLargeError) throw Object.assign(new PayloadTooLargeError(e.limitBytes), { message: `jobs[${i}]: ${e.message}` });
+      if (e instanceof PayloadTooLargeError) throw Object.assign(new PayloadTooLargeError(e.limitBytes), { message: `jobs.${i}: ${e.message}` });
       if (!(e instanceof ValidationError)) throw e;
       details.push(...e.details);
     }
@@ -129,7 +129,7 @@ export function normalizeFlow(input: unknown, maxPayloadBytes: number): Normaliz
     const own = (job as Record<string, unknown>).ref;
     const seen = new Set<string>();
     list.forEach((dep: unknown, j) => {
-      const path = `${at(i)}dependsOn[${j}]`;
+      const path = `${at(i)}dependsOn.${j}`;
       if (typeof dep !== 'string' || !FLOW_LIMITS.refPattern.test(dep)) return bad(path, REF_RULE, true);
       if (dep === own) return bad(path, `self-reference: "${dep}" cannot depend on itself`, true);
       if (seen.has(dep)) return bad(path, `duplicate ref "${dep}" in dependsOn`, true);
