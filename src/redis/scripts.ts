@@ -32,7 +32,9 @@ export type ScriptName =
   | 'readEvents'
   | 'rebuildLanes'
   | 'overrideKey'
-  | 'topKeys';
+  | 'topKeys'
+  | 'recordFlow'
+  | 'advanceFlow';
 
 /**
  * Redis Cluster replies that prove a script did not run: its slot is served by

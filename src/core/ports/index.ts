@@ -22,3 +22,4 @@ export * from './wake';
 export * from './mirror';
 export * from './restore';
 export * from './workers';
+export * from './flows';

@@ -18,6 +18,7 @@ import { RedisScheduleSignals, type SubscriberFactory } from './schedule-signals
 import { RedisSessionRecords } from './session-records';
 import { RedisTokenBuckets } from './token-buckets';
 import { RedisWorkerRegistryStore } from './worker-registry-store';
+import { RedisFlowRecordStore } from './flow-record';
 
 export { storeDefaultsOf, type StoreDefaults } from './enqueue';
 export type { SubscriberFactory } from './schedule-signals';
@@ -55,6 +56,7 @@ export interface RedisStores {
   liveEvents: RedisLiveEvents;
   workerRegistry: RedisWorkerRegistryStore;
   externalWorkers: RedisExternalWorkerSeen;
+  flows: RedisFlowRecordStore;
 }
 
 /**
@@ -91,5 +93,6 @@ export function createRedisStores(
     liveEvents: new RedisLiveEvents(redis, prefix),
     workerRegistry: new RedisWorkerRegistryStore(redis, prefix),
     externalWorkers: new RedisExternalWorkerSeen(redis, prefix),
+    flows: new RedisFlowRecordStore(ctx),
   };
 }

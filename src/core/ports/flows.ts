@@ -1,0 +1,41 @@
+/**
+ * Workflows (API.md v1.2, docs/workflows.md): the per-flow record that
+ * decides when a job's dependencies are satisfied. Queue-side moves (blocked
+ * → waiting, the cancellations down the graph) are the caller's, one queue at
+ * a time, from what {@link FlowRecordStore.advance} answers.
+ */
+
+/** A job of a flow as its record keeps it: where it lives and what it waits for. */
+export interface FlowRecordJob {
+  id: string;
+  /** Its queue (project-qualified, as the stores name queues). */
+  queue: string;
+  /** 'cancel': a failed or cancelled dependency cancels it; 'run': it runs once every dependency has ended. */
+  onDependencyFailure: 'cancel' | 'run';
+  /** Job ids of this flow it waits for. */
+  dependsOn: string[];
+}
+
+/** What a job's outcome set in motion: the jobs to unblock, to cancel, to block again. Each {queue, id}. */
+export interface FlowAdvance {
+  release: { queue: string; id: string }[];
+  cancel: { queue: string; id: string }[];
+  reblock: { queue: string; id: string }[];
+}
+
+/** A job's outcome as the flow sees it: completed, ended otherwise (failed, cancelled), or retried from the DLQ. */
+export type FlowOutcome = 'completed' | 'ended' | 'retried';
+
+export abstract class FlowRecordStore {
+  /**
+   * Writes the record of a new flow (1..1000 jobs; the graph already
+   * validated: src/core/flow-graph.ts). @returns false when a flow with this
+   * id exists (nothing written).
+   */
+  abstract record(flowId: string, project: string, jobs: FlowRecordJob[]): Promise<boolean>;
+  /**
+   * Applies one job's outcome once (a repeat changes nothing and answers the
+   * same): O(dependents of the job). Unknown flow or job: empty lists.
+   */
+  abstract advance(flowId: string, jobId: string, outcome: FlowOutcome): Promise<FlowAdvance>;
+}

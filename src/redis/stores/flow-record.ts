@@ -1,0 +1,34 @@
+import { FlowAdvance, FlowOutcome, FlowRecordJob, FlowRecordStore } from '../../core/ports/flows';
+import type { RedisContext } from '../context';
+
+/** The keys of one flow's record: `<prefix>:{flow:<id>}:` (a hash tag of its own: one slot per flow). */
+export function flowKeyBase(prefix: string, flowId: string): string {
+  return `${prefix}:{flow:${flowId}}:`;
+}
+
+const OUTCOME: Record<FlowOutcome, string> = { completed: 'c', ended: 'x', retried: 'r' };
+
+/** Flat [queue, id, queue, id…] as {queue, id} pairs. */
+function pairs(flat: string[] | undefined): { queue: string; id: string }[] {
+  const out: { queue: string; id: string }[] = [];
+  for (let i = 0; flat && i + 1 < flat.length; i += 2) out.push({ queue: flat[i], id: flat[i + 1] });
+  return out;
+}
+
+/** The flow record in Redis: lua/recordFlow-1.lua and lua/advanceFlow-1.lua. */
+export class RedisFlowRecordStore implements FlowRecordStore {
+  constructor(private readonly ctx: RedisContext) {}
+
+  async record(flowId: string, project: string, jobs: FlowRecordJob[]): Promise<boolean> {
+    const base = flowKeyBase(this.ctx.prefix, flowId);
+    const args: (string | number)[] = [base, project, jobs.length];
+    for (const j of jobs) args.push(j.id, j.queue, j.onDependencyFailure === 'run' ? 'r' : 'c', j.dependsOn.join(','));
+    return (await this.ctx.scripts.run<number>('recordFlow', [base + 'meta'], args)) === 1;
+  }
+
+  async advance(flowId: string, jobId: string, outcome: FlowOutcome): Promise<FlowAdvance> {
+    const base = flowKeyBase(this.ctx.prefix, flowId);
+    const [release, cancel, reblock] = await this.ctx.scripts.run<string[][]>('advanceFlow', [base + 'meta'], [base, jobId, OUTCOME[outcome]]);
+    return { release: pairs(release), cancel: pairs(cancel), reblock: pairs(reblock) };
+  }
+}
