@@ -141,6 +141,12 @@ local function claimJob(id, noSlot)
     if f[11] and L.kt and not noSlot then redis.call('HINCRBY', L.act, f[11], 1) end
     emit(KEYS[5], nowS, 'claimed', id, 'waiting', 'active', aS, {'x', xS, 'w', ARGV[4]})
     claimed = claimed + 1
+    if not L.on then
+      -- The plain path while lanes are being built: the job leaves its lane
+      -- too, so no stale entry is counted as waiting or re-added uncounted.
+      if L.mig then redis.call('ZREM', laneKey(L, f[11] or ''), id) end
+      if L.tn and not f[11] then unkeyedGone(L) end
+    end
     local ma, to, bo = unpackOpts(f[5])
     local job = {id, token, lease, f[4] or '', readPayload(jk, f[6], f[7]), a, ma or 0, bo or '', to or '', x}
     if ARGV[7] == '1' then
@@ -324,6 +330,9 @@ if claimed > 0 and rlMax then
   redis.call('INCRBY', KEYS[7], claimed)
   boundWindow()
 end
+-- Turns mode: the turn served last, where new jobs start once the waiting
+-- set is empty (lanes.lua turnReady); one write per call.
+if L.tn and #popped > 0 then redis.call('HSET', KEYS[4], 'kv', turnOf(popped[#popped])) end
 local taken = #popped
 if stopAt then
   for j = stopAt, #popped, 2 do redis.call('ZADD', KEYS[1], popped[j + 1], popped[j]) end
@@ -333,8 +342,7 @@ end
 if not stopAt and #popped < 2 * n then
   -- The waiting set is drained: tokens left in the wake list are stale.
   redis.call('DEL', KEYS[6])
-  -- Turns mode: the next jobs start from the last turn served (lanes.lua).
-  if L.tn and #popped > 0 then redis.call('HSET', KEYS[4], 'kv', turnOf(popped[#popped])) end
+
   out[2] = nextDelayedIn(KEYS[2], now)
 else
   if claimed * 2 < taken then

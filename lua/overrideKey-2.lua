@@ -37,6 +37,10 @@ end
 -- A concurrency override: slots are counted from now on (recounted first).
 if now and string.sub(now, 1, 1) ~= '|' then slotsOn(L) end
 if now then redis.call('HSET', KEYS[1], ARGV[2], now) else redis.call('HDEL', KEYS[1], ARGV[2]) end
+-- Turns mode has no lanes to hold a key back: the move into lanes is marked
+-- here, in the same step (the caller runs it; the maintenance pass finishes
+-- it if the caller dies first).
+if now and L.tn and not L.mig then redis.call('HSET', ARGV[1] .. 'meta', 'kmig', '1') end
 local k = ARGV[2]
 redis.call('SREM', ARGV[1] .. 'kblk', k)
 redis.call('ZREM', ARGV[1] .. 'kpark', k)

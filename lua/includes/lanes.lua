@@ -222,8 +222,12 @@ local function keyedOn(L, waitingKey, pr)
   end
 end
 
--- Turns mode: job id joins the waiting set at its key's next turn. A job of
--- another priority than the queue's starts the move to lanes (kmig).
+-- Turns mode: job id joins the waiting set at its key's next turn: one
+-- after the key's last, but never before the turn served now (v: the waiting
+-- set's head, or kv when it is empty). A key with no job left starts afresh
+-- (countDown drops its last turn; unkeyed jobs: when none waits, meta kun).
+-- A job of another priority than the queue's, or a turn at TURN_MAX, starts
+-- the move to lanes (kmig).
 local function turnReady(L, waitingKey, id, jk, pr, sq, ck)
   if clamp(pr, -100, 100, 0) ~= L.sp and not L.mig then
     redis.call('HSET', L.prefix .. 'meta', 'kmig', '1')
@@ -235,13 +239,39 @@ local function turnReady(L, waitingKey, id, jk, pr, sq, ck)
   end
   local k = ck or ''
   local last = L.turns[k]
-  if not last then last = tonumber(redis.call('HGET', L.prefix .. 'kturn', k)) or -1 end
+  if not last then
+    -- Clamped: a hand-edited 'nan' or 'inf' must not pin or saturate the key.
+    last = clamp(redis.call('HGET', L.prefix .. 'kturn', k), -1, TURN_MAX, -1)
+    -- Unkeyed jobs have no counts entry to reset their last turn (countDown):
+    -- none waiting (meta kun), they start from the turn served now.
+    if not ck and clamp(redis.call('HGET', L.prefix .. 'meta', 'kun'), 0, 1e15, 0) == 0 then last = -1 end
+  end
   local turn = math.max(last + 1, L.v)
+  if turn >= TURN_MAX and not L.mig then
+    redis.call('HSET', L.prefix .. 'meta', 'kmig', '1')
+    L.mig = true
+  end
   L.turns[k] = turn
   redis.call('HSET', L.prefix .. 'kturn', k, turn)
-  if redis.call('ZADD', waitingKey, turnScore(pr, turn), id) == 1 and ck then redis.call('ZINCRBY', L.prefix .. 'kcnt', -1, ck) end
-  -- Being moved to lanes: its lane too (counted above, by the waiting set).
-  if L.mig then laneAdd(L, k, id, laneScore(L, pr, sq, nil), true) end
+  if redis.call('ZADD', waitingKey, turnScore(pr, turn), id) == 1 then
+    if ck then redis.call('ZINCRBY', L.prefix .. 'kcnt', -1, ck) else redis.call('HINCRBY', L.prefix .. 'meta', 'kun', 1) end
+  end
+  -- Being moved to lanes: its lane too (counted above, by the waiting set),
+  -- scored as makeReady scores it (aging reads when it became ready).
+  if L.mig then
+    local ra = nil
+    if L.ag then
+      local t = redis.call('HMGET', jk, 'ra', 'ca')
+      ra = tonumber(t[1]) or tonumber(t[2])
+    end
+    laneAdd(L, k, id, laneScore(L, pr, sq, ra), true)
+  end
+end
+
+-- An unkeyed job left the waiting set in turns mode (claimed, cancelled,
+-- pruned): one fewer in meta kun (turnReady's bound for unkeyed turns).
+local function unkeyedGone(L)
+  if (tonumber(redis.call('HINCRBY', L.prefix .. 'meta', 'kun', -1)) or 0) < 0 then redis.call('HSET', L.prefix .. 'meta', 'kun', 0) end
 end
 
 -- Makes a job ready: the waiting set, and its lane in lanes mode. jk: the job
@@ -276,7 +306,7 @@ local function laneRemove(prefix, id, ck, removed)
   local L = lanesCtx(prefix)
   if L.tn then
     if L.mig then redis.call('ZREM', laneKey(L, ck or ''), id) end
-    if removed and ck and ck ~= '' then countDown(L, ck) end
+    if removed and ck and ck ~= '' then countDown(L, ck) elseif removed then unkeyedGone(L) end
   elseif (L.on or L.mig) and redis.call('ZREM', laneKey(L, ck or ''), id) == 1 and ck and ck ~= '' then countDown(L, ck) end
 end
 

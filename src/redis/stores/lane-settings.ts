@@ -116,7 +116,7 @@ export async function writeOverride(ctx: RedisContext, queue: string, key: strin
   const before = prev ? decodeOverride(prev) : null;
   const after = now ? decodeOverride(now) : null;
   // Turns mode has no lanes to limit: an override moves the queue to lanes.
-  if (after && (await ctx.redis.hget(k.meta, 'km')) === 't') await rebuildLanes(ctx, queue, 'jobs');
+  if (after && (await ctx.redis.hget(k.meta, 'kmig')) === '1') await rebuildLanes(ctx, queue, 'jobs');
   return { before, after };
 }
 

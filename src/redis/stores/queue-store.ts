@@ -60,6 +60,10 @@ export class RedisQueueStore implements QueueStore {
     // Slots are counted before a concurrency limit exists, so it holds from its first claim.
     if (typeof cfg.keyConcurrency === 'number' && current.kt !== '1') await rebuildLanes(this.ctx, queue, 'slots');
     Object.assign(set, lanes.set);
+    // The move into lanes is marked in the same step as the setting, so a
+    // process that dies before it runs leaves it to the maintenance pass
+    // (src/maintenance/lanes.ts), never a limit that does not hold.
+    if (lanes.rebuild === 'jobs') set.kmig = 1;
     del.push(...lanes.del);
     const multi = this.ctx.redis.multi();
     if (Object.keys(set).length) multi.hset(k.meta, set);
