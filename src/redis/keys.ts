@@ -27,6 +27,10 @@ export interface QueueKeys {
   epoch: string;
   /** Flow control per key (lua/includes/lanes.lua): per-key overrides, a hash key -> "concurrency|rateMax|rateDurationMs". */
   keyOverrides: string;
+  /** Workflows (docs/workflows.md): jobs waiting for dependencies, by creation time (ms). */
+  blocked: string;
+  /** Workflows: the queue's flow outbox, a list of "flowId|jobId|outcome" for the flow worker. */
+  flowOutbox: string;
 }
 
 export function queueKeys(prefix: string, queue: string): QueueKeys {
@@ -45,6 +49,8 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     mirrorLock: base + 'auditlock',
     epoch: base + 'epoch',
     keyOverrides: base + 'kov',
+    blocked: base + 'blocked',
+    flowOutbox: base + 'flowq',
   };
 }
 

@@ -34,7 +34,8 @@ export type ScriptName =
   | 'overrideKey'
   | 'topKeys'
   | 'recordFlow'
-  | 'advanceFlow';
+  | 'advanceFlow'
+  | 'moveFlowJobs';
 
 /**
  * Redis Cluster replies that prove a script did not run: its slot is served by

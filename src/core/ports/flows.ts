@@ -38,4 +38,12 @@ export abstract class FlowRecordStore {
    * same): O(dependents of the job). Unknown flow or job: empty lists.
    */
   abstract advance(flowId: string, jobId: string, outcome: FlowOutcome): Promise<FlowAdvance>;
+  /**
+   * Moves jobs of one queue as {@link advance} decided: 'unblock' (blocked →
+   * waiting, or delayed until its runAt), 'cancel' (blocked → cancelled,
+   * reason dependency_failed; its outcome goes to the queue's flow outbox),
+   * 'reblock' (cancelled for a dependency → blocked). A job not in the
+   * expected state is left alone. @returns the ids moved.
+   */
+  abstract move(queue: string, op: 'unblock' | 'cancel' | 'reblock', ids: string[]): Promise<string[]>;
 }

@@ -15,7 +15,7 @@ function pairs(flat: string[] | undefined): { queue: string; id: string }[] {
   return out;
 }
 
-/** The flow record in Redis: lua/recordFlow-1.lua and lua/advanceFlow-1.lua. */
+/** The flow record in Redis (lua/recordFlow-1.lua, lua/advanceFlow-1.lua) and the queue-side moves (lua/moveFlowJobs-7.lua). */
 export class RedisFlowRecordStore implements FlowRecordStore {
   constructor(private readonly ctx: RedisContext) {}
 
@@ -30,5 +30,11 @@ export class RedisFlowRecordStore implements FlowRecordStore {
     const base = flowKeyBase(this.ctx.prefix, flowId);
     const [release, cancel, reblock] = await this.ctx.scripts.run<string[][]>('advanceFlow', [base + 'meta'], [base, jobId, OUTCOME[outcome]]);
     return { release: pairs(release), cancel: pairs(cancel), reblock: pairs(reblock) };
+  }
+
+  async move(queue: string, op: 'unblock' | 'cancel' | 'reblock', ids: string[]): Promise<string[]> {
+    if (!ids.length) return [];
+    const k = this.ctx.keys(queue);
+    return this.ctx.scripts.run<string[]>('moveFlowJobs', [k.blocked, k.waiting, k.delayed, k.events, k.wake, k.meta, k.flowOutbox], [k.base, op, ...ids]);
   }
 }
