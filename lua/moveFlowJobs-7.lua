@@ -9,10 +9,11 @@
   - unblock: a blocked job becomes waiting (through its lane, includes/lanes.lua),
     or delayed until its own runAt; event 'unblocked'.
   - cancel: a blocked job is cancelled, reason dependency_failed (field cx);
-    event 'cancelled'; its own outcome goes to the flow outbox ("flowId|id|x"),
+    event 'cancelled'; its own outcome goes to the flow outbox (includes/flowout.lua),
     so the cancellation goes on down the graph.
   - reblock: a job cancelled for a dependency is blocked again (a DLQ retry of
-    that dependency); event 'blocked', reason dependency_retried.
+    that dependency); event 'blocked', reason dependency_retried. A job
+    blocked already counts as moved (no event): a repeat goes on down the graph.
   Returns the ids moved.
   Guarantee: fenced like every script that moves jobs (includes/fence.lua):
   nothing moves on a queue not checked since Redis restarted (answers {}).
@@ -24,6 +25,7 @@
 @include "fence"
 @include "lanes"
 @include "wake"
+@include "flowout"
 
 if fenced(redis.call('HGET', KEYS[6], 'vr')) then return {} end
 local prefix, op = ARGV[1], ARGV[2]
@@ -53,13 +55,17 @@ for i = 3, #ARGV do
     redis.call('ZREM', KEYS[1], id)
     redis.call('HSET', jk, 's', 'cancelled', 'cx', 'dependency_failed', 'fa', nowS, 'ua', nowS)
     emit(KEYS[4], nowS, 'cancelled', id, 'blocked', 'cancelled', f[2], {'r', 'dependency_failed'})
-    if f[7] then redis.call('RPUSH', KEYS[7], f[7] .. '|' .. id .. '|x') end
+    flowOut(prefix, f[7], id, 'x')
     moved[#moved + 1] = id
   elseif f and op == 'reblock' and f[1] == 'cancelled' and f[8] == 'dependency_failed' then
     redis.call('HSET', jk, 's', 'blocked', 'ua', nowS)
     redis.call('HDEL', jk, 'cx', 'fa')
     redis.call('ZADD', KEYS[1], nowS, id)
     emit(KEYS[4], nowS, 'blocked', id, 'cancelled', 'blocked', f[2], {'r', 'dependency_retried'})
+    moved[#moved + 1] = id
+  elseif f and op == 'reblock' and f[1] == 'blocked' then
+    -- Blocked already (a repeat after the flow worker died midway): answered
+    -- as moved, with no second event, so the worker goes on down the graph.
     moved[#moved + 1] = id
   end
 end

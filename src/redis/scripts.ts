@@ -35,7 +35,8 @@ export type ScriptName =
   | 'topKeys'
   | 'recordFlow'
   | 'advanceFlow'
-  | 'moveFlowJobs';
+  | 'moveFlowJobs'
+  | 'takeFlowOutcomes';
 
 /**
  * Redis Cluster replies that prove a script did not run: its slot is served by
