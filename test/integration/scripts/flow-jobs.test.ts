@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NormalizedEnqueue } from '../../../src/core/job-options';
 import { openStore, TestStore } from '../../support/redis';
-import { scriptHelpers } from '../../support/scripts';
+import { expectLegal, scriptHelpers } from '../../support/scripts';
 
 let t: TestStore;
 beforeAll(async () => {
@@ -53,6 +53,7 @@ it('unblock: waiting (claimable, through its key) or delayed until its own runAt
   expect(c.jobs.map((x) => x.id).sort()).toEqual([now.id, keyed.id].sort());
   expect((await events(q, now.id)).map((e) => `${e.e}:${e.f}>${e.t}`)).toEqual(['enqueued:>blocked', 'unblocked:blocked>waiting', 'claimed:waiting>active']);
   expect((await events(q, later.id)).map((e) => `${e.e}:${e.f}>${e.t}`)).toEqual(['enqueued:>blocked', 'unblocked:blocked>delayed']);
+  expectLegal(await events(q));
 });
 
 it('cancel for a failed dependency writes the outbox entry of the cascade; reblock brings it back; repeats move nothing', async () => {
@@ -78,6 +79,18 @@ it('cancel for a failed dependency writes the outbox entry of the cascade; reblo
   await t.stores.flows.move(q, 'unblock', [j.id]);
   await t.store.cancel(q, j.id);
   expect(await t.stores.flows.move(q, 'reblock', [j.id])).toEqual([]);
+  expectLegal(await events(q));
+});
+
+it('a client cancels a blocked job (DELETE /jobs/:id): cancelled, its outcome in the flow outbox', async () => {
+  const q = newQueue();
+  const k = t.keys(q);
+  const [j] = await t.store.enqueue([flowJob(q, 'F4', 'c')]);
+  expect(await t.store.cancel(q, j.id)).toBe('cancelled');
+  expect((await raw(q, j.id)).s).toBe('cancelled');
+  expect(await t.redis.zcard(k.blocked)).toBe(0);
+  expect(await t.redis.lrange(k.flowOutbox, 0, -1)).toEqual([`F4|${j.id}|x|1`]);
+  expectLegal(await events(q));
 });
 
 it('a malformed flow field is refused before anything is written', async () => {
