@@ -6,12 +6,10 @@
  * and they complete; an entry taken by a worker that died is handed out again
  * after its lease and applied once.
  */
-import { randomUUID } from 'node:crypto';
-import type { NormalizedEnqueue } from '../../../src/core/job-options';
-import type { FlowRecordJob } from '../../../src/core/ports/flows';
 import { advanceFlows } from '../../../src/flows/flow-worker';
 import { openStore, sleep, TestStore } from '../../support/redis';
 import { expectLegal, scriptHelpers } from '../../support/scripts';
+import { FlowSpec, submitFlow } from '../../support/flows';
 
 let t: TestStore;
 beforeAll(async () => {
@@ -20,27 +18,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close();
 });
-const { newQueue, norm, raw, events } = scriptHelpers(() => t, 'flowworker');
+const { newQueue, raw, events } = scriptHelpers(() => t, 'flowworker');
 
-interface Spec { ref: string; queue: string; deps?: string[]; run?: boolean; type?: string; payload?: Record<string, unknown> }
-
-/** Records a flow and creates its jobs blocked, then unblocks the roots (what POST /flows will do). */
-async function submit(specs: Spec[]): Promise<{ flowId: string; id: Record<string, string> }> {
-  const flowId = randomUUID();
-  const id = Object.fromEntries(specs.map((s) => [s.ref, randomUUID()]));
-  const jobs: FlowRecordJob[] = specs.map((s) => ({ id: id[s.ref], queue: s.queue, onDependencyFailure: s.run ? 'run' : 'cancel', dependsOn: (s.deps ?? []).map((r) => id[r]) }));
-  expect(await t.stores.flows.record(flowId, 'default', jobs)).toBe(true);
-  for (const q of new Set(specs.map((s) => s.queue))) {
-    await t.stores.flows.watch(q);
-    const mine = specs.filter((s) => s.queue === q);
-    await t.store.enqueue(mine.map((s): NormalizedEnqueue => ({
-      ...norm(q, { type: s.type ?? 't', payload: s.payload ?? { ref: s.ref } }),
-      flow: { flowId, jobId: id[s.ref], ref: s.ref, onDependencyFailure: s.run ? 'run' : 'cancel', dependsOn: (s.deps ?? []).map((r) => ({ ref: r, id: id[r], queue: specs.find((x) => x.ref === r)!.queue })) },
-    })));
-  }
-  for (const s of specs.filter((x) => !x.deps?.length)) await t.stores.flows.move(s.queue, 'unblock', [id[s.ref]]);
-  return { flowId, id };
-}
+const submit = (specs: FlowSpec[]) => submitFlow(t, specs);
 
 const status = async (q: string, id: string) => (await raw(q, id)).s;
 
