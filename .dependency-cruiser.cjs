@@ -12,7 +12,7 @@
  * A rule names what is forbidden; a new folder under src/ must be placed in
  * one of the groups below (the `unplaced` rule refuses any other).
  */
-const FEATURES = '^src/(auth|dashboard|handlers|health|history|jobs|maintenance|metrics|mirror|oplog|queues|restore|schedules|telemetry|workers)/';
+const FEATURES = '^src/(auth|dashboard|flows|handlers|health|history|jobs|maintenance|metrics|mirror|oplog|queues|restore|schedules|telemetry|workers)/';
 const TOP = '^src/(server/|dashboard/|main\\.ts$|app\\.module\\.ts$)';
 /** npm packages that are frameworks or drivers, as dependency-cruiser resolves them (a path under node_modules). */
 const FRAMEWORKS = '(^|/)node_modules/(@nestjs|@fastify|fastify|ioredis|typeorm|pg|pino|prom-client|@opentelemetry|class-validator|class-transformer|rxjs)/';

@@ -21,6 +21,7 @@
 @include "wake"
 @include "job"
 @include "lanes"
+@include "flowout"
 
 local now = nowMs()
 local nowS = int(now) -- integers as strings for redis.call (see int() in now.lua)
@@ -30,7 +31,7 @@ local slots = {} -- key -> its jobs that left the active set: freed once per key
 for i = 3, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
   local jk = jobKey(ARGV[1], id)
-  local f = safeHmget(jk, 's', 'lt', 'a', 'x', 'sa', 'cr', 'ck')
+  local f = safeHmget(jk, 's', 'lt', 'a', 'x', 'sa', 'cr', 'ck', 'fl')
   if not f or not f[1] then
     out[#out + 1] = ERR_NOT_FOUND
   elseif f[2] ~= token then
@@ -44,6 +45,7 @@ for i = 3, #ARGV, 3 do
     redis.call('HSET', jk, 's', 'cancelled', 'fa', nowS)
     if redis.call('ZREM', KEYS[1], id) == 1 and f[7] then slots[f[7]] = (slots[f[7]] or 0) + 1 end
     emit(KEYS[2], nowS, 'cancelled', id, 'active', 'cancelled', f[3], {'x', f[4], 'w', ARGV[2], 'r', 'cancel_requested'})
+    flowOut(ARGV[1], f[8], id, 'x')
     out[#out + 1] = 2
   else
     -- lt stays: every fenced script also requires s == 'active', so a
@@ -52,6 +54,7 @@ for i = 3, #ARGV, 3 do
     if redis.call('ZREM', KEYS[1], id) == 1 and f[7] then slots[f[7]] = (slots[f[7]] or 0) + 1 end
     emit(KEYS[2], nowS, 'completed', id, 'active', 'completed', f[3],
       {'x', f[4], 'w', ARGV[2], 'd', ARGV[i + 2], 'ms', int(now - (tonumber(f[5]) or now))})
+    flowOut(ARGV[1], f[8], id, 'c')
     out[#out + 1] = 1
   end
 end

@@ -11,11 +11,15 @@
     "<count>\n<traceparent>" / "<count>\n<traceparent>\n<tracestate>" when the
     group's request carries a W3C trace context (validated by the caller,
     src/core/trace-context.ts): its jobs store it as fields tp and ts
-  then 13 fields per job, groups in order:
+  then 14 fields per job, groups in order:
     id, type, payload JSON, priority, delay mode ('d' delayMs | 'a' absolute runAt | ''),
     delay value (ms), maxAttempts|'', backoff|'', timeoutMs|'', idempotency key|'', body hash|'',
     concurrency key|'' (field ck; the job joins its key's lane, includes/lanes.lua),
-    debounce|'' = "windowMs|maxWaitMs|key" (maxWaitMs may be empty; includes/debounce.lua)
+    debounce|'' = "windowMs|maxWaitMs|key" (maxWaitMs may be empty; includes/debounce.lua),
+    flow|'' = "flowId\npolicy ('c'|'r')\nref\ndependencies JSON" (docs/workflows.md): the
+    job is created `blocked` (fields fl, fp, rf, dp; runAt kept in ra for when it is
+    unblocked), in `<base>blocked` by createdAt, not ready and not delayed; its
+    'enqueued' event carries fl, fp, rf and dp. Debounce does not apply to it.
   Unset options take the queue's defaults (meta dMa/dBo/dTo), then the process's.
 
   Debounce: a job with a debounce key whose holder (the job the key points
@@ -58,7 +62,7 @@
 @include "debounce"
 
 local prefix = ARGV[1]
-local FIELDS = 13
+local FIELDS = 14
 local now = nowMs()
 local nowS = int(now)
 local meta = redis.call('HMGET', KEYS[5], 'dMa', 'dBo', 'dTo', 'vr')
@@ -100,6 +104,13 @@ for g = 1, groups do
       return redis.error_reply('enqueueJobs: malformed priority or delay for job ' .. ARGV[b])
     end
     local dv = ARGV[b + 12]
+    local fv = ARGV[b + 13]
+    if fv and fv ~= '' then
+      if not string.match(fv, '^[^\n]+\n[cr]\n[^\n]+\n%[.*%]$') then
+        return redis.error_reply('enqueueJobs: malformed flow for job ' .. ARGV[b])
+      end
+      dv = nil -- a flow job is never debounced
+    end
     if dv and dv ~= '' then
       local d = debParse(dv)
       if not d then return redis.error_reply('enqueueJobs: malformed debounce for job ' .. ARGV[b]) end
@@ -284,8 +295,16 @@ for g = 1, groups do
         elseif mode == 'a' then runAt = clamp(ARGV[b + 5], now, MAX_TIME_MS, now) end
         local state = 'waiting'
         if runAt > now then state = 'delayed' end
+        local fv = ARGV[b + 13]
+        local fl = nil -- {flowId, policy, ref, deps JSON} of a flow job
+        if fv and fv ~= '' then
+          local a = string.find(fv, '\n', 1, true)
+          local c = string.find(fv, '\n', a + 3, true)
+          fl = {string.sub(fv, 1, a - 1), string.sub(fv, a + 1, a + 1), string.sub(fv, a + 3, c - 1), string.sub(fv, c + 1)}
+          state = 'blocked'
+        end
         -- attempts/executionSeq default to 0, runAt to createdAt, updatedAt to the latest timestamp.
-        if runAt == now and key == '' and ck == '' and #payload <= CHUNK and not tp and not d then
+        if runAt == now and key == '' and ck == '' and #payload <= CHUNK and not tp and not d and not fl then
           redis.call('HSET', jk, 's', state, 'ty', ty, 'pr', priority, 'sq', int(seq), 'o', o, 'ca', nowS, 'p0', payload)
         else
           local args = {'HSET', jk, 's', state, 'ty', ty, 'pr', priority, 'sq', int(seq), 'o', o, 'ca', nowS}
@@ -303,10 +322,18 @@ for g = 1, groups do
             args[#args + 1] = 'dk'; args[#args + 1] = d.key
             debHold(prefix .. 'deb:' .. d.key, id, runAt, now)
           end
+          if fl then
+            args[#args + 1] = 'fl'; args[#args + 1] = fl[1]
+            args[#args + 1] = 'fp'; args[#args + 1] = fl[2]
+            args[#args + 1] = 'rf'; args[#args + 1] = fl[3]
+            args[#args + 1] = 'dp'; args[#args + 1] = fl[4]
+          end
           payloadFields(payload, args)
           redis.call(unpack(args))
         end
-        if state == 'waiting' then
+        if state == 'blocked' then
+          redis.call('ZADD', prefix .. 'blocked', nowS, id)
+        elseif state == 'waiting' then
           makeReady(prefix, KEYS[1], id, jk, priority, seq, ck ~= '' and ck or nil)
           woke = true
         else
@@ -319,12 +346,18 @@ for g = 1, groups do
         -- Header as in includes/emit.lua, with priority, runAt and the options
         -- (o may hold a '|': it goes last) after the empty x and ms.
         local tail = '|0|' .. nowS .. '|' .. id .. '|||' .. priority .. '|' .. runAtS .. '|' .. o
-        if key == '' and ck == '' then
+        if key == '' and ck == '' and not fl then
           redis.call('XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. tail, 'ty', ty, 'p', payload)
         else
           local xa = {'XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. tail, 'ty', ty, 'p', payload}
           if key ~= '' then xa[#xa + 1] = 'ik'; xa[#xa + 1] = key end
           if ck ~= '' then xa[#xa + 1] = 'ck'; xa[#xa + 1] = ck end
+          if fl then
+            xa[#xa + 1] = 'fl'; xa[#xa + 1] = fl[1]
+            xa[#xa + 1] = 'fp'; xa[#xa + 1] = fl[2]
+            xa[#xa + 1] = 'rf'; xa[#xa + 1] = fl[3]
+            xa[#xa + 1] = 'dp'; xa[#xa + 1] = fl[4]
+          end
           redis.call(unpack(xa))
         end
         res[r + 1] = id; res[r + 2] = state; res[r + 3] = 0

@@ -20,10 +20,11 @@
 @include "wake"
 @include "job"
 @include "lanes"
+@include "flowout"
 
 local prefix, id, token = ARGV[1], ARGV[2], ARGV[3]
 local jk = jobKey(prefix, id)
-local f = safeHmget(jk, 's', 'lt', 'a', 'o', 'pr', 'sq', 'cr', 'x', 'ck')
+local f = safeHmget(jk, 's', 'lt', 'a', 'o', 'pr', 'sq', 'cr', 'x', 'ck', 'fl')
 if not f or not f[1] then return {ERR_NOT_FOUND, ''} end
 if f[1] ~= 'active' or f[2] ~= token then return {ERR_LEASE_LOST, f[1]} end
 
@@ -42,6 +43,7 @@ if f[7] == '1' or reason == 'cancelled' then
   to = 'cancelled'
   redis.call('HSET', jk, 's', to, 'e', msg, 'fa', now, 'ua', now)
   emit(KEYS[5], now, 'cancelled', id, 'active', to, a, extra)
+  flowOut(prefix, f[10], id, 'x')
 elseif ARGV[5] == '1' and a < ma then
   local ra = int(now + delay)
   if delay > 0 then
@@ -62,6 +64,7 @@ else
   redis.call('HSET', jk, 's', to, 'e', msg, 'fa', now, 'ua', now)
   redis.call('ZADD', KEYS[4], now, id)
   emit(KEYS[5], now, 'failed', id, 'active', to, a, extra)
+  flowOut(prefix, f[10], id, 'x')
 end
 if freed or redis.call('HEXISTS', KEYS[7], 'mc') == 1 and redis.call('ZCARD', KEYS[3]) > 0 then wake(KEYS[6]) end
 return {1, to}

@@ -23,6 +23,7 @@
 @include "job"
 @include "fence"
 @include "lanes"
+@include "flowout"
 
 local prefix = ARGV[1]
 -- The restore fence (includes/fence.lua): nothing moves until the queue is checked.
@@ -33,7 +34,7 @@ local reaped = 0
 local woke = false
 for _, id in ipairs(ids) do
   local jk = jobKey(prefix, id)
-  local f, err = safeHmget(jk, 's', 'lt', 'a', 'o', 'pr', 'sq', 'cr', 'x', 'w', 'ck')
+  local f, err = safeHmget(jk, 's', 'lt', 'a', 'o', 'pr', 'sq', 'cr', 'x', 'w', 'ck', 'fl')
   if not f then
     redis.call('ZREM', KEYS[1], id)
     deadLetterCorrupt(prefix, KEYS[3], KEYS[4], id, now, 'active', err)
@@ -55,6 +56,7 @@ for _, id in ipairs(ids) do
     if f[7] == '1' then
       redis.call('HSET', jk, 's', 'cancelled', 'fa', now, 'ua', now)
       emit(KEYS[4], now, 'cancelled', id, 'active', 'cancelled', a, extra)
+      flowOut(prefix, f[11], id, 'x')
     elseif a >= ma then
       local msg = 'lease expired: the worker stopped heartbeating (stalled) on attempt ' .. a .. ' of ' .. ma
       redis.call('HSET', jk, 's', 'failed', 'e', msg, 'fa', now, 'ua', now)
@@ -62,6 +64,7 @@ for _, id in ipairs(ids) do
       extra[#extra + 1] = 'er'; extra[#extra + 1] = msg
       emit(KEYS[4], now, 'stalled', id, 'active', 'active', a, extra)
       emit(KEYS[4], now, 'failed', id, 'active', 'failed', a, extra)
+      flowOut(prefix, f[11], id, 'x')
     elseif tonumber(f[5]) and tonumber(f[6]) then
       -- iso: its next run is alone (claimJobs), so if it crashes its worker
       -- again it takes no other job down with it.

@@ -18,12 +18,13 @@
 @include "job"
 @include "fence"
 @include "lanes"
+@include "flowout"
 
 -- The restore fence (includes/fence.lua): no change on a queue not checked since Redis restarted.
 if fenced(redis.call('HGET', KEYS[5], 'vr')) then return {ERR_RESTORING, ''} end
 local id = ARGV[2]
 local jk = jobKey(ARGV[1], id)
-local f = safeHmget(jk, 's', 'pr', 'a', 'ck')
+local f = safeHmget(jk, 's', 'pr', 'a', 'ck', 'fl')
 if not f or not f[1] then return {ERR_NOT_FOUND, ''} end
 if f[1] ~= 'failed' and f[1] ~= 'cancelled' then return {ERR_WRONG_STATE, f[1]} end
 local now = nowMs()
@@ -37,9 +38,10 @@ if ARGV[3] ~= '' then
   extra[#extra + 1] = 'p'; extra[#extra + 1] = ARGV[3]
 end
 redis.call(unpack(args))
-redis.call('HDEL', jk, 'fa', 'r', 'cr', 'lt', 'w', 'pg', 'iso')
+redis.call('HDEL', jk, 'fa', 'r', 'cr', 'lt', 'w', 'pg', 'iso', 'cx')
 redis.call('ZREM', KEYS[1], id)
 makeReady(ARGV[1], KEYS[2], id, jk, pr, seq, f[4])
 emit(KEYS[3], now, 'retried_from_dlq', id, f[1], 'waiting', 0, extra)
+flowOut(ARGV[1], f[5], id, 'r')
 wake(KEYS[4])
 return {1, 'waiting'}

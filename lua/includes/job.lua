@@ -5,7 +5,7 @@
 @include "clamp"
 local CHUNK = 64
 local CHUNKED_MAX = 1024
-local VALID_STATES = {waiting = true, delayed = true, active = true, completed = true, failed = true, cancelled = true}
+local VALID_STATES = {waiting = true, delayed = true, active = true, completed = true, failed = true, cancelled = true, blocked = true}
 
 -- The immutable options of a job, packed in one field 'o' = "maxAttempts;timeoutMs;backoff"
 -- (fewer fields make the enqueue HSET cheaper and the hash smaller).

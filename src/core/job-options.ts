@@ -112,6 +112,20 @@ export interface NormalizedEnqueue {
   concurrencyKey?: string;
   /** Debounce (API.md v1.2): one job per key while it waits; windowMs 100..86,400,000, maxWaitMs windowMs..604,800,000. */
   debounce?: { key: string; windowMs: number; maxWaitMs?: number };
+  /** Set for a job of a flow (API.md v1.2 "Workflows"): it is created `blocked`, with this id. */
+  flow?: FlowPlacement;
+}
+
+/** Where a job sits in a flow (docs/workflows.md): set by the flows service, never by a client. */
+export interface FlowPlacement {
+  flowId: string;
+  /** The job's id, chosen before the enqueue (the flow's record names it). */
+  jobId: string;
+  /** Its ref in the POST /flows request (1..64 chars). */
+  ref: string;
+  onDependencyFailure: 'cancel' | 'run';
+  /** Its dependencies: refs, job ids and queues (project-qualified). */
+  dependsOn: { ref: string; id: string; queue: string }[];
 }
 
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);

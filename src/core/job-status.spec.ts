@@ -10,13 +10,15 @@ const API_EVENTS = [
   'failed', 'stalled', 'released', 'cancelled', 'cancel_requested', 'retried_from_dlq',
   'purged', // an addition: DELETE /jobs/dlq
   'debounced', // API.md v1.2
+  'unblocked', // API.md v1.2 "Workflows"
+  'blocked', // an addition (workflows): a DLQ retry of a dependency brings a cancelled flow job back
 ];
 /** Events that record something about an active job but are not a state transition. */
 const NON_TRANSITION_EVENTS = new Set(['progress', 'purged']);
 
 describe('JobStatus', () => {
-  it('lists the six API statuses', () => {
-    expect([...JOB_STATUSES].sort()).toEqual(['active', 'cancelled', 'completed', 'delayed', 'failed', 'waiting']);
+  it('lists the seven API statuses (blocked: API.md v1.2 "Workflows")', () => {
+    expect([...JOB_STATUSES].sort()).toEqual(['active', 'blocked', 'cancelled', 'completed', 'delayed', 'failed', 'waiting']);
     expect(new Set(JOB_STATUSES).size).toBe(JOB_STATUSES.length);
   });
 
@@ -45,9 +47,11 @@ describe('TRANSITIONS', () => {
     }
   });
 
-  it('enqueue creates waiting or delayed jobs only', () => {
+  it('enqueue creates waiting, delayed or (a flow job) blocked jobs only', () => {
     expect(canTransition(null, 'waiting')).toBe(true);
     expect(canTransition(null, 'delayed')).toBe(true);
+    expect(canTransition(null, 'blocked')).toBe(true);
+    expect(TRANSITIONS.filter((t) => t.from === null).map((t) => t.event)).toEqual(['enqueued', 'enqueued', 'enqueued']);
     for (const s of ['active', 'completed', 'failed', 'cancelled'] as JobStatus[]) expect(canTransition(null, s)).toBe(false);
   });
 
@@ -60,12 +64,14 @@ describe('TRANSITIONS', () => {
     expect(TRANSITIONS.filter((t) => t.to === 'active' && t.from !== 'active').map((t) => t.event)).toEqual(['claimed']);
   });
 
-  it('terminal states are left only through a DLQ retry (completed never)', () => {
+  it('terminal states are left only through a DLQ retry: its own, or for a cancelled flow job its dependency\'s (completed never)', () => {
     for (const t of TRANSITIONS) {
       if (t.from && isTerminal(t.from)) {
-        expect(t).toEqual({ from: t.from, to: 'waiting', event: 'retried_from_dlq' });
+        if (t.event === 'blocked') expect(t).toEqual({ from: 'cancelled', to: 'blocked', event: 'blocked' });
+        else expect(t).toEqual({ from: t.from, to: 'waiting', event: 'retried_from_dlq' });
       }
     }
+    expect(canTransition('failed', 'blocked')).toBe(false);
     for (const s of JOB_STATUSES) expect(canTransition('completed', s)).toBe(false);
     expect(canTransition('failed', 'waiting')).toBe(true);
     expect(canTransition('cancelled', 'waiting')).toBe(true);
@@ -73,12 +79,12 @@ describe('TRANSITIONS', () => {
     expect(canTransition('cancelled', 'failed')).toBe(false);
   });
 
-  it('cancel reaches cancelled from waiting, delayed and active only', () => {
-    for (const s of JOB_STATUSES) expect(canTransition(s, 'cancelled')).toBe(['waiting', 'delayed', 'active'].includes(s));
+  it('cancel reaches cancelled from waiting, delayed, active and blocked only', () => {
+    for (const s of JOB_STATUSES) expect(canTransition(s, 'cancelled')).toBe(['waiting', 'delayed', 'active', 'blocked'].includes(s));
   });
 
   it('a running job goes back to delayed only by a retry or a release with a delay', () => {
-    expect(TRANSITIONS.filter((t) => t.to === 'delayed' && t.from !== null && t.from !== 'waiting' && t.from !== 'delayed')).toEqual([
+    expect(TRANSITIONS.filter((t) => t.to === 'delayed' && t.from !== null && t.from !== 'waiting' && t.from !== 'delayed' && t.from !== 'blocked')).toEqual([
       { from: 'active', to: 'delayed', event: 'retry_scheduled' },
       { from: 'active', to: 'delayed', event: 'released' },
     ]);
@@ -88,6 +94,16 @@ describe('TRANSITIONS', () => {
     const debounced = TRANSITIONS.filter((t) => t.event === 'debounced');
     expect(debounced.map((t) => `${t.from}>${t.to}`).sort()).toEqual(['delayed>delayed', 'delayed>waiting', 'waiting>delayed', 'waiting>waiting']);
     expect(TRANSITIONS.filter((t) => t.from === 'waiting' && t.to === 'delayed').map((t) => t.event)).toEqual(['debounced']);
+  });
+
+  it('a blocked job enters at enqueue or from cancelled (event blocked), and leaves only unblocked to waiting/delayed or cancelled', () => {
+    const key = (t: { from: JobStatus | null; to: JobStatus; event: string }) => `${t.from}>${t.to}:${t.event}`;
+    expect(TRANSITIONS.filter((t) => t.to === 'blocked').map(key).sort()).toEqual(['cancelled>blocked:blocked', 'null>blocked:enqueued']);
+    expect(TRANSITIONS.filter((t) => t.from === 'blocked').map(key).sort()).toEqual([
+      'blocked>cancelled:cancelled', 'blocked>delayed:unblocked', 'blocked>waiting:unblocked',
+    ]);
+    expect(TRANSITIONS.filter((t) => t.event === 'unblocked' || t.event === 'blocked').every((t) => t.from === 'blocked' || t.to === 'blocked')).toBe(true);
+    expect(isTerminal('blocked')).toBe(false);
   });
 
   it('every transition is reachable from enqueue', () => {
@@ -113,9 +129,18 @@ describe('TRANSITIONS', () => {
  * variable can hold at that call (read from the script); an unknown variable
  * fails the test so the table is kept up to date.
  */
+/**
+ * Transitions allowed here before their Redis script exists (none now: the
+ * workflow ones are emitted by lua/enqueueJobs-5.lua, lua/moveFlowJobs-7.lua
+ * and lua/cancelJob-4.lua). A row a script already emits fails the test
+ * below, so this list cannot outlive the scripts.
+ */
+const PENDING_SCRIPTS: readonly string[] = [];
+
 const VARIABLE_VALUES: Record<string, (string | null)[]> = {
   'cancelJob-4.lua:cancelled:from:s': ['waiting', 'delayed'],
-  'enqueueJobs-5.lua:enqueued:to:state': ['waiting', 'delayed'],
+  'enqueueJobs-5.lua:enqueued:to:state': ['waiting', 'delayed', 'blocked'],
+  'moveFlowJobs-7.lua:unblocked:to:to': ['delayed', 'waiting'],
   'enqueueJobs-5.lua:debounced:to:ns': ['waiting', 'delayed'],
   'failJob-7.lua:cancelled:to:to': ['cancelled'],
   'failJob-7.lua:retry_scheduled:to:to': ['delayed', 'waiting'],
@@ -199,10 +224,12 @@ describe('TRANSITIONS matches what the Lua scripts emit', () => {
     }
   });
 
-  it('every allowed transition is emitted by some script', () => {
+  it('every allowed transition is emitted by some script (but those of PENDING_SCRIPTS, emitted by none yet)', () => {
     for (const t of TRANSITIONS) {
       const found = emits.some((e) => e.from === t.from && e.to === t.to && e.event === t.event);
-      expect({ ...t, found }).toEqual({ ...t, found: true });
+      const pending = PENDING_SCRIPTS.includes(`${t.from}>${t.to}:${t.event}`);
+      expect({ ...t, found, pending }).toEqual({ ...t, found: !pending, pending });
     }
+    for (const p of PENDING_SCRIPTS) expect(TRANSITIONS.map((t) => `${t.from}>${t.to}:${t.event}`)).toContain(p);
   });
 });

@@ -26,9 +26,24 @@
  * - `completed`: the handler succeeded. Terminal.
  * - `failed`: attempts exhausted or unrecoverable: the job is in the
  *   dead-letter queue. Terminal until an explicit DLQ retry.
- * - `cancelled`: cancelled by a client. Terminal (a DLQ retry may revive it).
+ * - `cancelled`: cancelled by a client, or (a job of a flow) because a
+ *   dependency failed. Terminal (a DLQ retry may revive it; a DLQ retry of
+ *   the dependency that cancelled a flow job puts it back to `blocked`).
+ * - `blocked` (API.md v1.2 "Workflows"): a job of a flow whose dependencies
+ *   have not all completed (with `onDependencyFailure: "run"`, not all
+ *   ended). Moved in by the flow's creation (POST /flows) and, from
+ *   `cancelled`, by a DLQ retry of the dependency whose failure cancelled
+ *   it (reason `dependency_retried`). Moved out by the flow worker: to
+ *   `waiting` (or `delayed` until its own runAt) once its dependencies
+ *   allow it, or to `cancelled` (reason `dependency_failed`) when one
+ *   failed under the `cancel` policy; or by a client's cancel (DELETE
+ *   /jobs/:id, DELETE /flows/:id). Not claimable, not counted as waiting:
+ *   it lives in the queue's `blocked` sorted set, not the waiting set. Not
+ *   terminal. A crash changes nothing: the release is driven by the flow
+ *   outbox, and a repeat acts only on a job still `blocked`
+ *   (docs/workflows.md).
  */
-export type JobStatus = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled';
+export type JobStatus = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled' | 'blocked';
 
 export const JOB_STATUSES: readonly JobStatus[] = [
   'waiting',
@@ -37,6 +52,7 @@ export const JOB_STATUSES: readonly JobStatus[] = [
   'completed',
   'failed',
   'cancelled',
+  'blocked',
 ];
 
 export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['completed', 'failed', 'cancelled']);
@@ -62,7 +78,13 @@ export type JobEventName =
   | 'debounced'
   // Addition to API.md: DELETE /jobs/dlq removed the failed job from the DLQ
   // (and from Redis); not a state change, the history keeps it 'failed'.
-  | 'purged';
+  | 'purged'
+  // API.md v1.2 "Workflows": a flow job's dependencies allow it to run;
+  // blocked to waiting, or delayed until its own runAt.
+  | 'unblocked'
+  // Addition to API.md (workflows): a DLQ retry of the dependency whose
+  // failure cancelled this flow job brings it back; cancelled to blocked.
+  | 'blocked';
 
 /**
  * Allowed transitions: `from -> to` with the event that records it.
@@ -77,6 +99,8 @@ export interface Transition {
 export const TRANSITIONS: readonly Transition[] = [
   { from: null, to: 'waiting', event: 'enqueued' },
   { from: null, to: 'delayed', event: 'enqueued' },
+  // A job of a flow (POST /flows) with dependencies: it waits for them.
+  { from: null, to: 'blocked', event: 'enqueued' },
   { from: 'delayed', to: 'waiting', event: 'promoted' },
   { from: 'waiting', to: 'active', event: 'claimed' },
   { from: 'active', to: 'completed', event: 'completed' },
@@ -106,6 +130,18 @@ export const TRANSITIONS: readonly Transition[] = [
   { from: 'waiting', to: 'delayed', event: 'debounced' },
   { from: 'delayed', to: 'delayed', event: 'debounced' },
   { from: 'delayed', to: 'waiting', event: 'debounced' },
+  // Workflows (API.md v1.2, docs/workflows.md): every dependency completed
+  // (or, with onDependencyFailure "run", ended); delayed when the job's own
+  // runAt is later.
+  { from: 'blocked', to: 'waiting', event: 'unblocked' },
+  { from: 'blocked', to: 'delayed', event: 'unblocked' },
+  // A dependency failed under the `cancel` policy (reason
+  // dependency_failed, on down the graph), or a client's cancel (DELETE
+  // /jobs/:id, DELETE /flows/:id).
+  { from: 'blocked', to: 'cancelled', event: 'cancelled' },
+  // A DLQ retry of the dependency whose failure cancelled the job brings it
+  // back (reason dependency_retried); released again later as usual.
+  { from: 'cancelled', to: 'blocked', event: 'blocked' },
 ];
 
 /** True when `from -> to` appears in {@link TRANSITIONS}. */

@@ -8,7 +8,7 @@ export interface JobEvent {
   seq: number;
   /** When the transition happened, epoch ms (Redis clock). */
   at: number;
-  /** enqueued, promoted, claimed, heartbeat_lost, progress, completed, retry_scheduled, failed, stalled, released, cancelled, cancel_requested, retried_from_dlq, purged, debounced. */
+  /** enqueued, promoted, claimed, heartbeat_lost, progress, completed, retry_scheduled, failed, stalled, released, cancelled, cancel_requested, retried_from_dlq, purged, debounced, unblocked, blocked. */
   event: string;
   /** Status before (null for `enqueued`). */
   from: string | null;

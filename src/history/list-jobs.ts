@@ -34,7 +34,7 @@ export interface ListJobsFilter {
    * every project. Not needed with `queue` (a qualified name names its project).
    */
   project?: string | null;
-  /** One of the job statuses (waiting, delayed, active, completed, failed, cancelled). */
+  /** One of the job statuses (waiting, delayed, active, completed, failed, cancelled, blocked). */
   status?: string;
   /** Exact job type. */
   type?: string;

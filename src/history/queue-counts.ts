@@ -1,7 +1,11 @@
 import type { DataSource } from 'typeorm';
 import type { QueueStore } from '../core/ports';
 
-/** Jobs per status in one queue (the `counts` object of GET /queues and /dashboard/stats). */
+/**
+ * Jobs per status in one queue (the `counts` object of GET /queues and
+ * /dashboard/stats): the six statuses of API.md "Queues"; `blocked` (flow
+ * jobs) is not counted here yet (src/http/openapi/schemas.ts COUNTED_STATUSES).
+ */
 export interface QueueCounts {
   waiting: number;
   delayed: number;

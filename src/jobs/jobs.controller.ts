@@ -117,7 +117,7 @@ export class JobsController {
   }
 
   /**
-   * Cancel: 200 with the job `cancelled` (was waiting/delayed); 202 with the
+   * Cancel: 200 with the job `cancelled` (was waiting/delayed/blocked); 202 with the
    * job still `active` and `cancelRequested: true` (its AbortSignal fires, it
    * ends cancelled); 409 when terminal; 404 when unknown.
    */
@@ -125,7 +125,7 @@ export class JobsController {
   @Access('operator')
   @Audited('job.cancel', { param: 'id' })
   @ApiOperation({ operationId: 'cancelJob', summary: 'Cancel a job (202 while an active one is being aborted)' })
-  @ApiAnswer(200, 'Job', 'The job was waiting or delayed: now cancelled.')
+  @ApiAnswer(200, 'Job', 'The job was waiting, delayed or blocked (a flow job): now cancelled.')
   @ApiAnswer(202, 'Job', 'The job is active: still active with cancelRequested true; its AbortSignal fires and it ends cancelled.')
   @ApiErrors([409, 'The job is already terminal (code conflict).'])
   async cancel(@Param('id') id: string, @Res({ passthrough: true }) reply: FastifyReply, @Req() req: FastifyRequest): Promise<ApiJob> {

@@ -150,7 +150,7 @@ export class JobsService {
   }
 
   /**
-   * Cancels a job (lua/cancelJob-4.lua). waiting/delayed: cancelled at once
+   * Cancels a job (lua/cancelJob-4.lua). waiting/delayed/blocked: cancelled at once
    * (`requested` false); active: a cancel request, the holder's AbortSignal
    * fires and the job ends cancelled (`requested` true).
    * @returns the job as the cancel left it (read in the same MULTI).

@@ -7,16 +7,23 @@ import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
 import { SchedulerMetrics } from '../metrics/scheduler-metrics';
-import { JobStore, QueueStore, WorkerRegistryStore } from '../core/ports';
+import { FlowRecordStore, JobStore, QueueStore, WorkerRegistryStore } from '../core/ports';
 import { WorkerRegistry } from '../workers/registry/worker-registry';
 import { promoteDueJobs } from './promoter';
 import { reapExpiredLeases } from './reaper';
 import { finishLaneMoves } from './lanes';
+import { advanceFlows } from '../flows/flow-worker';
 
 /** Safety-net promotion period; workers already wake exactly when a delayed job is due. */
 const PROMOTE_INTERVAL_MS = 1000;
 /** How often unfinished moves into lanes are looked for (lanes.ts): one HGET per queue. */
 const LANE_MOVE_INTERVAL_MS = 1000;
+/**
+ * How often the flow worker reads the flow outboxes (src/flows/flow-worker.ts):
+ * one script per queue that has had flow jobs; the latency from a job's end
+ * to its dependents' release is at most this plus two scripts.
+ */
+const FLOW_INTERVAL_MS = 20;
 /** Dead workers stay listed (status "dead") this long before the sweep drops them. */
 const DEAD_WORKER_KEEP_MS = 3_600_000;
 /** Retention pass period: hourly is plenty for a days-long retention. */
@@ -51,6 +58,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     private readonly workers: WorkerRegistryStore,
     private readonly store: JobStore,
     private readonly queues: QueueStore,
+    private readonly flows: FlowRecordStore,
     private readonly scheduler: SchedulerRegistry,
     @Optional() @Inject(POSTGRES_DB) private readonly db?: DataSource,
     @Optional() private readonly metrics?: SchedulerMetrics,
@@ -60,6 +68,7 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     this.every('reaper', this.config.reaperIntervalMs, () => this.reapAll());
     this.every('promoter', PROMOTE_INTERVAL_MS, () => this.promoteAll());
     this.every('lane-moves', LANE_MOVE_INTERVAL_MS, () => finishLaneMoves(this.queues));
+    this.every('flows', FLOW_INTERVAL_MS, () => advanceFlows(this.flows));
     this.every('worker-sweep', 60_000, () => WorkerRegistry.sweep(this.workers, DEAD_WORKER_KEEP_MS));
     if (this.db) this.every('retention', PRUNE_INTERVAL_MS, () => this.pruneOnce());
   }

@@ -1,3 +1,4 @@
+import { TRANSITIONS } from '../core/job-status';
 import { entryFields, project } from './projection';
 
 /**
@@ -89,5 +90,75 @@ describe('project: debounced', () => {
       entry(1796000000200, `debounced|delayed|delayed|0|1796000000200|${id}|||0|1796000060200|${o}`, ['ty', 't', 'p', '{}']),
     ]);
     expect(folded.inserts[0].concurrencyKey).toBeNull();
+  });
+});
+
+/**
+ * Workflows (API.md v1.2, docs/workflows.md): a flow job is created
+ * `blocked`, released (`unblocked`) to waiting or delayed, cancelled when a
+ * dependency failed, and put back to `blocked` by a DLQ retry of that
+ * dependency. The engine writes them with the header of lua/includes/emit.lua.
+ */
+describe('project: blocked and unblocked (workflows)', () => {
+  const id = '019ad6f1-2b3c-7d4e-8f90-123456789abc';
+  const o = '3;600000;exponential|2000|3600000|equal';
+  const entry = (ms: number, h: string, rest: string[] = []) => ({ queue: 'q', id: `${ms}-0`, fields: entryFields(['h', h, ...rest]) });
+  const enqueuedBlocked = entry(1796000000100, `enqueued||blocked|0|1796000000100|${id}|||0|1796000000100|${o}`, ['ty', 'report', 'p', '{"n":1}']);
+
+  it('an enqueued event whose target is blocked inserts the job blocked', () => {
+    const b = project([enqueuedBlocked]);
+    expect(b.rejected).toEqual([]);
+    expect(b.inserts).toEqual([expect.objectContaining({ id, status: 'blocked', type: 'report', runAt: 1796000000100, finishedAt: null })]);
+    expect(b.events).toEqual([expect.objectContaining({ event: 'enqueued', from: null, to: 'blocked' })]);
+    expect(b.finished).toEqual([]);
+  });
+
+  it('unblocked: blocked to waiting, runAt kept; to delayed with the runAt the event carries; no execution', () => {
+    const w = project([entry(1796000000500, `unblocked|blocked|waiting|0|1796000000500|${id}||`)]);
+    expect(w.rejected).toEqual([]);
+    expect(w.patches).toEqual([{ id, streamMs: '1796000000500', streamSeq: '0', updatedAt: 1796000000500, status: 'waiting' }]);
+    expect(w.events).toEqual([expect.objectContaining({ event: 'unblocked', from: 'blocked', to: 'waiting' })]);
+    expect([w.ends, w.starts, w.dlq, w.finished]).toEqual([[], [], [], []]);
+    const d = project([entry(1796000000500, `unblocked|blocked|delayed|0|1796000000500|${id}||||1796000060000`)]);
+    expect(d.patches).toEqual([expect.objectContaining({ id, status: 'delayed', runAt: 1796000060000 })]);
+  });
+
+  it('enqueued blocked and unblocked in one batch: one insert, waiting', () => {
+    const b = project([enqueuedBlocked, entry(1796000000500, `unblocked|blocked|waiting|0|1796000000500|${id}||`)]);
+    expect(b.patches).toEqual([]);
+    expect(b.inserts).toEqual([expect.objectContaining({ id, status: 'waiting', createdAt: 1796000000100, updatedAt: 1796000000500 })]);
+    expect(b.events.map((e) => `${e.event}:${e.from}>${e.to}`)).toEqual(['enqueued:null>blocked', 'unblocked:blocked>waiting']);
+  });
+
+  it('blocked to cancelled, reason dependency_failed: finished (retention), no execution, not in the DLQ', () => {
+    const b = project([entry(1796000000500, `cancelled|blocked|cancelled|0|1796000000500|${id}||`, ['r', 'dependency_failed'])]);
+    expect(b.rejected).toEqual([]);
+    expect(b.patches).toEqual([expect.objectContaining({ id, status: 'cancelled', finishedAt: 1796000000500 })]);
+    expect(b.events).toEqual([expect.objectContaining({ event: 'cancelled', from: 'blocked', to: 'cancelled', reason: 'dependency_failed' })]);
+    expect(b.finished).toEqual([{ queue: 'q', jobId: id, status: 'cancelled' }]);
+    expect([b.ends, b.dlq]).toEqual([[], []]);
+  });
+
+  it('cancelled to blocked (a DLQ retry of the dependency): blocked, not finished any more', () => {
+    const b = project([entry(1796000000900, `blocked|cancelled|blocked|0|1796000000900|${id}||`, ['r', 'dependency_retried'])]);
+    expect(b.rejected).toEqual([]);
+    expect(b.patches).toEqual([{ id, streamMs: '1796000000900', streamSeq: '0', updatedAt: 1796000000900, status: 'blocked', finishedAt: null }]);
+    expect(b.events).toEqual([expect.objectContaining({ event: 'blocked', from: 'cancelled', to: 'blocked', reason: 'dependency_retried' })]);
+    expect([b.finished, b.dlq, b.ends]).toEqual([[], [], []]);
+    // Cancelled and brought back within one batch: the retention does not take it.
+    const both = project([
+      entry(1796000000500, `cancelled|blocked|cancelled|0|1796000000500|${id}||`, ['r', 'dependency_failed']),
+      entry(1796000000900, `blocked|cancelled|blocked|0|1796000000900|${id}||`, ['r', 'dependency_retried']),
+    ]);
+    expect(both.patches).toEqual([expect.objectContaining({ status: 'blocked', finishedAt: null })]);
+    expect(both.finished).toEqual([]);
+  });
+
+  it('every allowed transition is read, not quarantined, and sets the status it names (a cancel request none)', () => {
+    for (const t of TRANSITIONS) {
+      const b = project([entry(1796000000500, `${t.event}|${t.from ?? ''}|${t.to}|1|1796000000500|${id}|1|`, t.from === null ? ['ty', 't', 'p', '{}'] : [])]);
+      const status = t.from === null ? b.inserts[0]?.status : b.patches[0]?.status;
+      expect({ ...t, rejected: b.rejected.map((r) => r.reason), status }).toEqual({ ...t, rejected: [], status: t.event === 'cancel_requested' ? undefined : t.to });
+    }
   });
 });

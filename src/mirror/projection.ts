@@ -9,7 +9,10 @@
  * progress), and on `enqueued`: ty type, p payload, pr priority and o
  * "maxAttempts;timeoutMs;backoff" (also in the header), ik idempotency
  * key, ck concurrency key (when the job has one); `debounced` carries the
- * same ty, p, pr, ra, o and ck (the job's new spec). `log` entries carry lvl and m.
+ * same ty, p, pr, ra, o and ck (the job's new spec). A flow job's `enqueued`
+ * names `blocked` as its target (t); `unblocked` (blocked to waiting or
+ * delayed, ra when it carries a runAt) and `blocked` (cancelled back to
+ * blocked) are transitions like the others. `log` entries carry lvl and m.
  */
 
 import { errorFingerprint } from '../core/error-fingerprint';
@@ -207,7 +210,7 @@ export interface MirrorBatch {
 /** Every event name the scripts emit (src/core/job-status.ts), and `log`. */
 const EVENT_NAMES: ReadonlySet<string> = new Set<JobEventName | 'log'>([
   'enqueued', 'promoted', 'claimed', 'heartbeat_lost', 'progress', 'completed', 'retry_scheduled', 'failed', 'stalled', 'released',
-  'cancelled', 'cancel_requested', 'retried_from_dlq', 'purged', 'debounced', 'log',
+  'cancelled', 'cancel_requested', 'retried_from_dlq', 'purged', 'debounced', 'unblocked', 'blocked', 'log',
 ]);
 const STATUSES: ReadonlySet<string> = new Set(JOB_STATUSES);
 
@@ -375,6 +378,15 @@ export function project(entries: StreamEntry[]): MirrorBatch {
         p.concurrencyKey = str(f.ck);
         break;
       }
+      case 'unblocked':
+        // A flow job's dependencies let it run: waiting, or delayed until its
+        // own runAt (the enqueued event's, unless this one carries another).
+        if (num(f.ra) !== null) p.runAt = num(f.ra)!;
+        break;
+      case 'blocked':
+        // Back from cancelled (a DLQ retry of the dependency that cancelled it): not finished any more.
+        p.finishedAt = null;
+        break;
       case 'purged':
         // Status stays 'failed' (f.t): the history keeps the job as it ended.
         dlq.set(jobId, { jobId, present: false, purged: true, lastError: null, attempts: attempt ?? 0, failedAt: at });

@@ -27,6 +27,12 @@ export interface QueueKeys {
   epoch: string;
   /** Flow control per key (lua/includes/lanes.lua): per-key overrides, a hash key -> "concurrency|rateMax|rateDurationMs". */
   keyOverrides: string;
+  /** Workflows (docs/workflows.md): jobs waiting for dependencies, by creation time (ms). */
+  blocked: string;
+  /** Workflows: the queue's flow outbox, a list of "flowId|jobId|outcome|n" for the flow worker (lua/includes/flowout.lua). */
+  flowOutbox: string;
+  /** Workflows: outbox entries a flow worker took and has not acknowledged (sorted set: entry -> lease end, ms). */
+  flowInFlight: string;
 }
 
 export function queueKeys(prefix: string, queue: string): QueueKeys {
@@ -45,6 +51,9 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     mirrorLock: base + 'auditlock',
     epoch: base + 'epoch',
     keyOverrides: base + 'kov',
+    blocked: base + 'blocked',
+    flowOutbox: base + 'flowq',
+    flowInFlight: base + 'flowrun',
   };
 }
 
@@ -128,3 +137,6 @@ export const schedulesChannel = (prefix: string): string => `${prefix}:schedules
 
 /** Hash: process rebuilding Redis from PostgreSQL → until when (epoch ms); every process's `/readyz` answers `restoring` while one is current (src/restore/loss-watch.ts). */
 export const restoringKey = (prefix: string): string => `${prefix}:restoring`;
+
+/** Workflows: the set of queues that have had flow jobs, whose outboxes the flow worker reads (its own slot). */
+export const flowQueuesKey = (prefix: string): string => `${prefix}:flows:queues`;

@@ -34,7 +34,9 @@ export type ScriptName =
   | 'overrideKey'
   | 'topKeys'
   | 'recordFlow'
-  | 'advanceFlow';
+  | 'advanceFlow'
+  | 'moveFlowJobs'
+  | 'takeFlowOutcomes';
 
 /**
  * Redis Cluster replies that prove a script did not run: its slot is served by

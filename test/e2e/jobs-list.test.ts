@@ -65,6 +65,13 @@ describe('GET /jobs (e2e)', () => {
     expect(none.body).toEqual({ items: [], nextCursor: null });
   });
 
+  it('status=blocked (v1.2 workflows) is a status filter like the others: no job here is blocked', async () => {
+    for (const query of [{ status: 'blocked' }, { status: 'blocked', queue: 'lista' }, { status: 'blocked', type: 'diag.echo' }]) {
+      const res = await api.http.get('/jobs').query(query);
+      expect([res.status, res.body]).toEqual([200, { items: [], nextCursor: null }]);
+    }
+  });
+
   it.each([
     ['limit=0', 'limit'],
     ['limit=501', 'limit'],

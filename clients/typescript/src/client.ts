@@ -135,7 +135,7 @@ export class SluiceClient {
   }
 
   /**
-   * `DELETE /jobs/:id`. A waiting or delayed job comes back `cancelled`; an
+   * `DELETE /jobs/:id`. A waiting, delayed or blocked job comes back `cancelled`; an
    * active one comes back still `active` with `cancelRequested: true` (202):
    * its handler is told and it ends `cancelled`.
    * @throws NotFoundError; ConflictError when the job is already terminal

@@ -1112,10 +1112,10 @@ export interface components {
             message: string;
         };
         /**
-         * @description API.md "Job object"
+         * @description API.md "Job object"; `blocked` (v1.2 workflows): a flow job whose dependencies have not all completed, not claimable
          * @enum {string}
          */
-        JobStatus: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled";
+        JobStatus: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled" | "blocked";
         /** @description Retry backoff as resolved (defaults filled in). */
         Backoff: {
             /** @enum {string} */
@@ -1387,20 +1387,20 @@ export interface components {
             /** Format: date-time */
             at: string;
             /**
-             * @description `purged` (addition to API.md): removed from the DLQ by DELETE /jobs/dlq; `debounced` (v1.2): an enqueue with the job's debounce key updated it
+             * @description `purged` (addition to API.md): removed from the DLQ by DELETE /jobs/dlq; `debounced` (v1.2): an enqueue with the job's debounce key updated it; `unblocked` (v1.2 workflows): a flow job's dependencies let it run (blocked to waiting, or delayed until its runAt); `blocked` (addition to API.md, workflows): a DLQ retry of the dependency that cancelled a flow job brought it back (cancelled to blocked)
              * @enum {string}
              */
-            event: "enqueued" | "promoted" | "claimed" | "heartbeat_lost" | "progress" | "completed" | "retry_scheduled" | "failed" | "stalled" | "released" | "cancelled" | "cancel_requested" | "retried_from_dlq" | "purged" | "debounced";
+            event: "enqueued" | "promoted" | "claimed" | "heartbeat_lost" | "progress" | "completed" | "retry_scheduled" | "failed" | "stalled" | "released" | "cancelled" | "cancel_requested" | "retried_from_dlq" | "purged" | "debounced" | "unblocked" | "blocked";
             /**
              * @description status before; null when none
              * @enum {string|null}
              */
-            from: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled" | null;
+            from: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled" | "blocked" | null;
             /**
              * @description status after; null when unchanged
              * @enum {string|null}
              */
-            to: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled" | null;
+            to: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled" | "blocked" | null;
             attempt: number | null;
             workerId: string | null;
             /** @description e.g. lease_expired for a stalled event */
@@ -2741,7 +2741,7 @@ export interface operations {
                 cursor?: string;
                 limit?: number;
                 queue?: string;
-                status?: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled";
+                status?: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled" | "blocked";
                 type?: string;
                 /** @description created at or after (ISO-8601); required with payload */
                 from?: string;
@@ -2947,7 +2947,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The job was waiting or delayed: now cancelled. */
+            /** @description The job was waiting, delayed or blocked (a flow job): now cancelled. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -26,6 +26,15 @@ export interface FlowAdvance {
 /** A job's outcome as the flow sees it: completed, ended otherwise (failed, cancelled), or retried from the DLQ. */
 export type FlowOutcome = 'completed' | 'ended' | 'retried';
 
+/** One entry of a queue's flow outbox: a flow job's outcome, written in the step that ended it. */
+export interface FlowOutboxEntry {
+  flowId: string;
+  jobId: string;
+  outcome: FlowOutcome;
+  /** The entry as stored, to acknowledge it. */
+  raw: string;
+}
+
 export abstract class FlowRecordStore {
   /**
    * Writes the record of a new flow (1..1000 jobs; the graph already
@@ -38,4 +47,24 @@ export abstract class FlowRecordStore {
    * same): O(dependents of the job). Unknown flow or job: empty lists.
    */
   abstract advance(flowId: string, jobId: string, outcome: FlowOutcome): Promise<FlowAdvance>;
+  /**
+   * Moves jobs of one queue as {@link advance} decided: 'unblock' (blocked →
+   * waiting, or delayed until its runAt), 'cancel' (blocked → cancelled,
+   * reason dependency_failed; its outcome goes to the queue's flow outbox),
+   * 'reblock' (cancelled for a dependency → blocked). A job not in the
+   * expected state is left alone. @returns the ids moved.
+   */
+  abstract move(queue: string, op: 'unblock' | 'cancel' | 'reblock', ids: string[]): Promise<string[]>;
+  /** Marks `queue` as holding flow jobs: the flow worker reads its outbox from now on. */
+  abstract watch(queue: string): Promise<void>;
+  /** The queues marked by {@link watch}. */
+  abstract watched(): Promise<string[]>;
+  /**
+   * Takes up to `max` (1..1000) outbox entries of `queue`, oldest first, each
+   * in flight for `leaseMs` (1,000..600,000): not acknowledged by then, it is
+   * handed out again (its taker died). Malformed entries are dropped.
+   */
+  abstract take(queue: string, max: number, leaseMs: number): Promise<FlowOutboxEntry[]>;
+  /** Acknowledges entries taken from `queue`'s outbox (they are done). */
+  abstract ack(queue: string, raws: string[]): Promise<void>;
 }

@@ -49,7 +49,14 @@ const BACKOFF: SchemaObject = obj(
 
 const EXAMPLE_ID = '0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f';
 
-export const COUNTS_PROPERTIES: Record<string, SchemaObject> = Object.fromEntries(JOB_STATUSES.map((s) => [s, int(`jobs in status ${s}`, { minimum: 0 })]));
+/**
+ * The statuses a queue's `counts` has (API.md "Queues": waiting, delayed, active,
+ * completed, failed, cancelled): every status but `blocked`, which src/history/queue-counts.ts
+ * does not count yet (it will come from the queue's `blocked` set, docs/workflows.md).
+ */
+export const COUNTED_STATUSES = JOB_STATUSES.filter((s) => s !== 'blocked');
+
+export const COUNTS_PROPERTIES: Record<string, SchemaObject> = Object.fromEntries(COUNTED_STATUSES.map((s) => [s, int(`jobs in status ${s}`, { minimum: 0 })]));
 
 const JOB_PROPERTIES: Record<string, SchemaObject> = {
   id: str('UUIDv7, made by the server'),
@@ -195,7 +202,7 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
     },
   ),
   ErrorDetail: obj({ path: str('dotted field path, e.g. `jobs.3.type`; empty for the whole body'), message: str() }),
-  JobStatus: { type: 'string', enum: [...JOB_STATUSES], description: 'API.md "Job object"' },
+  JobStatus: { type: 'string', enum: [...JOB_STATUSES], description: 'API.md "Job object"; `blocked` (v1.2 workflows): a flow job whose dependencies have not all completed, not claimable' },
   Backoff: BACKOFF,
   Job: obj(JOB_PROPERTIES, { description: 'API.md "Job object"; times ISO-8601 UTC.', example: JOB_EXAMPLE }),
   ClaimedJob: obj(
@@ -223,8 +230,11 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       at: time(),
       event: {
         type: 'string',
-        enum: ['enqueued', 'promoted', 'claimed', 'heartbeat_lost', 'progress', 'completed', 'retry_scheduled', 'failed', 'stalled', 'released', 'cancelled', 'cancel_requested', 'retried_from_dlq', 'purged', 'debounced'],
-        description: '`purged` (addition to API.md): removed from the DLQ by DELETE /jobs/dlq; `debounced` (v1.2): an enqueue with the job\'s debounce key updated it',
+        enum: ['enqueued', 'promoted', 'claimed', 'heartbeat_lost', 'progress', 'completed', 'retry_scheduled', 'failed', 'stalled', 'released', 'cancelled', 'cancel_requested', 'retried_from_dlq', 'purged', 'debounced', 'unblocked', 'blocked'],
+        description:
+          '`purged` (addition to API.md): removed from the DLQ by DELETE /jobs/dlq; `debounced` (v1.2): an enqueue with the job\'s debounce key updated it; ' +
+          "`unblocked` (v1.2 workflows): a flow job's dependencies let it run (blocked to waiting, or delayed until its runAt); " +
+          '`blocked` (addition to API.md, workflows): a DLQ retry of the dependency that cancelled a flow job brought it back (cancelled to blocked)',
       },
       from: nullableStatus('status before; null when none'),
       to: nullableStatus('status after; null when unchanged'),

@@ -206,7 +206,7 @@ export class EnqueueBatcher {
       for (const j of g.jobs) {
         const mode = j.delayMs !== undefined ? 'd' : j.runAt !== undefined ? 'a' : '';
         args.push(
-          uuidv7(),
+          j.flow?.jobId ?? uuidv7(),
           j.type,
           j.payloadJson,
           j.priority,
@@ -219,6 +219,7 @@ export class EnqueueBatcher {
           j.idempotencyKey ? bodyHash(j) : '',
           j.concurrencyKey ?? '',
           j.debounce ? `${j.debounce.windowMs}|${j.debounce.maxWaitMs ?? ''}|${j.debounce.key}` : '',
+          j.flow ? `${j.flow.flowId}\n${j.flow.onDependencyFailure === 'run' ? 'r' : 'c'}\n${j.flow.ref}\n${JSON.stringify(j.flow.dependsOn)}` : '',
         );
       }
     }

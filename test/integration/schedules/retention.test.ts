@@ -25,6 +25,7 @@ describe('retention pruning in the scheduler role', () => {
       s.stores.workerRegistry,
       s.stores.jobs,
       s.stores.queues,
+      s.stores.flows,
       new SchedulerRegistry(),
       db.dataSource,
     );

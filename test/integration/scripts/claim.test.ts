@@ -566,7 +566,7 @@ describe('trace context (job hash fields tp, ts)', () => {
     const q = newQueue();
     const k = t.keys(q);
     await expect(
-      t.scripts.run('enqueueJobs', [k.waiting, k.delayed, k.events, k.wake, k.meta], [k.base, 3, '', 1000, 1000, 1, 'x\n' + tp(1), 'id-1', 't', '{}', 0, '', 0, '', '', '', '', '', '', '']),
+      t.scripts.run('enqueueJobs', [k.waiting, k.delayed, k.events, k.wake, k.meta], [k.base, 3, '', 1000, 1000, 1, 'x\n' + tp(1), 'id-1', 't', '{}', 0, '', 0, '', '', '', '', '', '', '', '']),
     ).rejects.toThrow(/malformed group entry/);
     expect(await t.redis.zcard(k.waiting)).toBe(0);
   });

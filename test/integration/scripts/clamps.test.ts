@@ -157,7 +157,7 @@ describe('enqueueJobs: delays, absolute times and priorities out of range', () =
     const id = `0190abcd-0000-7000-8000-${Math.floor(Math.random() * 1e12).toString().padStart(12, '0')}`;
     const out = await run<any[]>('enqueueJobs', [k.waiting, k.delayed, k.events, k.wake, k.meta], [
       k.base, 3, 'exponential|2000|3600000|equal', 600_000, 86_400_000, 1, 1,
-      id, 't', '{}', priority, mode, value, '', '', '', '', '', '', '',
+      id, 't', '{}', priority, mode, value, '', '', '', '', '', '', '', '',
     ]);
     expect(out[0][0]).toBe(1);
     return id;

@@ -392,7 +392,7 @@ describe('refused or ignored', () => {
   it('the script ignores debounce on a job that carries an idempotency key', async () => {
     const q = newQueue();
     const k = t.keys(q);
-    const job = (id: string) => [id, 't', '{}', 0, '', 0, '', '', '', 'idem', 'h1', '', '1000|2000|key'];
+    const job = (id: string) => [id, 't', '{}', 0, '', 0, '', '', '', 'idem', 'h1', '', '1000|2000|key', ''];
     const out = await t.scripts.run<unknown[][]>('enqueueJobs', [k.waiting, k.delayed, k.events, k.wake, k.meta], [k.base, 3, '', 1000, 60_000, 1, 2, ...job('id-a'), ...job('id-b')]);
     expect(out[0]).toEqual([1, 'id-a', 'waiting', 0, expect.any(Number), expect.any(Number), expect.any(String), 'id-a', 'waiting', 1, '', '', '']);
     expect(await t.redis.exists(`${k.base}deb:key`)).toBe(0);

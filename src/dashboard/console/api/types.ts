@@ -11,7 +11,10 @@ import type { components } from './schema';
 type S = components['schemas'];
 
 export type JobStatus = S['JobStatus'];
-export const JOB_STATUSES: JobStatus[] = ['waiting', 'delayed', 'active', 'completed', 'failed', 'cancelled'];
+/** Every status, as filters and tabs list them; `blocked` (v1.2 workflows): a flow job waiting for its dependencies. */
+export const JOB_STATUSES: JobStatus[] = ['waiting', 'delayed', 'active', 'completed', 'failed', 'cancelled', 'blocked'];
+/** A status that can still change by itself (the job is polled) and that a cancel acts on: not finished. */
+export const isUnfinished = (s: JobStatus | string): boolean => s === 'waiting' || s === 'delayed' || s === 'active' || s === 'blocked';
 export type Role = S['LoginSession']['role'];
 
 export type Backoff = S['Backoff'];

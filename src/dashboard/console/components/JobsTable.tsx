@@ -1,7 +1,7 @@
 import { useState, type ReactNode } from 'react';
 import { Link } from 'react-router';
 import { cancelJob, retryJob } from '../api/jobs';
-import type { Job } from '../api/types';
+import { isUnfinished, type Job } from '../api/types';
 import { ActionButton } from './ActionButton';
 import { StatusBadge, Time } from './bits';
 import { DataTable, type Column } from './DataTable';
@@ -64,7 +64,7 @@ export function JobsTable({ jobs, canOperate, onChanged, caption, rowAction }: {
                     {rowAction?.(j)}
                   </div>
                 );
-              if (j.status === 'waiting' || j.status === 'delayed' || j.status === 'active')
+              if (isUnfinished(j.status))
                 return <ActionButton label="Cancel" danger confirm={`Cancel job ${j.id} (${j.type})?`} run={async () => { const r = await cancelJob(j.id); onChanged(); return r.status; }} />;
               return null;
             },

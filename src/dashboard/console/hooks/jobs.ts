@@ -1,9 +1,9 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { cancelJob, cloneBody, enqueueJob, getJob, jobEvents, jobExecutions, jobLogs, listJobs, retryJob, type JobFilter } from '../api/jobs';
-import type { Job } from '../api/types';
+import { isUnfinished, type Job } from '../api/types';
 import { useLive } from './live';
 
-const isLive = (j: Job | undefined) => j !== undefined && (j.status === 'active' || j.status === 'waiting' || j.status === 'delayed');
+const isLive = (j: Job | undefined) => j !== undefined && isUnfinished(j.status);
 
 /**
  * One job; polled every 2 s while it can still change (progress, status) unless

@@ -105,4 +105,22 @@ describe('job view', () => {
     await waitFor(() => expect(calls.some((c) => c.method === 'POST')).toBe(true));
     expect(calls.find((c) => c.method === 'POST')?.body).not.toHaveProperty('concurrencyKey');
   });
+
+  it('a blocked job (v1.2 workflows): its badge, a timeline of enqueued blocked, cancelled, blocked again; an operator may cancel it, not retry it', async () => {
+    signedInAs('operator');
+    jobRoutes({ status: 'blocked', lastError: null, finishedAt: null, startedAt: null, attempts: 0 });
+    const ev = (seq: number, event: string, from: string | null, to: string, reason: string | null = null) => ({ seq, at: '2026-12-01T10:00:00.000Z', event, from, to, attempt: null, workerId: null, reason, error: null, data: null });
+    route(`GET /jobs/${ID}/events`, {
+      items: [ev(1, 'enqueued', null, 'blocked'), ev(2, 'cancelled', 'blocked', 'cancelled', 'dependency_failed'), ev(3, 'blocked', 'cancelled', 'blocked', 'dependency_retried')],
+    });
+    route(`DELETE /jobs/${ID}`, aJob({ status: 'cancelled' }));
+    const { container } = renderAt(`/jobs/${ID}`);
+    await waitFor(() => expect(container.querySelectorAll('.timeline li')).toHaveLength(3));
+    expect([...container.querySelectorAll('.timeline li')].map((li) => li.getAttribute('data-event'))).toEqual(['enqueued', 'cancelled', 'blocked']);
+    expect(container.querySelector('.badge.s-blocked')?.textContent).toBe('blocked');
+    expect(screen.queryByRole('button', { name: 'Retry' })).toBeNull();
+    fireEvent.click(screen.getByRole('button', { name: 'Cancel job' }));
+    fireEvent.click(within(screen.getByRole('alertdialog')).getByRole('button', { name: 'Cancel job' }));
+    await waitFor(() => expect(calls.filter((c) => c.method === 'DELETE').map((c) => c.url.pathname)).toEqual([`/jobs/${ID}`]));
+  });
 });

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import type { JobEvent } from '../../api/types';
+import { isUnfinished, type JobEvent } from '../../api/types';
 import { ActionButton } from '../../components/ActionButton';
 import { duration, QueryState, Section, StatusBadge, Time } from '../../components/bits';
 import { DataTable, type Column } from '../../components/DataTable';
@@ -55,7 +55,7 @@ export function JobView() {
   const [streamed, setStreamed] = useState(false);
   const job = useJob(id, streamed);
   const j = job.data;
-  const live = j !== undefined && ['active', 'waiting', 'delayed'].includes(j.status);
+  const live = j !== undefined && isUnfinished(j.status);
   const stream = useJobStream(id, live);
   if (stream !== streamed) setStreamed(stream);
   const history = useJobHistory(id, live, stream);
@@ -67,7 +67,7 @@ export function JobView() {
   if (!j) return <QueryState q={job} what={`job ${id}`} />;
   const err = j.lastError;
   const retryable = j.status === 'failed' || j.status === 'cancelled';
-  const cancellable = j.status === 'waiting' || j.status === 'delayed' || j.status === 'active';
+  const cancellable = isUnfinished(j.status);
   return (
     <>
       <h1>

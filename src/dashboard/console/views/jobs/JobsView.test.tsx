@@ -88,4 +88,15 @@ describe('explorer filter query', () => {
     expect(call?.url.searchParams.get('from')).toBe('2026-11-30T10:00:00.000Z');
     expect(call?.url.searchParams.get('payload')).toBe('{"orderId":42}');
   });
+
+  it('blocked (v1.2 workflows) is a status of the filter, from the URL to GET /jobs', async () => {
+    signedInAs('viewer');
+    route('GET /jobs', { items: [aJob({ id: id(1), status: 'blocked' })], nextCursor: null });
+    renderAt('/jobs?status=blocked');
+    await screen.findByRole('link', { name: id(1).slice(-12) });
+    const select = screen.getByLabelText('Status') as HTMLSelectElement;
+    expect([...select.options].map((o) => o.value)).toEqual(['', 'waiting', 'delayed', 'active', 'completed', 'failed', 'cancelled', 'blocked']);
+    expect(select.value).toBe('blocked');
+    expect(calls.find((c) => c.method === 'GET' && c.url.pathname === '/jobs')?.url.searchParams.get('status')).toBe('blocked');
+  });
 });

@@ -105,4 +105,22 @@ describe('queue view', () => {
     expect(screen.queryByRole('button', { name: /pause|resume|cancel|retry|save/i })).toBeNull();
     expect(screen.getByLabelText('Max concurrency')).toHaveProperty('disabled', true);
   });
+
+  it('a blocked tab (v1.2 workflows) lists the queue\'s blocked jobs; the counts are the six the server sends, blocked has none', async () => {
+    signedInAs('operator');
+    route('GET /queues/emails', queue());
+    route('GET /jobs', ({ url }: { url: URL }) => ({ items: url.searchParams.get('status') === 'blocked' ? [aJob({ status: 'blocked', lastError: null, finishedAt: null })] : [], nextCursor: null }));
+    renderAt('/queues/emails');
+    const tab = await screen.findByRole('tab', { name: 'blocked' });
+    expect(screen.getAllByRole('tab').map((t) => t.textContent)).toEqual(['waiting 2', 'delayed 0', 'active 1', 'completed 5', 'failed 0', 'cancelled 0', 'blocked ']);
+    expect([...document.querySelectorAll('.facts dt')].map((dt) => dt.textContent)).toEqual(['waiting', 'delayed', 'active', 'completed', 'failed', 'cancelled']);
+    fireEvent.click(tab);
+    await screen.findByText(aJob().id.slice(-12));
+    expect(calls.filter((c) => c.url.pathname === '/jobs').map((c) => Object.fromEntries(c.url.searchParams)).at(-1)).toMatchObject({ queue: 'emails', status: 'blocked' });
+    // A blocked job has not finished: an operator may cancel it, not retry it.
+    const row = screen.getByText(aJob().id.slice(-12)).closest('tr')!;
+    expect(within(row).getByRole('button', { name: 'Cancel' })).toBeTruthy();
+    expect(within(row).queryByRole('button', { name: 'Retry' })).toBeNull();
+    expect(row.querySelector('.badge.s-blocked')?.textContent).toBe('blocked');
+  });
 });

@@ -1,0 +1,12 @@
+-- Workflows (docs/workflows.md "Release"): a flow job's outcome, appended to
+-- its queue's flow outbox in the step that ends it, for the flow worker
+-- (src/flows/flow-worker.ts): "flowId|jobId|outcome|n", outcome 'c' completed,
+-- 'x' failed or cancelled, 'r' retried from the dead-letter queue; n numbers
+-- the queue's entries (meta fseq), so two outcomes of one job never read as
+-- one (lua/takeFlowOutcomes-2.lua keeps entries in flight in a sorted set).
+-- fl: the job's flow id (hash field fl), nil for a job outside flows (nothing written).
+local function flowOut(prefix, fl, id, outcome)
+  if not fl then return end
+  local n = redis.call('HINCRBY', prefix .. 'meta', 'fseq', 1)
+  redis.call('RPUSH', prefix .. 'flowq', fl .. '|' .. id .. '|' .. outcome .. '|' .. n)
+end

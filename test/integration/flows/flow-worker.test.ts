@@ -1,0 +1,96 @@
+/**
+ * The flow worker's pass (src/flows/flow-worker.ts) over real Redis: a
+ * diamond across two queues runs in dependency order, driven only by the
+ * queues' flow outboxes; a failure cancels the default dependents down the
+ * graph while a "run" dependent runs; a DLQ retry brings the cancelled back
+ * and they complete; an entry taken by a worker that died is handed out again
+ * after its lease and applied once.
+ */
+import { advanceFlows } from '../../../src/flows/flow-worker';
+import { openStore, sleep, TestStore } from '../../support/redis';
+import { expectLegal, scriptHelpers } from '../../support/scripts';
+import { FlowSpec, submitFlow } from '../../support/flows';
+
+let t: TestStore;
+beforeAll(async () => {
+  t = await openStore('flowworker');
+});
+afterAll(async () => {
+  await t.close();
+});
+const { newQueue, raw, events } = scriptHelpers(() => t, 'flowworker');
+
+const submit = (specs: FlowSpec[]) => submitFlow(t, specs);
+
+const status = async (q: string, id: string) => (await raw(q, id)).s;
+
+/** Claims everything ready in `q` and completes (or fails, for `fail`) it; returns the ids run. */
+async function runReady(q: string, fail: Set<string> = new Set()): Promise<string[]> {
+  const c = await t.store.claim(q, 100, 30_000, 'w');
+  for (const j of c.jobs) {
+    if (fail.has(j.id)) await t.store.fail(q, j.id, j.lockToken, { error: 'boom', retryable: false, delayMs: 0, reason: 'error', workerId: 'w' });
+    else await t.store.complete(q, 'w', [{ id: j.id, lockToken: j.lockToken, result: { done: j.id } }]);
+  }
+  return c.jobs.map((j) => j.id);
+}
+
+it('a diamond across two queues runs in dependency order, released only by the outboxes', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { id } = await submit([{ ref: 'a', queue: q1 }, { ref: 'b', queue: q2, deps: ['a'] }, { ref: 'c', queue: q1, deps: ['a'] }, { ref: 'd', queue: q2, deps: ['b', 'c'] }]);
+  expect(await Promise.all(['b', 'c', 'd'].map((r) => status(r === 'c' ? q1 : q2, id[r])))).toEqual(['blocked', 'blocked', 'blocked']);
+  expect(await runReady(q2)).toEqual([]);
+  expect(await runReady(q1)).toEqual([id.a]);
+  expect(await advanceFlows(t.stores.flows)).toBeGreaterThanOrEqual(1);
+  expect(await runReady(q1)).toEqual([id.c]);
+  expect(await runReady(q2)).toEqual([id.b]);
+  expect(await status(q2, id.d)).toBe('blocked');
+  await advanceFlows(t.stores.flows);
+  expect(await runReady(q2)).toEqual([id.d]);
+  await advanceFlows(t.stores.flows);
+  expect(await t.redis.hmget(`${t.prefix}:{flow:${(await raw(q2, id.d)).fl}}:meta`, 'nc', 'nx')).toEqual(['4', '0']);
+  for (const q of [q1, q2]) expectLegal(await events(q));
+});
+
+it('a failure cancels the default dependents down the graph, a "run" dependent runs; a DLQ retry brings them back and they complete', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { id } = await submit([{ ref: 'a', queue: q1 }, { ref: 'b', queue: q2, deps: ['a'] }, { ref: 'r', queue: q2, deps: ['a'], run: true }, { ref: 'd', queue: q1, deps: ['b'] }]);
+  expect(await runReady(q1, new Set([id.a]))).toEqual([id.a]);
+  expect(await status(q1, id.a)).toBe('failed');
+  // Two passes: a's failure cancels b (its outbox entry), b's cancellation cancels d.
+  await advanceFlows(t.stores.flows);
+  await advanceFlows(t.stores.flows);
+  expect([await status(q2, id.b), await status(q1, id.d), await status(q2, id.r)]).toEqual(['cancelled', 'cancelled', 'waiting']);
+  expect((await events(q2, id.b)).map((e) => `${e.e}:${e.r ?? ''}`)).toEqual(['enqueued:', 'cancelled:dependency_failed']);
+  expect(await runReady(q2)).toEqual([id.r]);
+  // The DLQ retry of a: b and d are blocked again, then run after a completes.
+  await t.stores.deadLetters.retry(q1, id.a);
+  await advanceFlows(t.stores.flows);
+  expect([await status(q2, id.b), await status(q1, id.d)]).toEqual(['blocked', 'blocked']);
+  expect(await runReady(q1)).toEqual([id.a]);
+  await advanceFlows(t.stores.flows);
+  expect(await runReady(q2)).toEqual([id.b]);
+  await advanceFlows(t.stores.flows);
+  expect(await runReady(q1)).toEqual([id.d]);
+  for (const q of [q1, q2]) expectLegal(await events(q));
+});
+
+it('an entry taken by a worker that died is handed out again after its lease, and applied once', async () => {
+  const q = newQueue();
+  const { id } = await submit([{ ref: 'a', queue: q }, { ref: 'b', queue: q, deps: ['a'] }, { ref: 'c', queue: q, deps: ['a', 'b'] }]);
+  expect(await runReady(q)).toEqual([id.a]);
+  // A worker takes a's entry and dies before acknowledging it.
+  const taken = await t.stores.flows.take(q, 10, 1000);
+  expect(taken.map((e) => [e.jobId, e.outcome])).toEqual([[id.a, 'completed']]);
+  // Halfway: the record was advanced (b released in the record) but b not yet unblocked.
+  await t.stores.flows.advance(taken[0].flowId, id.a, 'completed');
+  expect(await t.stores.flows.take(q, 10, 1000)).toEqual([]);
+  await sleep(1100);
+  expect(await advanceFlows(t.stores.flows)).toBeGreaterThanOrEqual(1); // (other tests' queues are watched too)
+  expect(await runReady(q)).toEqual([id.b]);
+  await advanceFlows(t.stores.flows);
+  expect(await runReady(q)).toEqual([id.c]);
+  // One unblocked event each: nothing applied twice.
+  const ev = await events(q);
+  expect(ev.filter((e) => e.e === 'unblocked').map((e) => e.j).sort()).toEqual([id.a, id.b, id.c].sort());
+  expectLegal(ev);
+});
