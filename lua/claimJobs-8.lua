@@ -23,7 +23,9 @@
   maxAttempts, backoff, timeoutMs, executionSeq} and, when full, the flat
   fields of the hash (payload merged as 'p') as an 11th element; when lean,
   the job's W3C traceparent (field tp) and tracestate (ts) as 11th and 12th
-  elements, only when it carries them.
+  elements, only when it carries them ('' each for a flow job without them),
+  and for a job of a flow (docs/workflows.md) its dependencies (field dp,
+  JSON [{ref, id, queue}]) and flow id 13th and 14th.
   Turns mode (includes/lanes.lua: keyed jobs, round robin, no limits, one
   priority) takes the plain path: the waiting set's scores hold the turns.
   Lanes mode (includes/lanes.lua: keyed jobs, key limits, fairness or aging):
@@ -115,7 +117,7 @@ local solo = false
 -- dropped). ck: the job's concurrency key (lanes mode), nil otherwise.
 local function claimJob(id, noSlot)
   local jk = jobKey(prefix, id)
-  local f, err = safeHmget(jk, 's', 'a', 'x', 'ty', 'o', 'pn', 'p0', 'iso', 'tp', 'ts', 'ck')
+  local f, err = safeHmget(jk, 's', 'a', 'x', 'ty', 'o', 'pn', 'p0', 'iso', 'tp', 'ts', 'ck', 'dp', 'fl')
   if f and f[1] == 'waiting' and f[8] == '1' then
     -- A job whose lease expired runs alone: only an idle caller takes it, and
     -- takes nothing else with it. Others stop here, keeping the order.
@@ -151,6 +153,13 @@ local function claimJob(id, noSlot)
     local job = {id, token, lease, f[4] or '', readPayload(jk, f[6], f[7]), a, ma or 0, bo or '', to or '', x}
     if ARGV[7] == '1' then
       job[11] = readJob(jk)
+    elseif f[12] then
+      -- A flow job: its dependencies (JSON) and flow id 13th and 14th, the
+      -- trace context '' when it has none (a Lua array cannot hold a hole).
+      job[11] = f[9] or ''
+      job[12] = f[10] or ''
+      job[13] = f[12]
+      job[14] = f[13] or ''
     elseif f[9] then
       job[11] = f[9]
       if f[10] then job[12] = f[10] end

@@ -1,4 +1,4 @@
-import type { Json } from './job';
+import type { JobDependency, Json } from './job';
 
 /**
  * What a handler receives besides its payload. `signal` aborts when the
@@ -14,6 +14,8 @@ export interface JobContext {
   maxAttempts: number;
   /** Identifies this physical execution (never reused, even after a release). */
   executionSeq: number;
+  /** A flow job's dependencies with their status when it was claimed (API.md v1.2 "Workflows"); [] otherwise. */
+  dependencies: JobDependency[];
   signal: AbortSignal;
   /** Records progress: a number 0..100 or a small JSON object. */
   progress(value: Json): Promise<void>;

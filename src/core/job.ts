@@ -56,10 +56,22 @@ export interface ClaimedJob extends Job {
   traceparent: string | null;
   /** W3C tracestate stored with {@link traceparent}; null when none. */
   tracestate: string | null;
+  /**
+   * A flow job's dependencies (API.md v1.2 "Workflows") with their status
+   * when it was claimed; [] for a job outside flows.
+   */
+  dependencies: JobDependency[];
+}
+
+/** One dependency of a flow job, as a claim carries it. */
+export interface JobDependency {
+  ref: string;
+  id: string;
+  status: JobStatus;
 }
 
 /** The part of a claimed job a worker needs to run it (the lean claim reply). */
 export type WorkerJob = Pick<
   ClaimedJob,
-  'id' | 'type' | 'payload' | 'attempts' | 'maxAttempts' | 'backoff' | 'timeoutMs' | 'executionSeq' | 'lockToken' | 'leaseExpiresAt' | 'traceparent' | 'tracestate'
+  'id' | 'type' | 'payload' | 'attempts' | 'maxAttempts' | 'backoff' | 'timeoutMs' | 'executionSeq' | 'lockToken' | 'leaseExpiresAt' | 'traceparent' | 'tracestate' | 'dependencies'
 >;

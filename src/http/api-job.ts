@@ -49,6 +49,8 @@ export function toApiJob(j: Job): ApiJob {
 }
 
 /** A claimed job as the external worker protocol returns it: the job plus its lease. */
-export function toApiClaimedJob(j: ClaimedJob): ApiJob & { lockToken: string; leaseExpiresAt: string | null } {
-  return { ...toApiJob(j), lockToken: j.lockToken, leaseExpiresAt: iso(j.leaseExpiresAt) };
+export function toApiClaimedJob(j: ClaimedJob): ApiJob & { lockToken: string; leaseExpiresAt: string | null; dependencies?: { ref: string; id: string; status: string }[] } {
+  const out = { ...toApiJob(j), lockToken: j.lockToken, leaseExpiresAt: iso(j.leaseExpiresAt) };
+  // A flow job's dependencies (API.md v1.2 "Workflows"); absent for other jobs.
+  return j.dependencies?.length ? { ...out, dependencies: j.dependencies.map(({ ref, id, status }) => ({ ref, id, status })) } : out;
 }

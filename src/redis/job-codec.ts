@@ -107,13 +107,46 @@ export function decodeJob(id: string, queue: string, h: Record<string, string>):
  * the job's flat hash 11th; a lean one its traceparent and tracestate 11th
  * and 12th when it carries them.
  */
-export type ClaimEntry = [string, string, number, string, string, number, string, string, string, number, (string[] | string)?, string?];
+export type ClaimEntry = [string, string, number, string, string, number, string, string, string, number, (string[] | string)?, string?, string?, string?];
+
+/** A flow job's dependencies as its hash stores them (field dp), with its flow id (field fl). */
+export interface FlowDeps {
+  flowId: string;
+  deps: { ref: string; id: string; queue: string }[];
+}
+
+/**
+ * The dependencies a claimJobs entry carries (a flow job: lean entries 13th
+ * and 14th, full ones in the hash), or null. A malformed list reads as none
+ * (at most 1,000 entries, each {ref, id, queue} strings).
+ */
+export function flowDepsOf(entry: ClaimEntry): FlowDeps | null {
+  let dp: string | undefined;
+  let fl: string | undefined;
+  if (Array.isArray(entry[10])) {
+    const h = pairsToObject(entry[10]);
+    dp = h.dp;
+    fl = h.fl;
+  } else {
+    dp = entry[12];
+    fl = entry[13];
+  }
+  if (!dp || !fl) return null;
+  try {
+    const v: unknown = JSON.parse(dp);
+    if (!Array.isArray(v) || v.length > 1000) return null;
+    const deps = v.filter((d): d is { ref: string; id: string; queue: string } => !!d && typeof d.ref === 'string' && typeof d.id === 'string' && typeof d.queue === 'string');
+    return { flowId: fl, deps: deps.map(({ ref, id, queue }) => ({ ref, id, queue })) };
+  } catch {
+    return null;
+  }
+}
 
 /** Decodes a full claimJobs entry (11 elements) into a ClaimedJob. */
 export function decodeClaimed(queue: string, entry: ClaimEntry): ClaimedJob {
   const [id, lockToken, lease, , , , , , , , flat] = entry;
   const h = pairsToObject(Array.isArray(flat) ? flat : []);
-  return { ...decodeJob(id, queue, h), lockToken, leaseExpiresAt: clampTime(Number(lease)), traceparent: h.tp || null, tracestate: h.ts || null };
+  return { ...decodeJob(id, queue, h), lockToken, leaseExpiresAt: clampTime(Number(lease)), traceparent: h.tp || null, tracestate: h.ts || null, dependencies: [] };
 }
 
 const backoffCache = new Map<string, BackoffSpec>();
@@ -159,8 +192,9 @@ export function decodeWorkerJob(entry: ClaimEntry): WorkerJob {
     executionSeq: Number(x),
     lockToken,
     leaseExpiresAt: Number(lease),
-    traceparent: typeof tp === 'string' ? tp : null,
+    traceparent: typeof tp === 'string' && tp !== '' ? tp : null,
     tracestate: ts || null,
+    dependencies: [],
   };
 }
 

@@ -5,7 +5,7 @@ import { SendPaymentSmsHandler } from './send-payment-sms.handler';
 const ctx = (): JobContext & { lines: string[] } => {
   const lines: string[] = [];
   return {
-    jobId: 'job-1', queue: 'critical', type: 'SEND_PAYMENT_SMS', attempt: 1, maxAttempts: 3, executionSeq: 1,
+    jobId: 'job-1', queue: 'critical', type: 'SEND_PAYMENT_SMS', attempt: 1, maxAttempts: 3, executionSeq: 1, dependencies: [],
     signal: new AbortController().signal, progress: async () => undefined, log: (m: string) => void lines.push(m), lines,
   };
 };

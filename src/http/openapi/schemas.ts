@@ -217,6 +217,14 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       tracestate: str('W3C tracestate that goes with `traceparent`; null when none (addition to API.md)', true),
     },
     { description: 'A job held under a lease by the caller of claim.' },
+    {
+      dependencies: {
+        type: 'array',
+        maxItems: 1000,
+        description: 'a flow job\'s dependencies and their status when it was claimed (API.md v1.2 "Workflows"); absent for a job outside flows',
+        items: obj({ ref: str('its ref in the flow'), id: str('job id'), status: ref('JobStatus') }),
+      },
+    },
   ),
   JobPage: obj(
     { items: { type: 'array', items: ref('Job') }, nextCursor: str('pass as `cursor` for the next page; null on the last page', true) },

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { ScriptErrorCode, errorFromCode } from '../../core/errors';
-import type { Job, Json } from '../../core/job';
+import type { Job, JobDependency, Json } from '../../core/job';
 import type { JobStatus } from '../../core/job-status';
 import type { NormalizedEnqueue } from '../../core/job-options';
 import type { JobTrace } from '../../core/trace-context';
 import type { AdmissionCheck, ClaimBlock, ClaimResult, CompleteOutcome, EnqueueResult, FailInput, JobBrief, LeaseStatus, ReleaseOptions, ReleaseOutcome, WorkerClaimResult } from '../../core/ports/jobs';
 import { JobStore } from '../../core/ports/jobs';
 import type { RedisContext } from '../context';
-import { ClaimEntry, decodeClaimed, decodeWorkerJob, JobDecodeError } from '../job-codec';
+import { ClaimEntry, decodeClaimed, decodeWorkerJob, flowDepsOf, FlowDeps, JobDecodeError } from '../job-codec';
+import { resolveDependencies } from './flow-deps';
 import { cancelChannel } from '../keys';
 import { EnqueueBatcher, type StoreDefaults } from './enqueue';
 import type { RedisQueueStore } from './queue-store';
@@ -59,7 +60,7 @@ export class RedisJobStore implements JobStore {
     return this.claimRaw(queue, max, leaseMs, workerId, false, false, idle, decodeWorkerJob);
   }
 
-  private async claimRaw<T>(
+  private async claimRaw<T extends { dependencies: JobDependency[] }>(
     queue: string,
     max: number,
     leaseMs: number,
@@ -77,10 +78,14 @@ export class RedisJobStore implements JobStore {
       [k.base, max, leaseMs, workerId, tokenBase, external ? '1' : '0', full ? '1' : '0', idle ? '1' : '0'],
     );
     const jobs: T[] = [];
+    const flows: [T, FlowDeps][] = [];
     let undecodable = false;
     for (let i = 2; i < out.length; i++) {
       try {
-        jobs.push(decode(out[i]));
+        const job = decode(out[i]);
+        jobs.push(job);
+        const deps = flowDepsOf(out[i]);
+        if (deps) flows.push([job, deps]);
       } catch (e) {
         if (!(e instanceof JobDecodeError)) throw e;
         undecodable = true;
@@ -94,6 +99,7 @@ export class RedisJobStore implements JobStore {
         }).catch(() => undefined); // lease lost meanwhile: the reaper owns it now
       }
     }
+    if (flows.length) await resolveDependencies(this.ctx, flows);
     // A dead-lettered job took a slot of this claim: more may be waiting, so claim again now.
     return { jobs, block: CLAIM_BLOCKS[Number(out[0])] ?? 'none', retryInMs: undecodable ? 0 : Number(out[1]) };
   }

@@ -486,6 +486,7 @@ export class WorkerRuntime {
       attempt: job.attempts,
       maxAttempts: job.maxAttempts,
       executionSeq: job.executionSeq,
+      dependencies: job.dependencies ?? [],
       get signal() {
         if (!r.controller) {
           r.controller = new AbortController();

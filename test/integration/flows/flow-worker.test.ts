@@ -94,3 +94,23 @@ it('an entry taken by a worker that died is handed out again after its lease, an
   expect(ev.filter((e) => e.e === 'unblocked').map((e) => e.j).sort()).toEqual([id.a, id.b, id.c].sort());
   expectLegal(ev);
 });
+
+it('a claimed flow job carries its dependencies with their status, lean (in-process) and full (external) alike', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { id } = await submit([{ ref: 'a', queue: q1 }, { ref: 'b', queue: q2 }, { ref: 'r', queue: q2, deps: ['a', 'b'], run: true }, { ref: 'd', queue: q2, deps: ['a', 'b'], run: true }]);
+  expect(await runReady(q1, new Set([id.a]))).toEqual([id.a]);
+  // b: claimed, completed; its hash then forgotten, as after mirroring: its status comes from the flow's record.
+  const [bj] = (await t.store.claim(q2, 1, 30_000, 'w')).jobs;
+  expect(bj.id).toBe(id.b);
+  expect(bj.dependencies).toEqual([]);
+  await t.store.complete(q2, 'w', [{ id: id.b, lockToken: bj.lockToken, result: null }]);
+  await advanceFlows(t.stores.flows);
+  await advanceFlows(t.stores.flows);
+  await t.redis.del(`${t.keys(q2).base}job:${id.b}`);
+  const lean = await t.store.claimForWorker(q2, 1, 30_000, 'w', true);
+  const full = (await t.store.claim(q2, 1, 30_000, 'w')).jobs;
+  const both = [...lean.jobs, ...full];
+  expect(both.map((j) => j.id).sort()).toEqual([id.r, id.d].sort());
+  for (const j of both) expect(j.dependencies).toEqual([{ ref: 'a', id: id.a, status: 'failed' }, { ref: 'b', id: id.b, status: 'completed' }]);
+  expect(lean.jobs[0].traceparent).toBeNull();
+});

@@ -409,6 +409,7 @@ describe('claimForWorker (lean reply)', () => {
         backoff,
         timeoutMs: 777,
         executionSeq: 1,
+        dependencies: [],
         lockToken: expect.any(String),
         leaseExpiresAt: expect.any(Number),
         traceparent: null,
