@@ -179,6 +179,17 @@ local function jobOpts(b)
   return packOpts(ARGV[b + 6] ~= '' and ARGV[b + 6] or dMa, ARGV[b + 8] ~= '' and ARGV[b + 8] or dTo, ARGV[b + 7] ~= '' and ARGV[b + 7] or dBo)
 end
 
+-- Appends a flow job's fields (fl flow id, fp policy, rf ref, dp dependencies)
+-- to an HSET or XADD argument list; fl: {flowId, policy, ref, deps JSON} or nil.
+local function flowFields(args, fl)
+  if not fl then return end
+  local names = {'fl', 'fp', 'rf', 'dp'}
+  for i = 1, 4 do
+    args[#args + 1] = names[i]
+    args[#args + 1] = fl[i]
+  end
+end
+
 -- Read once per call, and only by a call that finds a debounce holder.
 local isFenced = nil
 
@@ -322,12 +333,7 @@ for g = 1, groups do
             args[#args + 1] = 'dk'; args[#args + 1] = d.key
             debHold(prefix .. 'deb:' .. d.key, id, runAt, now)
           end
-          if fl then
-            args[#args + 1] = 'fl'; args[#args + 1] = fl[1]
-            args[#args + 1] = 'fp'; args[#args + 1] = fl[2]
-            args[#args + 1] = 'rf'; args[#args + 1] = fl[3]
-            args[#args + 1] = 'dp'; args[#args + 1] = fl[4]
-          end
+          flowFields(args, fl)
           payloadFields(payload, args)
           redis.call(unpack(args))
         end
@@ -352,12 +358,7 @@ for g = 1, groups do
           local xa = {'XADD', KEYS[3], '*', 'h', 'enqueued||' .. state .. tail, 'ty', ty, 'p', payload}
           if key ~= '' then xa[#xa + 1] = 'ik'; xa[#xa + 1] = key end
           if ck ~= '' then xa[#xa + 1] = 'ck'; xa[#xa + 1] = ck end
-          if fl then
-            xa[#xa + 1] = 'fl'; xa[#xa + 1] = fl[1]
-            xa[#xa + 1] = 'fp'; xa[#xa + 1] = fl[2]
-            xa[#xa + 1] = 'rf'; xa[#xa + 1] = fl[3]
-            xa[#xa + 1] = 'dp'; xa[#xa + 1] = fl[4]
-          end
+          flowFields(xa, fl)
           redis.call(unpack(xa))
         end
         res[r + 1] = id; res[r + 2] = state; res[r + 3] = 0

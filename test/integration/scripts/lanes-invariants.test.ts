@@ -31,6 +31,61 @@ function rng(seed: number): () => number {
   };
 }
 
+type Held = ClaimedJob[];
+const pickOf = (rand: () => number) => <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+
+/**
+ * One random operation on q's jobs picked by x in [0, 0.92): enqueue (via
+ * `enqueue`), claim, complete, fail, release, cancel, expire. Returns false
+ * for x ≥ 0.92: the caller's own operations (limits, overrides, aging).
+ */
+async function jobStep(q: string, x: number, rand: () => number, held: Held, enqueue: () => Promise<unknown>): Promise<boolean> {
+  const pick = pickOf(rand);
+  if (x < 0.3) {
+    await enqueue();
+  } else if (x < 0.55) {
+    const c = await t.store.claim(q, 1 + Math.floor(rand() * 5), rand() < 0.1 ? 20 : 30_000, 'w');
+    held.push(...c.jobs);
+  } else if (x < 0.7 && held.length) {
+    const j = held.splice(Math.floor(rand() * held.length), 1)[0];
+    await t.store.complete(q, 'w', [{ id: j.id, lockToken: j.lockToken, result: null }]);
+  } else if (x < 0.78 && held.length) {
+    const j = held.splice(Math.floor(rand() * held.length), 1)[0];
+    await t.store.fail(q, j.id, j.lockToken, { error: 'e', retryable: rand() < 0.7, delayMs: rand() < 0.5 ? 0 : 20, reason: 'error', workerId: 'w' }).catch(() => undefined);
+  } else if (x < 0.83 && held.length) {
+    const j = held.splice(Math.floor(rand() * held.length), 1)[0];
+    await t.store.release(q, 'w', [{ id: j.id, lockToken: j.lockToken }], { delayMs: rand() < 0.5 ? 0 : 20 });
+  } else if (x < 0.88) {
+    const ids = await t.redis.zrange(t.keys(q).waiting, 0, 20);
+    const target = held.length && rand() < 0.5 ? held[Math.floor(rand() * held.length)].id : ids.length ? pick(ids) : null;
+    if (target) await t.store.cancel(q, target).catch(() => undefined);
+  } else if (x < 0.92) {
+    await sleep(25);
+    await t.store.reapExpired(q, 100);
+    await t.store.promoteDelayed(q, 100);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/** Completes what is held, then claims and completes until q has no job left (20 s at most). */
+async function drain(q: string, held: Held): Promise<void> {
+  await t.store.complete(q, 'w', held.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    await sleep(30);
+    await t.store.reapExpired(q, 1000);
+    await t.store.promoteDelayed(q, 1000);
+    const c = await t.store.claim(q, 100, 30_000, 'w');
+    if (c.jobs.length) await t.store.complete(q, 'w', c.jobs.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
+    const k = t.keys(q);
+    const left = (await t.redis.zcard(k.waiting)) + (await t.redis.zcard(k.delayed)) + (await t.redis.zcard(k.active));
+    if (left === 0) break;
+    if (Date.now() > deadline) throw new Error(`did not drain: ${left} jobs left`);
+  }
+}
+
 async function checkInvariants(q: string): Promise<void> {
   const k = t.keys(q);
   const r = t.redis;
@@ -101,37 +156,20 @@ async function checkInvariants(q: string): Promise<void> {
 it('slots, lanes and the ring stay consistent through 1,000 random operations, and everything drains', async () => {
   const q = newQueue();
   const rand = rng(20261203);
-  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+  const pick = pickOf(rand);
   const keys = ['k1', 'k2', 'k3', 'k4', undefined];
-  const held: ClaimedJob[] = [];
+  const held: Held = [];
   const job = (key: string | undefined, input: Partial<EnqueueInput>): NormalizedEnqueue => ({ ...norm(q, input), ...(key ? { concurrencyKey: key } : {}) });
+  const enqueue = () => {
+    const n = 1 + Math.floor(rand() * 4);
+    const delayed = rand() < 0.15;
+    return t.store.enqueue(Array.from({ length: n }, () => job(pick(keys), { priority: Math.floor(rand() * 21) - 10, maxAttempts: 3, ...(delayed ? { delayMs: 30 } : {}) })));
+  };
   await t.stores.queues.configure(q, { keyConcurrency: 2 });
   for (let step = 0; step < 1000; step++) {
     const x = rand();
-    if (x < 0.3) {
-      const n = 1 + Math.floor(rand() * 4);
-      const delayed = rand() < 0.15;
-      await t.store.enqueue(Array.from({ length: n }, () => job(pick(keys), { priority: Math.floor(rand() * 21) - 10, maxAttempts: 3, ...(delayed ? { delayMs: 30 } : {}) })));
-    } else if (x < 0.55) {
-      const c = await t.store.claim(q, 1 + Math.floor(rand() * 5), rand() < 0.1 ? 20 : 30_000, 'w');
-      held.push(...c.jobs);
-    } else if (x < 0.7 && held.length) {
-      const j = held.splice(Math.floor(rand() * held.length), 1)[0];
-      await t.store.complete(q, 'w', [{ id: j.id, lockToken: j.lockToken, result: null }]);
-    } else if (x < 0.78 && held.length) {
-      const j = held.splice(Math.floor(rand() * held.length), 1)[0];
-      await t.store.fail(q, j.id, j.lockToken, { error: 'e', retryable: rand() < 0.7, delayMs: rand() < 0.5 ? 0 : 20, reason: 'error', workerId: 'w' }).catch(() => undefined);
-    } else if (x < 0.83 && held.length) {
-      const j = held.splice(Math.floor(rand() * held.length), 1)[0];
-      await t.store.release(q, 'w', [{ id: j.id, lockToken: j.lockToken }], { delayMs: rand() < 0.5 ? 0 : 20 });
-    } else if (x < 0.88) {
-      const ids = await t.redis.zrange(t.keys(q).waiting, 0, 20);
-      const target = held.length && rand() < 0.5 ? held[Math.floor(rand() * held.length)].id : ids.length ? pick(ids) : null;
-      if (target) await t.store.cancel(q, target).catch(() => undefined);
-    } else if (x < 0.92) {
-      await sleep(25);
-      await t.store.reapExpired(q, 100);
-      await t.store.promoteDelayed(q, 100);
+    if (await jobStep(q, x, rand, held, enqueue)) {
+      // done
     } else if (x < 0.95) {
       const key = pick(['k1', 'k2', 'k3', 'k4']);
       if (rand() < 0.5) await t.stores.queues.setKeyOverride(q, key, { concurrency: 1 + Math.floor(rand() * 4), rateLimit: rand() < 0.3 ? { max: 3, durationMs: 50 } : null });
@@ -146,19 +184,7 @@ it('slots, lanes and the ring stay consistent through 1,000 random operations, a
   // Drain: limits lifted, every lease handed back or expired; all jobs end.
   await t.stores.queues.configure(q, { keyConcurrency: null, keyRateLimit: null });
   for (const key of ['k1', 'k2', 'k3', 'k4']) await t.stores.queues.deleteKeyOverride(q, key);
-  await t.store.complete(q, 'w', held.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    await sleep(30);
-    await t.store.reapExpired(q, 1000);
-    await t.store.promoteDelayed(q, 1000);
-    const c = await t.store.claim(q, 100, 30_000, 'w');
-    if (c.jobs.length) await t.store.complete(q, 'w', c.jobs.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
-    const k = t.keys(q);
-    const left = (await t.redis.zcard(k.waiting)) + (await t.redis.zcard(k.delayed)) + (await t.redis.zcard(k.active));
-    if (left === 0) break;
-    if (Date.now() > deadline) throw new Error(`did not drain: ${left} jobs left`);
-  }
+  await drain(q, held);
   await checkInvariants(q);
   expect(await t.redis.hgetall(t.keys(q).base + 'kact')).toEqual({});
 }, 120_000);
@@ -166,40 +192,21 @@ it('slots, lanes and the ring stay consistent through 1,000 random operations, a
 it('turns mode (round robin, no limits, one priority): counts, turns and the claim order stay consistent through 600 random operations, then a job of another priority moves the queue to lanes without losing a job', async () => {
   const q = newQueue();
   const rand = rng(20261204);
-  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+  const pick = pickOf(rand);
   const keys = ['k1', 'k2', 'k3', 'k4', undefined];
-  const held: ClaimedJob[] = [];
+  const held: Held = [];
   const job = (key: string | undefined, input: Partial<EnqueueInput>): NormalizedEnqueue => ({ ...norm(q, input), ...(key ? { concurrencyKey: key } : {}) });
+  const enqueue = () => {
+    const n = 1 + Math.floor(rand() * 6);
+    const delayed = rand() < 0.15;
+    return t.store.enqueue(Array.from({ length: n }, () => job(pick(keys), { priority: 3, maxAttempts: 3, ...(delayed ? { delayMs: 30 } : {}) })));
+  };
   const k = t.keys(q);
   await t.store.enqueue([job('k1', { priority: 3 })]);
   expect(await t.redis.hget(k.meta, 'km')).toBe('t');
   for (let step = 0; step < 600; step++) {
-    const x = rand();
-    if (x < 0.35) {
-      const n = 1 + Math.floor(rand() * 6);
-      const delayed = rand() < 0.15;
-      await t.store.enqueue(Array.from({ length: n }, () => job(pick(keys), { priority: 3, maxAttempts: 3, ...(delayed ? { delayMs: 30 } : {}) })));
-    } else if (x < 0.6) {
-      const c = await t.store.claim(q, 1 + Math.floor(rand() * 5), rand() < 0.1 ? 20 : 30_000, 'w');
-      held.push(...c.jobs);
-    } else if (x < 0.75 && held.length) {
-      const j = held.splice(Math.floor(rand() * held.length), 1)[0];
-      await t.store.complete(q, 'w', [{ id: j.id, lockToken: j.lockToken, result: null }]);
-    } else if (x < 0.82 && held.length) {
-      const j = held.splice(Math.floor(rand() * held.length), 1)[0];
-      await t.store.fail(q, j.id, j.lockToken, { error: 'e', retryable: rand() < 0.7, delayMs: rand() < 0.5 ? 0 : 20, reason: 'error', workerId: 'w' }).catch(() => undefined);
-    } else if (x < 0.87 && held.length) {
-      const j = held.splice(Math.floor(rand() * held.length), 1)[0];
-      await t.store.release(q, 'w', [{ id: j.id, lockToken: j.lockToken }], { delayMs: rand() < 0.5 ? 0 : 20 });
-    } else if (x < 0.93) {
-      const ids = await t.redis.zrange(k.waiting, 0, 20);
-      const target = held.length && rand() < 0.5 ? held[Math.floor(rand() * held.length)].id : ids.length ? pick(ids) : null;
-      if (target) await t.store.cancel(q, target).catch(() => undefined);
-    } else {
-      await sleep(25);
-      await t.store.reapExpired(q, 100);
-      await t.store.promoteDelayed(q, 100);
-    }
+    // Scaled into jobStep's range: no limit, override or aging change here.
+    await jobStep(q, rand() * 0.92, rand, held, enqueue);
     await checkInvariants(q);
     // Claims take the lowest turns: none left waiting is earlier than one claimed.
     if (step % 50 === 49) {
@@ -223,18 +230,7 @@ it('turns mode (round robin, no limits, one priority): counts, turns and the cla
   expect(await t.stores.queues.finishLaneMove(q)).toBe(false);
   await checkInvariants(q);
   // Drain in lanes mode: every job ends; the counts index empties.
-  await t.store.complete(q, 'w', held.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    await sleep(30);
-    await t.store.reapExpired(q, 1000);
-    await t.store.promoteDelayed(q, 1000);
-    const c = await t.store.claim(q, 100, 30_000, 'w');
-    if (c.jobs.length) await t.store.complete(q, 'w', c.jobs.map((j) => ({ id: j.id, lockToken: j.lockToken, result: null })));
-    const left = (await t.redis.zcard(k.waiting)) + (await t.redis.zcard(k.delayed)) + (await t.redis.zcard(k.active));
-    if (left === 0) break;
-    if (Date.now() > deadline) throw new Error(`did not drain: ${left} jobs left`);
-  }
+  await drain(q, held);
   await checkInvariants(q);
   expect(await t.redis.zcard(k.base + 'kcnt')).toBe(0);
 }, 120_000);

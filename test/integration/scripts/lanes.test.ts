@@ -4,9 +4,8 @@
  * active, overrides, sliding-window keyRateLimit, rate + concurrency on one
  * key, aging, and the lanes rebuild when settings change.
  */
-import type { EnqueueInput, NormalizedEnqueue } from '../../../src/core/job-options';
 import { openStore, sleep, TestStore } from '../../support/redis';
-import { scriptHelpers } from '../../support/scripts';
+import { laneHelpers } from '../../support/lanes';
 
 let t: TestStore;
 beforeAll(async () => {
@@ -16,18 +15,7 @@ afterAll(async () => {
   await t.close();
 });
 
-const { newQueue, norm, raw } = scriptHelpers(() => t, 'lanes');
-const keyed = (q: string, key: string | undefined, input: Partial<EnqueueInput> = {}): NormalizedEnqueue => ({ ...norm(q, input), ...(key ? { concurrencyKey: key } : {}) });
-async function enqKeyed(q: string, key: string | undefined, n: number, input: Partial<EnqueueInput> = {}): Promise<string[]> {
-  const out: string[] = [];
-  for (let i = 0; i < n; i += 1000) {
-    const part = await t.store.enqueue(Array.from({ length: Math.min(1000, n - i) }, (_, j) => keyed(q, key, { payload: { i: i + j }, ...input })));
-    out.push(...part.map((r) => r.id));
-  }
-  return out;
-}
-const keyOf = async (q: string, id: string) => (await raw(q, id)).ck ?? '';
-const claim = (q: string, n = 1, leaseMs = 30_000) => t.store.claim(q, n, leaseMs, 'w1');
+const { newQueue, raw, enqKeyed, keyOf, claim } = laneHelpers(() => t, 'lanes');
 const configure = (q: string, change: Parameters<TestStore['stores']['queues']['configure']>[1]) => t.stores.queues.configure(q, change);
 
 describe('fair shares', () => {

@@ -4,10 +4,9 @@
  * the stores, and failed on the code before its fix (9b2eba1). The comment
  * above each group says what went wrong then ("before the fix").
  */
-import type { EnqueueInput, NormalizedEnqueue } from '../../../src/core/job-options';
 import type { ClaimedJob } from '../../../src/core/job';
 import { openStore, TestStore } from '../../support/redis';
-import { scriptHelpers } from '../../support/scripts';
+import { laneHelpers } from '../../support/lanes';
 
 let t: TestStore;
 beforeAll(async () => {
@@ -18,18 +17,7 @@ afterAll(async () => {
   await t.close();
 });
 
-const { newQueue, norm, raw } = scriptHelpers(() => t, 'turnsbreak');
-const keyed = (q: string, key: string | undefined, input: Partial<EnqueueInput> = {}): NormalizedEnqueue => ({ ...norm(q, input), ...(key ? { concurrencyKey: key } : {}) });
-async function enqKeyed(q: string, key: string | undefined, n: number, input: Partial<EnqueueInput> = {}): Promise<string[]> {
-  const out: string[] = [];
-  for (let i = 0; i < n; i += 1000) {
-    const part = await t.store.enqueue(Array.from({ length: Math.min(1000, n - i) }, (_, j) => keyed(q, key, { payload: { i: i + j }, ...input })));
-    out.push(...part.map((r) => r.id));
-  }
-  return out;
-}
-const claim = (q: string, n = 1, leaseMs = 30_000) => t.store.claim(q, n, leaseMs, 'w1');
-const keyOf = async (q: string, id: string) => (await raw(q, id)).ck ?? '';
+const { newQueue, enqKeyed, keyOf, claim } = laneHelpers(() => t, 'turnsbreak');
 
 /** The real waiting + active jobs per key, and what the counts index (kcnt) says. */
 async function counts(q: string): Promise<{ real: Record<string, number>; kcnt: Record<string, number> }> {
