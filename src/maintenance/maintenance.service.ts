@@ -24,6 +24,8 @@ const LANE_MOVE_INTERVAL_MS = 1000;
  * to its dependents' release is at most this plus two scripts.
  */
 const FLOW_INTERVAL_MS = 20;
+/** A failing maintenance task logs at most once per this many ms (with the count of failures). */
+const FAILURE_LOG_EVERY_MS = 5000;
 /** Dead workers stay listed (status "dead") this long before the sweep drops them. */
 const DEAD_WORKER_KEEP_MS = 3_600_000;
 /** Retention pass period: hourly is plenty for a days-long retention. */
@@ -114,15 +116,27 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     return promoteDueJobs({ jobs: this.store, queues: this.queues });
   }
 
-  /** Runs `fn` every `ms`, never overlapping itself, logging (not throwing) errors. */
+  /**
+   * Runs `fn` every `ms`, never overlapping itself, logging (not throwing)
+   * errors: at most one line per task per {@link FAILURE_LOG_EVERY_MS}, with
+   * the failures since the last (a task every 20 ms must not flood the log
+   * while Redis is away).
+   */
   private every(name: string, ms: number, fn: () => Promise<unknown>): void {
+    let failed = 0;
+    let loggedAt = 0;
     const timer = setInterval(async () => {
       if (this.busy.has(name)) return;
       this.busy.add(name);
       try {
         await fn();
       } catch (e) {
-        this.log.warn({ task: name, err: (e as Error).message }, 'maintenance pass failed');
+        failed++;
+        if (Date.now() - loggedAt >= Math.max(ms, FAILURE_LOG_EVERY_MS) || loggedAt === 0) {
+          this.log.warn({ task: name, err: (e as Error).message, failures: failed }, 'maintenance pass failed');
+          loggedAt = Date.now();
+          failed = 0;
+        }
       } finally {
         this.busy.delete(name);
       }
