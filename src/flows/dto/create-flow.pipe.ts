@@ -1,4 +1,6 @@
 import { PipeTransform } from '@nestjs/common';
+import { ValidationError } from '../../core/errors';
+import { FLOW_LIMITS } from '../../core/flow-graph';
 import { assign, check, Details, requireObject, toJobDto } from '../../jobs/dto/enqueue-body.pipe';
 import { CreateFlowDto, FlowJobDto } from './create-flow.dto';
 
@@ -14,8 +16,11 @@ export class CreateFlowPipe implements PipeTransform<unknown, CreateFlowDto> {
     requireObject(body);
     const extra: Details = [];
     const dto = assign(new CreateFlowDto(), body, '', extra);
-    // Past the bound, class-validator refuses the array itself: no job is looked at.
-    if (Array.isArray(dto.jobs) && dto.jobs.length <= 1000) dto.jobs = dto.jobs.map((j, i) => toJobDto(j, `jobs.${i}.`, extra, () => new FlowJobDto())) as FlowJobDto[];
+    // Past the bound the array is refused as a whole: no job is looked at.
+    if (Array.isArray(dto.jobs) && dto.jobs.length > FLOW_LIMITS.maxJobs) {
+      throw new ValidationError('invalid flow: jobs', [{ path: 'jobs', message: `must be an array of 1..${FLOW_LIMITS.maxJobs} jobs` }]);
+    }
+    if (Array.isArray(dto.jobs)) dto.jobs = dto.jobs.map((j, i) => toJobDto(j, `jobs.${i}.`, extra, () => new FlowJobDto())) as FlowJobDto[];
     return check(dto, extra);
   }
 }
