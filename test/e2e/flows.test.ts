@@ -4,6 +4,7 @@ import { JobStore } from '../../src/core/ports';
 import { HistoryQueries } from '../../src/history';
 import { REDIS_STORES } from '../../src/redis/redis.module';
 import type { RedisStores } from '../../src/redis/stores';
+import { NotFoundError, SluiceClient, ValidationFailedError } from '../../clients/typescript/src';
 import { startTestApi, type TestApi } from '../support/http';
 import { waitUntil } from '../support/timing';
 
@@ -238,6 +239,20 @@ describe('workflows over HTTP (AUTH off)', () => {
         expect([r.status, r.body.error?.code]).toEqual([404, 'not_found']);
       }
     }
+  });
+
+  it('the TypeScript client: flows.create, flows.get, jobs dependencies, flows.cancel', async () => {
+    const client = new SluiceClient({ baseUrl: api.url, retries: false });
+    const created = await client.flows.create([
+      { ref: 'one', type: 't', queue: 'wf-del' },
+      { ref: 'two', type: 't', queue: 'wf-del', dependsOn: ['one'] },
+    ]);
+    expect(created.jobs.map((j) => [j.ref, j.status])).toEqual([['one', 'waiting'], ['two', 'blocked']]);
+    expect((await client.flows.get(created.flowId)).status).toBe('running');
+    expect(await client.dependencies(created.jobs[1].id)).toEqual([{ ref: 'one', id: created.jobs[0].id, status: 'waiting', result: null, lastError: null }]);
+    expect((await client.flows.cancel(created.flowId)).counts.cancelled).toBe(2);
+    await expect(client.flows.create([{ ref: 'a', type: 't', queue: 'wf-del', dependsOn: ['a'] }])).rejects.toBeInstanceOf(ValidationFailedError);
+    await expect(client.flows.get('0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f')).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it('a submission failing midway is rolled back: the record deleted, the jobs created cancelled, none runnable', async () => {
