@@ -12,6 +12,7 @@ import { DashboardModule } from './dashboard/dashboard.module';
 import { ExternalModule } from './workers/external/external.module';
 import { HandlersModule } from './handlers/handlers.module';
 import { HealthModule } from './health/health.module';
+import { FlowsModule } from './flows/flows.module';
 import { JobsModule } from './jobs/jobs.module';
 import type { Logger } from './logging/logger';
 import { MaintenanceModule } from './maintenance/maintenance.module';
@@ -63,7 +64,7 @@ export class AppModule {
       // Every HTTP route of every role goes through its one guard.
       AuthModule,
     ];
-    if (config.roles.has('api')) imports.push(PostgresModule, JobsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule, KeysApiModule, UsersApiModule, OplogModule);
+    if (config.roles.has('api')) imports.push(PostgresModule, JobsModule, FlowsModule, SchedulesApiModule, QueuesModule, ExternalModule, WorkersApiModule, DashboardModule, KeysApiModule, UsersApiModule, OplogModule);
     if (config.roles.has('worker')) imports.push(WorkersModule);
     if (config.roles.has('scheduler')) imports.push(PostgresModule, MaintenanceModule, SchedulerRunnerModule);
     if (config.roles.has('audit')) imports.push(PostgresModule, MirrorModule);

@@ -42,6 +42,13 @@ export class JobNotFoundError extends SluiceError {
   }
 }
 
+/** Unknown flow id, or another project's flow (maps to HTTP 404 `not_found`). */
+export class FlowNotFoundError extends SluiceError {
+  constructor(readonly flowId: string) {
+    super('not_found', `flow ${flowId} not found`);
+  }
+}
+
 /** The job's state does not allow the action (HTTP 409 `conflict`). */
 export class WrongStateError extends SluiceError {
   constructor(

@@ -7,5 +7,5 @@ import { JobsService } from './jobs.service';
 import { WaitingCap } from './waiting-cap';
 
 /** HTTP: jobs, their history and the dead-letter queue (api role). */
-@Module({ imports: [HistoryModule], controllers: [DlqController, JobsController], providers: [JobsService, DlqService, WaitingCap], exports: [JobsService] })
+@Module({ imports: [HistoryModule], controllers: [DlqController, JobsController], providers: [JobsService, DlqService, WaitingCap], exports: [JobsService, WaitingCap] })
 export class JobsModule {}

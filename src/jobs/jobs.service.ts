@@ -176,8 +176,12 @@ export class JobsService {
     return (await this.store.getJob(queue, id)) ?? this.get(id, projectOf(queue));
   }
 
-  /** API.md: `type` must name a registered handler unless the queue is external. */
-  private async checkTypes(jobs: NormalizedEnqueue[], batch: boolean, details: { path: string; message: string }[]): Promise<void> {
+  /**
+   * API.md: `type` must name a registered handler unless the queue is external
+   * (queues project-qualified). Adds one detail per job that fails, at `type`,
+   * or `jobs.<i>.type` when `batch` (a batch, a flow).
+   */
+  async checkTypes(jobs: NormalizedEnqueue[], batch: boolean, details: { path: string; message: string }[]): Promise<void> {
     const known = this.handlers.map;
     for (let i = 0; i < jobs.length; i++) {
       if (known.get(jobs[i].type)) continue;
@@ -201,7 +205,7 @@ export class JobsService {
 
 /** DTO → core input: `runAt` ISO → epoch ms (validated as ISO-8601 by the DTO). */
 // `null` means "not set" for every optional field (class-validator's @IsOptional lets it through).
-function toInput(b: EnqueueJobDto): EnqueueInput {
+export function toInput(b: EnqueueJobDto): EnqueueInput {
   return {
     type: b.type,
     payload: b.payload as Record<string, Json> | undefined,

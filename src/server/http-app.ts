@@ -33,13 +33,13 @@ import { answerDeadline } from './answer-deadline';
 const READ_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /**
- * Largest body a route accepts, bytes: `POST /jobs/batch` up to the read cap
- * (1,000 jobs), every other route one maximal payload plus its envelope.
+ * Largest body a route accepts, bytes: `POST /jobs/batch` and `POST /flows` up to
+ * the read cap (1,000 jobs), every other route one maximal payload plus its envelope.
  * Bodies up to the read cap are read in full before a 413, so clients that
  * are still sending get the 413 answer rather than a broken pipe.
  */
 export function bodyLimitBytes(config: Pick<SluiceConfig, 'maxPayloadBytes'>, url = ''): number {
-  if (/^\/jobs\/batch(\?|$)/.test(url)) return READ_LIMIT_BYTES;
+  if (/^\/(jobs\/batch|flows)(\?|$)/.test(url)) return READ_LIMIT_BYTES;
   return Math.min(READ_LIMIT_BYTES, config.maxPayloadBytes + 64 * 1024);
 }
 

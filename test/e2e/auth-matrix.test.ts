@@ -178,6 +178,10 @@ describe('404 across projects', () => {
     const job = await root(api.http.post('/jobs')).send({ queue: 'matrix-oq', type: 'ext.task' });
     expect(job.status).toBe(201);
     ids['/jobs'] = job.body.id;
+    expect((await root(api.http.put('/queues/matrix-of')).send({ external: true })).status).toBe(200);
+    const flow = await root(api.http.post('/flows')).send({ jobs: [{ ref: 'a', queue: 'matrix-of', type: 'ext.task' }, { ref: 'b', queue: 'matrix-of', type: 'ext.task', dependsOn: ['a'] }] });
+    expect(flow.status).toBe(201);
+    ids['/flows'] = flow.body.flowId;
     const s = await root(api.http.post('/schedules')).send({ name: 'matrix-s', cron: '0 3 * * *', queue: 'matrix-oq', type: 'ext.task' });
     expect(s.status).toBe(201);
     ids['/schedules'] = s.body.id;
@@ -219,6 +223,7 @@ describe('404 across projects', () => {
     const q = await root(api.http.get('/queues/matrix-oq'));
     expect(q.body).toMatchObject({ paused: false, external: true, counts: { waiting: 1 } });
     expect((await root(api.http.get(`/jobs/${ids['/jobs']}`))).body.status).toBe('waiting');
+    expect((await root(api.http.get(`/flows/${ids['/flows']}`))).body.counts).toMatchObject({ waiting: 1, blocked: 1, cancelled: 0 });
     expect((await root(api.http.get(`/schedules/${ids['/schedules']}`))).body.enabled).toBe(true);
     expect((await root(api.http.get('/keys'))).body.map((k: { id: string }) => k.id)).toContain(ids['/keys']);
     expect((await root(api.http.get('/users'))).body.map((u: { id: string; role: string }) => [u.id, u.role])).toEqual([[ids['/users'], 'viewer']]);

@@ -19,6 +19,14 @@ export type QueueKey = S['QueueKey'];
 /** The body of `PUT /queues/:name/keys/:key`: `concurrency`, `rateLimit`; null removes one. */
 export type KeyOverride = S['KeyOverrideDto'];
 export type LeaseRenewed = S['LeaseRenewed'];
+/** One job of a `POST /flows` body: the `POST /jobs` fields plus `ref`, `dependsOn` (refs), `onDependencyFailure`. */
+export type FlowJob = S['FlowJobDto'];
+/** `POST /flows`' answer: the flow id and its jobs in request order, each with its ref and the ids it waits for. */
+export type FlowCreated = S['FlowCreated'];
+/** `GET /flows/:id`: the flow's status, counts per status and each job's status. */
+export type Flow = S['Flow'];
+/** One dependency of a flow job with its status, result and last error (`GET /jobs/:id/dependencies`). */
+export type JobDependency = S['JobDependencies']['items'][number];
 /** `GET /jobs` filters and paging: queue, status, type, cursor, limit (1..500). */
 export type ListFilter = NonNullable<operations['listJobs']['parameters']['query']>;
 /** `GET /jobs/dlq/all` filters and paging: queue, type, cursor, limit. */
@@ -152,6 +160,29 @@ export class SluiceClient {
     const body = opts.payload === undefined ? {} : { payload: opts.payload };
     return (await this.send(this.raw.POST('/jobs/{id}/retry', { params: { path: { id } }, body, fetch: this.fetch({ idempotent: false, signal: opts.signal }) }))).data;
   }
+
+  /** `GET /jobs/:id/dependencies`: a flow job's dependencies with their results (empty outside a flow). @throws NotFoundError */
+  async dependencies(id: string, opts: RequestOptions = {}): Promise<JobDependency[]> {
+    return (await this.send(this.raw.GET('/jobs/{id}/dependencies', { params: { path: { id } }, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data.items;
+  }
+
+  // ---- workflows
+
+  readonly flows = {
+    /**
+     * `POST /flows`: 1..1000 jobs with dependencies between them (refs), all or nothing.
+     * Retried on 429 only (a repeat after a lost answer would submit the flow twice).
+     * @throws ValidationFailedError (400: a cycle, an unknown or duplicate ref… named in the details), PayloadTooLargeError (413)
+     */
+    create: async (jobs: FlowJob[], opts: RequestOptions = {}): Promise<FlowCreated> =>
+      (await this.send(this.raw.POST('/flows', { body: { jobs }, fetch: this.fetch({ idempotent: false, headers: traceHeaders(), signal: opts.signal }) }))).data,
+    /** `GET /flows/:id`. @throws NotFoundError (also another project's flow) */
+    get: async (id: string, opts: RequestOptions = {}): Promise<Flow> =>
+      (await this.send(this.raw.GET('/flows/{id}', { params: { path: { id } }, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data,
+    /** `DELETE /flows/:id`: cancels every job of the flow that has not finished; returns the flow after. @throws NotFoundError */
+    cancel: async (id: string, opts: RequestOptions = {}): Promise<Flow> =>
+      (await this.send(this.raw.DELETE('/flows/{id}', { params: { path: { id } }, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data,
+  };
 
   // ---- dead-letter queue
 

@@ -244,6 +244,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/flows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Submit a flow: 1..1000 jobs with dependencies between them (a DAG), all or nothing */
+        post: operations["createFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/flows/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A flow: its status, counts per status and each job's status */
+        get: operations["getFlow"];
+        put?: never;
+        post?: never;
+        /** Cancel every job of a flow that has not finished */
+        delete: operations["cancelFlow"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{id}/dependencies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A flow job's dependencies: status, result, last error (empty for a job outside a flow) */
+        get: operations["listJobDependencies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/schedules": {
         parameters: {
             query?: never;
@@ -837,6 +889,65 @@ export interface components {
         EnqueueBatchDto: {
             jobs: components["schemas"]["EnqueueJobDto"][];
         };
+        FlowJobDto: {
+            /** @example send_email */
+            type: string;
+            /**
+             * @description any JSON object; serialized ≤ MAX_PAYLOAD_BYTES (default {})
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            payload?: {
+                [key: string]: unknown;
+            };
+            /** @description Default "default". */
+            queue?: string;
+            /** @description Default 0. */
+            priority?: number | ("high" | "normal" | "low");
+            /** @description ms; exclusive with runAt */
+            delayMs?: number;
+            /**
+             * Format: date-time
+             * @description ISO time; past times run now; exclusive with delayMs
+             */
+            runAt?: string;
+            /** @description default: the queue's, else MAX_RETRIES */
+            maxAttempts?: number;
+            /** @description default exponential, 2000, 3600000, equal */
+            backoff?: components["schemas"]["BackoffDto"];
+            /** @description ms; default: the queue's, else 600000 */
+            timeoutMs?: number;
+            /** @description per queue: the same key and body within IDEMPOTENCY_TTL_MS answer the existing job (200, Idempotent-Replayed) */
+            idempotencyKey?: string;
+            /**
+             * @description the job's concurrency key (e.g. a customer id): the queue's keyConcurrency, keyRateLimit and fairness apply per key
+             * @example customer-42
+             */
+            concurrencyKey?: string;
+            /** @description while a job of this queue holds the key and is not claimed yet, an enqueue with the key updates that job (200, Sluice-Debounced) instead of creating one; exclusive with idempotencyKey */
+            debounce?: components["schemas"]["DebounceDto"];
+            /**
+             * @description names the job within this request; unique
+             * @example extract
+             */
+            ref: string;
+            /**
+             * @description refs of this request that must end first (no duplicates, not its own ref, no cycle)
+             * @example [
+             *       "extract"
+             *     ]
+             */
+            dependsOn?: string[];
+            /**
+             * @description a dependency failed or cancelled: cancel this job (reason dependency_failed, and down the graph), or run it once every dependency has ended (default "cancel")
+             * @enum {string}
+             */
+            onDependencyFailure?: "cancel" | "run";
+        };
+        CreateFlowDto: {
+            jobs: components["schemas"]["FlowJobDto"][];
+        };
         CreateScheduleDto: {
             /** @example send_email */
             type: string;
@@ -1332,6 +1443,128 @@ export interface components {
             items: components["schemas"]["Job"][];
             /** @description pass as `cursor` for the next page; null on the last page */
             nextCursor: string | null;
+        };
+        /** @description API.md v1.2 "Workflows": the new flow; its roots are waiting (or delayed), the rest blocked. */
+        FlowCreated: {
+            /** @description UUIDv7, made by the server */
+            flowId: string;
+            /** @description in request order: each job as POST /jobs answers it, with its ref and the ids it depends on */
+            jobs: {
+                /** @description UUIDv7, made by the server */
+                id: string;
+                queue: string;
+                type: string;
+                /** @description the JSON object the job was enqueued with */
+                payload: {
+                    [key: string]: unknown;
+                };
+                status: components["schemas"]["JobStatus"];
+                /** @description −100..100; higher runs first */
+                priority: number;
+                /** @description executions started (a released attempt is refunded) */
+                attempts: number;
+                /** @description total executions allowed, the first included */
+                maxAttempts: number;
+                backoff: components["schemas"]["Backoff"];
+                /** @description ms an attempt may run */
+                timeoutMs: number;
+                idempotencyKey: string | null;
+                /** @description the job's concurrency key (API.md v1.1 flow control per key); null when it has none */
+                concurrencyKey: string | null;
+                /** @description a number 0..100 or a small JSON object set by the handler; null until set */
+                progress: unknown;
+                /** @description the handler's result (any JSON); null until completed */
+                result: unknown;
+                /** @description message of the last failure */
+                lastError: string | null;
+                /** @description the worker holding or last holding the job */
+                workerId: string | null;
+                /** Format: date-time */
+                createdAt: string;
+                /**
+                 * Format: date-time
+                 * @description when the job is (or was) due
+                 */
+                runAt: string;
+                /**
+                 * Format: date-time
+                 * @description start of the newest attempt
+                 */
+                startedAt: string | null;
+                /**
+                 * Format: date-time
+                 * @description when it reached a terminal status
+                 */
+                finishedAt: string | null;
+                /** Format: date-time */
+                updatedAt: string;
+                /** @description executions started, refunded ones included (addition to API.md) */
+                executionSeq: number;
+                /** @description an active job has a pending cancel request (addition to API.md) */
+                cancelRequested: boolean;
+                /** @description its dead-letter group (API.md v1.1): 16 hex characters of its error fingerprint; null unless failed */
+                fingerprint: string | null;
+                /** @description its ref in the request */
+                ref: string;
+                /** @description ids of the jobs it waits for */
+                dependsOn: string[];
+            }[];
+        };
+        /** @description A flow and the status of each of its jobs (API.md v1.2 "Workflows"). */
+        Flow: {
+            flowId: string;
+            /**
+             * @description completed: every job completed; failed: a job failed and none is unfinished; cancelled: none failed, one or more cancelled and none unfinished; else running (docs/api.md "Workflows")
+             * @enum {string}
+             */
+            status: "running" | "completed" | "failed" | "cancelled";
+            /** @description every status, 0 included */
+            counts: {
+                /** @description its jobs in status waiting */
+                waiting: number;
+                /** @description its jobs in status delayed */
+                delayed: number;
+                /** @description its jobs in status active */
+                active: number;
+                /** @description its jobs in status completed */
+                completed: number;
+                /** @description its jobs in status failed */
+                failed: number;
+                /** @description its jobs in status cancelled */
+                cancelled: number;
+                /** @description its jobs in status blocked */
+                blocked: number;
+            };
+            /** @description in request order */
+            jobs: {
+                /** @description its ref in the request; null only for a job recorded without one */
+                ref: string | null;
+                id: string;
+                /**
+                 * @description null: the job is neither in Redis nor in the history (past retention)
+                 * @enum {string|null}
+                 */
+                status: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled" | "blocked" | null;
+                /** @description ids of the jobs it waits for */
+                dependsOn: string[];
+            }[];
+        };
+        /** @description A flow job's dependencies with their results (API.md v1.2 "Workflows"). */
+        JobDependencies: {
+            /** @description its dependencies in the order it named them; empty for a job without any (or one Redis has pruned) */
+            items: {
+                ref: string;
+                id: string;
+                /**
+                 * @description null: the dependency is neither in Redis nor in the history (past retention)
+                 * @enum {string|null}
+                 */
+                status: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled" | "blocked" | null;
+                /** @description the dependency's result (any JSON); null until completed */
+                result: unknown;
+                /** @description message of its last failure */
+                lastError: string | null;
+            }[];
         };
         /**
          * @example {
@@ -3082,6 +3315,156 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobLogs"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createFlow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description W3C Trace Context (version 00): the enqueued jobs carry it, and their processing spans continue that trace. A malformed value is ignored (never a 400). */
+                traceparent?: string;
+                /** @description W3C tracestate that goes with `traceparent` (at most 512 characters and 32 members; an invalid list is dropped). */
+                tracestate?: string;
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateFlowDto"];
+            };
+        };
+        responses: {
+            /** @description The flow: its jobs in request order, the roots waiting (or delayed), the others blocked. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getFlow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The flow. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Flow"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelFlow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The flow after the cancellations: blocked, waiting and delayed jobs cancelled; active ones still active with their cancel requested (they end cancelled). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Flow"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listJobDependencies: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its dependencies, in the order it named them. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobDependencies"];
                 };
             };
             400: components["responses"]["BadRequest"];

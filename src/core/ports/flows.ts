@@ -14,6 +14,27 @@ export interface FlowRecordJob {
   onDependencyFailure: 'cancel' | 'run';
   /** Job ids of this flow it waits for. */
   dependsOn: string[];
+  /** Its ref in the POST /flows request, kept with the record for GET /flows/:id (absent: read from the job's hash). */
+  ref?: string;
+}
+
+/** A flow's record as {@link FlowRecordStore.read} answers it. */
+export interface FlowRecord {
+  flowId: string;
+  /** The project that submitted it. */
+  project: string;
+  /** Epoch ms (Redis clock). */
+  createdAt: number;
+  /** Its jobs, by id (UUIDv7 made in request order: request order). */
+  jobs: (Omit<FlowRecordJob, 'ref'> & { ref: string | null })[];
+}
+
+/** A job's place in its flow, from its own hash (fields fl, rf, dp: lua/enqueueJobs-5.lua). */
+export interface JobPlacement {
+  flowId: string;
+  ref: string;
+  /** Its dependencies as sent to the enqueue: ref, job id, queue (project-qualified). */
+  dependsOn: { ref: string; id: string; queue: string }[];
 }
 
 /** What a job's outcome set in motion: the jobs to unblock, to cancel, to block again. Each {queue, id}. */
@@ -55,6 +76,19 @@ export abstract class FlowRecordStore {
    * expected state is left alone. @returns the ids moved.
    */
   abstract move(queue: string, op: 'unblock' | 'cancel' | 'reblock', ids: string[]): Promise<string[]>;
+  /**
+   * The record of a flow: its project, its jobs with their queues,
+   * dependencies and refs. O(jobs). @returns null for an unknown flow.
+   */
+  abstract read(flowId: string): Promise<FlowRecord | null>;
+  /**
+   * Deletes a flow's record (a submission rolled back: its jobs were
+   * cancelled, or never created). Outcomes of its jobs still in an outbox
+   * then advance nothing (an unknown flow).
+   */
+  abstract discard(flowId: string): Promise<void>;
+  /** The flow fields of a job's hash in `queue`; null when the job is not live in Redis or not of a flow. */
+  abstract placement(queue: string, id: string): Promise<JobPlacement | null>;
   /** Marks `queue` as holding flow jobs: the flow worker reads its outbox from now on. */
   abstract watch(queue: string): Promise<void>;
   /** The queues marked by {@link watch}. */

@@ -230,6 +230,60 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
     { items: { type: 'array', items: ref('Job') }, nextCursor: str('pass as `cursor` for the next page; null on the last page', true) },
     { description: 'One page of a keyset-paginated list, newest first.', example: { items: [JOB_EXAMPLE], nextCursor: null } },
   ),
+  FlowCreated: obj(
+    {
+      flowId: str('UUIDv7, made by the server'),
+      jobs: {
+        type: 'array',
+        description: 'in request order: each job as POST /jobs answers it, with its ref and the ids it depends on',
+        items: obj({
+          ...JOB_PROPERTIES,
+          ref: str('its ref in the request'),
+          dependsOn: { type: 'array', items: str(), description: 'ids of the jobs it waits for' },
+        }),
+      },
+    },
+    { description: 'API.md v1.2 "Workflows": the new flow; its roots are waiting (or delayed), the rest blocked.' },
+  ),
+  Flow: obj(
+    {
+      flowId: str(),
+      status: {
+        type: 'string',
+        enum: ['running', 'completed', 'failed', 'cancelled'],
+        description:
+          'completed: every job completed; failed: a job failed and none is unfinished; cancelled: none failed, one or more cancelled and none unfinished; else running (docs/api.md "Workflows")',
+      },
+      counts: obj(Object.fromEntries(JOB_STATUSES.map((st) => [st, int(`its jobs in status ${st}`, { minimum: 0 })])), { description: 'every status, 0 included' }),
+      jobs: {
+        type: 'array',
+        description: 'in request order',
+        items: obj({
+          ref: str('its ref in the request; null only for a job recorded without one', true),
+          id: str(),
+          status: nullableStatus('null: the job is neither in Redis nor in the history (past retention)'),
+          dependsOn: { type: 'array', items: str(), description: 'ids of the jobs it waits for' },
+        }),
+      },
+    },
+    { description: 'A flow and the status of each of its jobs (API.md v1.2 "Workflows").' },
+  ),
+  JobDependencies: obj(
+    {
+      items: {
+        type: 'array',
+        description: 'its dependencies in the order it named them; empty for a job without any (or one Redis has pruned)',
+        items: obj({
+          ref: str(),
+          id: str(),
+          status: nullableStatus('null: the dependency is neither in Redis nor in the history (past retention)'),
+          result: anyJson("the dependency's result (any JSON); null until completed"),
+          lastError: str('message of its last failure', true),
+        }),
+      },
+    },
+    { description: "A flow job's dependencies with their results (API.md v1.2 \"Workflows\")." },
+  ),
   JobBatch: obj({ jobs: { type: 'array', items: ref('Job'), description: 'in input order' } }, { example: { jobs: [JOB_EXAMPLE] } }),
   ClaimedJobs: obj({ jobs: { type: 'array', items: ref('ClaimedJob'), description: 'empty when nothing came within waitMs' } }),
   JobEvent: obj(

@@ -16,7 +16,7 @@ const OPTIONS: ValidatorOptions = {
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Field problems found while building the instances (see {@link assign}). */
-type Details = { path: string; message: string }[];
+export type Details = { path: string; message: string }[];
 
 /**
  * `Object.assign(new Cls(), v)`, except for an own `constructor` key: on the
@@ -24,7 +24,7 @@ type Details = { path: string; message: string }[];
  * `obj.constructor` to find the rules), so it is reported as the unknown
  * field it is and left out.
  */
-function assign<T extends object>(instance: T, v: Record<string, unknown>, path: string, extra: Details): T {
+export function assign<T extends object>(instance: T, v: Record<string, unknown>, path: string, extra: Details): T {
   if (Object.hasOwn(v, 'constructor')) {
     extra.push({ path: path + 'constructor', message: 'is not allowed (unknown field)' });
     return Object.assign(instance, Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'constructor')));
@@ -32,15 +32,17 @@ function assign<T extends object>(instance: T, v: Record<string, unknown>, path:
   return Object.assign(instance, v);
 }
 
-function toJobDto(v: unknown, path: string, extra: Details): unknown {
+/** A job body as its DTO instance (`make`: EnqueueJobDto or a subclass, e.g. a flow's job), nested DTOs too. */
+export function toJobDto(v: unknown, path: string, extra: Details, make: () => EnqueueJobDto = () => new EnqueueJobDto()): unknown {
   if (!isPlainObject(v)) return v;
-  const dto = assign(new EnqueueJobDto(), v, path, extra);
+  const dto = assign(make(), v, path, extra);
   if (isPlainObject(dto.backoff)) dto.backoff = assign(new BackoffDto(), dto.backoff as Record<string, unknown>, path + 'backoff.', extra);
   if (isPlainObject(dto.debounce)) dto.debounce = assign(new DebounceDto(), dto.debounce as Record<string, unknown>, path + 'debounce.', extra);
   return dto;
 }
 
-function check<T extends object>(dto: T, extra: Details): T {
+/** Runs the DTO rules (options as the global pipe) and the null rule; @throws ValidationError with every detail. */
+export function check<T extends object>(dto: T, extra: Details): T {
   const errors = validateSync(dto, OPTIONS);
   const nulls = nullFieldDetails(dto);
   if (errors.length || extra.length || nulls.length) {
@@ -50,7 +52,7 @@ function check<T extends object>(dto: T, extra: Details): T {
   return dto;
 }
 
-function requireObject(body: unknown): asserts body is Record<string, unknown> {
+export function requireObject(body: unknown): asserts body is Record<string, unknown> {
   if (!isPlainObject(body)) throw new ValidationError('the body must be a JSON object', [{ path: '', message: 'must be a JSON object' }]);
 }
 

@@ -1,4 +1,4 @@
-import { FlowAdvance, FlowOutboxEntry, FlowOutcome, FlowRecordJob, FlowRecordStore } from '../../core/ports/flows';
+import { FlowAdvance, FlowOutboxEntry, FlowOutcome, FlowRecord, FlowRecordJob, FlowRecordStore, JobPlacement } from '../../core/ports/flows';
 import type { RedisContext } from '../context';
 import { flowQueuesKey } from '../keys';
 
@@ -6,6 +6,9 @@ import { flowQueuesKey } from '../keys';
 export function flowKeyBase(prefix: string, flowId: string): string {
   return `${prefix}:{flow:${flowId}}:`;
 }
+
+/** Every hash of a flow's record (lua/recordFlow-1.lua, lua/advanceFlow-1.lua), and `refs` (job id -> ref, written here). */
+const RECORD_PARTS = ['meta', 'q', 'deps', 'dnts', 'left', 'pol', 'out', 'refs'] as const;
 
 const OUTCOME: Record<FlowOutcome, string> = { completed: 'c', ended: 'x', retried: 'r' };
 const OUTCOME_OF: Record<string, FlowOutcome> = { c: 'completed', x: 'ended', r: 'retried' };
@@ -33,7 +36,49 @@ export class RedisFlowRecordStore implements FlowRecordStore {
     const base = flowKeyBase(this.ctx.prefix, flowId);
     const args: (string | number)[] = [base, project, jobs.length];
     for (const j of jobs) args.push(j.id, j.queue, j.onDependencyFailure === 'run' ? 'r' : 'c', j.dependsOn.join(','));
-    return (await this.ctx.scripts.run<number>('recordFlow', [base + 'meta'], args)) === 1;
+    if ((await this.ctx.scripts.run<number>('recordFlow', [base + 'meta'], args)) !== 1) return false;
+    // The refs beside the record (same slot), for GET /flows/:id once Redis has pruned a job's hash.
+    const refs = jobs.filter((j) => j.ref !== undefined).flatMap((j) => [j.id, j.ref as string]);
+    if (refs.length) await this.ctx.redis.hset(base + 'refs', ...refs);
+    return true;
+  }
+
+  async read(flowId: string): Promise<FlowRecord | null> {
+    const base = flowKeyBase(this.ctx.prefix, flowId);
+    const [meta, q, deps, pol, refs] = await Promise.all([
+      this.ctx.redis.hmget(base + 'meta', 'project', 'createdAt'),
+      this.ctx.redis.hgetall(base + 'q'),
+      this.ctx.redis.hgetall(base + 'deps'),
+      this.ctx.redis.hgetall(base + 'pol'),
+      this.ctx.redis.hgetall(base + 'refs'),
+    ]);
+    if (meta[0] === null) return null;
+    const jobs: FlowRecord['jobs'] = Object.keys(q)
+      .sort()
+      .map((id) => ({ id, queue: q[id], onDependencyFailure: pol[id] === 'r' ? ('run' as const) : ('cancel' as const), dependsOn: deps[id] ? deps[id].split(',') : [], ref: (refs[id] as string | undefined) ?? null }));
+    // A flow recorded without refs (through the stores): each job's own hash has it while live.
+    const missing = jobs.filter((j) => j.ref === null);
+    const rf = await Promise.all(missing.map((j) => this.ctx.redis.hget(this.ctx.keys(j.queue).base + 'job:' + j.id, 'rf')));
+    missing.forEach((j, i) => (j.ref = rf[i]));
+    return { flowId, project: meta[0], createdAt: Number(meta[1]), jobs };
+  }
+
+  async discard(flowId: string): Promise<void> {
+    const base = flowKeyBase(this.ctx.prefix, flowId);
+    await this.ctx.redis.del(...RECORD_PARTS.map((p) => base + p));
+  }
+
+  async placement(queue: string, id: string): Promise<JobPlacement | null> {
+    const [fl, rf, dp] = await this.ctx.redis.hmget(this.ctx.keys(queue).base + 'job:' + id, 'fl', 'rf', 'dp');
+    if (!fl) return null;
+    let dependsOn: JobPlacement['dependsOn'] = [];
+    try {
+      const parsed: unknown = JSON.parse(dp || '[]');
+      if (Array.isArray(parsed)) dependsOn = parsed.filter((d): d is JobPlacement['dependsOn'][number] => typeof d?.id === 'string' && typeof d?.queue === 'string' && typeof d?.ref === 'string');
+    } catch {
+      /* a corrupted field: no dependencies to show */
+    }
+    return { flowId: fl, ref: rf ?? '', dependsOn };
   }
 
   async advance(flowId: string, jobId: string, outcome: FlowOutcome): Promise<FlowAdvance> {

@@ -1,0 +1,115 @@
+import { Injectable } from '@nestjs/common';
+import { FlowNotFoundError, JobNotFoundError, WrongStateError } from '../core/errors';
+import type { Json } from '../core/job';
+import { isTerminal, JobStatus } from '../core/job-status';
+import { FlowRecordStore, JobStore } from '../core/ports';
+import type { FlowRecord } from '../core/ports/flows';
+import { HistoryQueries } from '../history';
+import { UUID_RE } from '../history/common';
+import { JobsService } from '../jobs/jobs.service';
+import { FlowStatus, flowStatus, statusCounts } from './flow-status';
+
+/** GET /flows/:id (API.md v1.2 "Workflows"). */
+export interface FlowView {
+  flowId: string;
+  status: FlowStatus;
+  counts: Record<JobStatus, number>;
+  jobs: { ref: string | null; id: string; status: JobStatus | null; dependsOn: string[] }[];
+}
+
+/** One item of GET /jobs/:id/dependencies. */
+export interface DependencyView {
+  ref: string;
+  id: string;
+  status: JobStatus | null;
+  result: Json | null;
+  lastError: string | null;
+}
+
+/**
+ * Reading and cancelling flows, and a job's dependencies, in the caller's
+ * project only (another project's flow or job → 404). A flow is read from its
+ * record in Redis; each job's status through the lookup GET /jobs/:id uses
+ * (its hash in Redis, else the PostgreSQL history for a job Redis pruned).
+ */
+@Injectable()
+export class FlowViewService {
+  constructor(
+    private readonly flows: FlowRecordStore,
+    private readonly store: JobStore,
+    private readonly history: HistoryQueries,
+    private readonly jobs: JobsService,
+  ) {}
+
+  /** @throws FlowNotFoundError (404): unknown id, not a UUID, or another project's flow. */
+  async get(flowId: string, project: string): Promise<FlowView> {
+    return this.render(await this.record(flowId, project));
+  }
+
+  /**
+   * Cancels every job of the flow that has not finished: the blocked ones
+   * first (so none is released by a dependency cancelled meanwhile), then the
+   * waiting, delayed and active ones (an active job gets a cancel request: its
+   * AbortSignal fires, it ends cancelled). A job that ended meanwhile is left.
+   * @returns the flow as it is after the cancellations.
+   * @throws FlowNotFoundError (404).
+   */
+  async cancel(flowId: string, project: string): Promise<FlowView> {
+    const rec = await this.record(flowId, project);
+    const before = await this.render(rec);
+    const open = before.jobs.filter((j) => j.status !== null && !isTerminal(j.status));
+    const queueOf = new Map(rec.jobs.map((j) => [j.id, j.queue]));
+    for (const batch of [open.filter((j) => j.status === 'blocked'), open.filter((j) => j.status !== 'blocked')]) {
+      await Promise.all(
+        batch.map((j) =>
+          this.store.cancel(queueOf.get(j.id) as string, j.id).catch((e: Error) => {
+            if (!(e instanceof WrongStateError) && !(e instanceof JobNotFoundError)) throw e;
+          }),
+        ),
+      );
+    }
+    return this.render(rec);
+  }
+
+  /**
+   * A job's dependencies (its hash's `dp`) with their status, result and last
+   * error, in the order it named them; [] for a job outside a flow, and for a
+   * job Redis has pruned (the history keeps no dependencies yet).
+   * @throws JobNotFoundError (404), also for another project's job.
+   */
+  async dependencies(id: string, project: string): Promise<DependencyView[]> {
+    const job = await this.jobs.get(id, project);
+    const placement = await this.flows.placement(job.queue, job.id);
+    if (!placement) return [];
+    return Promise.all(
+      placement.dependsOn.map(async (d) => {
+        const dep = (await this.store.getJob(d.queue, d.id)) ?? (await this.history.getJob(d.id));
+        return { ref: d.ref, id: d.id, status: dep?.status ?? null, result: dep?.result ?? null, lastError: dep?.lastError ?? null };
+      }),
+    );
+  }
+
+  private async record(flowId: string, project: string): Promise<FlowRecord> {
+    // Checked before the id reaches a key name: `{flow:<id>}` is a hash tag.
+    const rec = UUID_RE.test(flowId) ? await this.flows.read(flowId.toLowerCase()) : null;
+    if (!rec || rec.project !== project) throw new FlowNotFoundError(flowId);
+    return rec;
+  }
+
+  private async render(rec: FlowRecord): Promise<FlowView> {
+    const statuses = await Promise.all(rec.jobs.map((j) => this.status(j.queue, j.id)));
+    return {
+      flowId: rec.flowId,
+      status: flowStatus(statuses),
+      counts: statusCounts(statuses),
+      jobs: rec.jobs.map((j, i) => ({ ref: j.ref, id: j.id, status: statuses[i], dependsOn: j.dependsOn })),
+    };
+  }
+
+  /** Redis first (one HMGET, no payload), then the history for a job Redis pruned; null when neither has it. */
+  private async status(queue: string, id: string): Promise<JobStatus | null> {
+    const brief = await this.store.jobBrief(queue, id);
+    if (brief) return brief.status as JobStatus;
+    return (await this.history.getJob(id))?.status ?? null;
+  }
+}
