@@ -1,8 +1,7 @@
 import type { DataSource } from 'typeorm';
-import type { Job } from '../core/job';
 import { JOB_STATUSES } from '../core/job-status';
 import { ValidationError } from '../core/errors';
-import { checkLimit, checkStatus, decodeIdCursor, encodeIdCursor, JOB_SELECT, JobRow, projectCondition, rowToJob } from './common';
+import { checkLimit, checkStatus, decodeIdCursor, encodeIdCursor, HistoryJob, JOB_SELECT, JobRow, projectCondition, rowToJob, UUID_RE } from './common';
 
 /** PostgreSQL's SQLSTATE for a statement cancelled by statement_timeout (manual, appendix A). */
 const QUERY_CANCELED = '57014';
@@ -38,6 +37,8 @@ export interface ListJobsFilter {
   status?: string;
   /** Exact job type. */
   type?: string;
+  /** Only the jobs of this flow (API.md v1.2 "Workflows"): a UUID, else ValidationError on `flowId`. */
+  flowId?: string;
   /** `nextCursor` of the previous page; absent for the first page. */
   cursor?: string;
   /** Page size, integer 1..500, default 50. */
@@ -73,7 +74,7 @@ export function idAtMs(ms: number): string {
  * of that range (src/history/common.ts projectCondition).
  */
 export function payloadSearchSql(
-  f: { queue?: string; status?: string; type?: string; project?: string | null; payload: string; fromMs: number; toMs: number },
+  f: { queue?: string; status?: string; type?: string; flowId?: string; project?: string | null; payload: string; fromMs: number; toMs: number },
   afterId: string | null,
   limit: number,
 ): { sql: string; params: unknown[] } {
@@ -88,8 +89,19 @@ export function payloadSearchSql(
   else if (f.project != null) where.push(projectCondition('j.queue', f.project, param));
   if (f.status !== undefined) where.push(`j.status = ${param(f.status)}`);
   if (f.type !== undefined) where.push(`j.type = ${param(f.type)}`);
+  if (f.flowId !== undefined) where.push(`j.flow_id = ${param(f.flowId)}::uuid`);
   where.push(`sluice_payload_jsonb(j.payload) @> ${param(f.payload)}::jsonb`);
   return { sql: `SELECT ${JOB_SELECT} FROM jobs j WHERE ${where.join(' AND ')} ORDER BY j.id DESC LIMIT ${param(limit + 1)}`, params };
+}
+
+/**
+ * Validates an optional flow id filter (lower-cased: ids are stored so).
+ * @throws ValidationError when not a UUID.
+ */
+export function checkFlowId(flowId: string | undefined): string | undefined {
+  if (flowId === undefined) return undefined;
+  if (!UUID_RE.test(flowId)) throw new ValidationError('invalid flowId', [{ path: 'flowId', message: 'must be a UUID' }]);
+  return flowId.toLowerCase();
 }
 
 export interface Page<T> {
@@ -120,11 +132,14 @@ export interface Page<T> {
  *   (limit + 1) ids, then the page's rows by primary key;
  * - a type: the plans above with the project's condition as a filter of the
  *   `jobs_type_status_id` range (as a queue filter is with a type today).
+ * With a `flowId`, whatever else is given: one LIMITed range of `jobs_flow_id`
+ * (flow_id, id DESC), the other filters (status, queue or project, type)
+ * conditions on its rows — at most the flow's 1,000 jobs.
  * Fetches `limit + 1` rows to know whether a next page exists.
  * @param afterId the decoded cursor (the last id of the previous page).
  */
 export function listJobsSql(
-  f: { queue?: string; status?: string; type?: string; project?: string | null; fromMs?: number; toMs?: number },
+  f: { queue?: string; status?: string; type?: string; flowId?: string; project?: string | null; fromMs?: number; toMs?: number },
   afterId: string | null,
   limit: number,
 ): { sql: string; params: unknown[] } {
@@ -144,7 +159,13 @@ export function listJobsSql(
   const cond = (extra: string[]) => (extra.length ? ` WHERE ${extra.join(' AND ')}` : '');
   const project = f.queue === undefined && f.project != null ? f.project : null;
   let from: string;
-  if (project !== null && f.type === undefined) {
+  if (f.flowId !== undefined) {
+    // A flow holds ≤ 1,000 jobs: its range of jobs_flow_id, in id order, the rest as filters.
+    const w = [`flow_id = ${param(f.flowId)}::uuid`, ...where];
+    if (f.status !== undefined) w.push(`status = ${param(f.status)}`);
+    if (project !== null) w.push(projectCondition('queue', project, param));
+    from = `(SELECT * FROM jobs${cond(w)} ORDER BY id DESC LIMIT ${n}) j`;
+  } else if (project !== null && f.type === undefined) {
     const counts = [projectCondition('c.queue', project, param)];
     if (f.status !== undefined) counts.push(`c.status = ${param(f.status)}`);
     // Ids only (index-only ranges of jobs_queue_status_id), sorted, then the page's rows by primary key: the sort never moves whole rows.
@@ -171,7 +192,7 @@ export function listJobsSql(
 }
 
 /**
- * `GET /jobs?queue=&status=&type=&cursor=&limit=`: jobs from the Postgres
+ * `GET /jobs?queue=&status=&type=&flowId=&cursor=&limit=`: jobs from the Postgres
  * projection, newest first (UUIDv7 ids sort by creation time), keyset
  * pagination on `id`.
  *
@@ -183,13 +204,14 @@ export function listJobsSql(
  *
  * @returns `{ items: Job[] (≤ limit, times epoch ms), nextCursor }`;
  *   nextCursor is the base64url of the last item's id, null when no more.
- * @throws ValidationError on a bad status, limit or cursor (HTTP 400).
+ * @throws ValidationError on a bad status, flowId, limit or cursor (HTTP 400).
  */
-export async function listJobs(db: DataSource, filter: ListJobsFilter = {}): Promise<Page<Job>> {
+export async function listJobs(db: DataSource, filter: ListJobsFilter = {}): Promise<Page<HistoryJob>> {
   const limit = checkLimit(filter.limit);
   const status = checkStatus(filter.status);
   const afterId = filter.cursor !== undefined && filter.cursor !== '' ? decodeIdCursor(filter.cursor) : null;
-  const f = { queue: filter.queue, status, type: filter.type, project: filter.project, fromMs: filter.fromMs, toMs: filter.toMs };
+  const flowId = checkFlowId(filter.flowId);
+  const f = { queue: filter.queue, status, type: filter.type, flowId, project: filter.project, fromMs: filter.fromMs, toMs: filter.toMs };
   let rows: JobRow[];
   if (filter.payload !== undefined) {
     if (filter.fromMs === undefined || filter.toMs === undefined) throw new ValidationError('from and to are required with payload', [{ path: 'from', message: 'required with payload' }]);
