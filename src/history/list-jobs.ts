@@ -132,9 +132,11 @@ export interface Page<T> {
  *   (limit + 1) ids, then the page's rows by primary key;
  * - a type: the plans above with the project's condition as a filter of the
  *   `jobs_type_status_id` range (as a queue filter is with a type today).
- * With a `flowId`, whatever else is given: one LIMITed range of `jobs_flow_id`
- * (flow_id, id DESC), the other filters (status, queue or project, type)
- * conditions on its rows — at most the flow's 1,000 jobs.
+ * With a `flowId`, whatever else is given, the flow's range of `jobs_flow_id`
+ * (flow_id, id DESC), with the cursor and created-time bounds: alone, read in
+ * id order and stopped by LIMIT; with other filters (status, queue or
+ * project, type), those are conditions on the flow's rows (≤ 1,000, read
+ * first), then a top-N sort of their ids and the page's rows by primary key.
  * Fetches `limit + 1` rows to know whether a next page exists.
  * @param afterId the decoded cursor (the last id of the previous page).
  */
@@ -148,23 +150,33 @@ export function listJobsSql(
     params.push(v);
     return `$${params.length}`;
   };
-  const where: string[] = [];
-  if (f.queue !== undefined) where.push(`queue = ${param(f.queue)}`);
-  if (f.type !== undefined) where.push(`type = ${param(f.type)}`);
-  if (afterId !== null) where.push(`id < ${param(afterId)}::uuid`);
+  const other: string[] = [];
+  if (f.queue !== undefined) other.push(`queue = ${param(f.queue)}`);
+  if (f.type !== undefined) other.push(`type = ${param(f.type)}`);
+  const ids: string[] = [];
+  if (afterId !== null) ids.push(`id < ${param(afterId)}::uuid`);
   // A created-time range is an id range (UUIDv7): an index condition of every branch below.
-  if (f.fromMs !== undefined) where.push(`id >= ${param(idAtMs(f.fromMs))}::uuid`);
-  if (f.toMs !== undefined) where.push(`id < ${param(idAtMs(f.toMs))}::uuid`);
+  if (f.fromMs !== undefined) ids.push(`id >= ${param(idAtMs(f.fromMs))}::uuid`);
+  if (f.toMs !== undefined) ids.push(`id < ${param(idAtMs(f.toMs))}::uuid`);
+  const where = [...other, ...ids];
   const n = param(limit + 1);
   const cond = (extra: string[]) => (extra.length ? ` WHERE ${extra.join(' AND ')}` : '');
   const project = f.queue === undefined && f.project != null ? f.project : null;
   let from: string;
   if (f.flowId !== undefined) {
-    // A flow holds ≤ 1,000 jobs: its range of jobs_flow_id, in id order, the rest as filters.
-    const w = [`flow_id = ${param(f.flowId)}::uuid`, ...where];
-    if (f.status !== undefined) w.push(`status = ${param(f.status)}`);
-    if (project !== null) w.push(projectCondition('queue', project, param));
-    from = `(SELECT * FROM jobs${cond(w)} ORDER BY id DESC LIMIT ${n}) j`;
+    // A flow holds ≤ 1,000 jobs: its range of jobs_flow_id (with the id bounds), nothing else.
+    const range = [`flow_id = ${param(f.flowId)}::uuid`, ...ids];
+    const rest = [...other];
+    if (f.status !== undefined) rest.push(`status = ${param(f.status)}`);
+    if (project !== null) rest.push(projectCondition('queue', project, param));
+    if (!rest.length) from = `(SELECT * FROM jobs${cond(range)} ORDER BY id DESC LIMIT ${n}) j`;
+    else {
+      // Other filters: conditions on the flow's rows only, read first (MATERIALIZED: the planner
+      // may not trade the flow's range for a BitmapAnd with a status or type index, which reads
+      // every job of that status or type), then a top-N sort of ≤ 1,000 ids and the page's rows by primary key.
+      const flowRows = `WITH f AS MATERIALIZED (SELECT id, queue, type, status FROM jobs${cond(range)})`;
+      from = `(${flowRows} SELECT f.id FROM f${cond(rest)} ORDER BY f.id DESC LIMIT ${n}) k JOIN jobs j ON j.id = k.id`;
+    }
   } else if (project !== null && f.type === undefined) {
     const counts = [projectCondition('c.queue', project, param)];
     if (f.status !== undefined) counts.push(`c.status = ${param(f.status)}`);
