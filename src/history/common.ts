@@ -29,7 +29,7 @@ export const epochMs = (col: string): string => `round(extract(epoch FROM ${col}
  * `job_events_job` index, and only for active rows.
  */
 export const JOB_SELECT = `j.id, j.queue, j.type, j.status, j.priority, j.attempts, j.max_attempts, j.backoff, j.timeout_ms,
-  j.idempotency_key, j.concurrency_key, j.payload, j.progress, j.result, j.last_error, j.worker_id, j.execution_seq,
+  j.idempotency_key, j.concurrency_key, j.flow_id, j.flow_ref, j.payload, j.progress, j.result, j.last_error, j.worker_id, j.execution_seq,
   ${epochMs('j.created_at')} AS created_ms, ${epochMs('j.run_at')} AS run_ms, ${epochMs('j.started_at')} AS started_ms,
   ${epochMs('j.finished_at')} AS finished_ms, ${epochMs('j.updated_at')} AS updated_ms,
   CASE WHEN j.status = 'active' THEN EXISTS (
@@ -49,6 +49,8 @@ export interface JobRow {
   timeout_ms: number;
   idempotency_key: string | null;
   concurrency_key: string | null;
+  flow_id: string | null;
+  flow_ref: string | null;
   payload: string;
   progress: string | null;
   result: string | null;
@@ -87,8 +89,15 @@ function parseBackoff(s: string): BackoffSpec {
   }
 }
 
-/** Maps a `jobs` row (selected with {@link JOB_SELECT}) to the Job shape of src/core/job.ts. */
-export function rowToJob(r: JobRow): Job {
+/**
+ * A job as the history reads it: the Job of src/core/job.ts and, for a job
+ * of a flow (API.md v1.2 "Workflows"), its flow and its ref in it — both
+ * null outside flows and for rows mirrored before migration 1796001700000-Workflows.
+ */
+export type HistoryJob = Job & { flowId: string | null; flowRef: string | null };
+
+/** Maps a `jobs` row (selected with {@link JOB_SELECT}) to the Job shape of src/core/job.ts, plus the flow columns ({@link HistoryJob}). */
+export function rowToJob(r: JobRow): HistoryJob {
   return {
     id: r.id,
     queue: r.queue,
@@ -103,6 +112,8 @@ export function rowToJob(r: JobRow): Job {
     idempotencyKey: r.idempotency_key,
     // Rows mirrored before the column existed read null (migration 1796001600000-ConcurrencyKeys).
     concurrencyKey: r.concurrency_key ?? null,
+    flowId: r.flow_id ?? null,
+    flowRef: r.flow_ref ?? null,
     progress: parseJsonOrNull(r.progress),
     result: parseJsonOrNull(r.result),
     lastError: r.last_error,

@@ -7,6 +7,8 @@ import { mirrorLag } from './mirror-lag';
 import { dlqGroups, DlqGroup } from './dlq-groups';
 import { waitForMirror } from './mirror-barrier';
 import { getJob } from './get-job';
+import { dependenciesOf, flowJobs, FlowDependency, FlowJob } from './flows';
+import type { HistoryJob } from './common';
 import { jobEvents, JobEvent } from './job-events';
 import { jobExecutions, JobExecution } from './job-executions';
 import { jobLogs, JobLogLine } from './job-logs';
@@ -15,8 +17,8 @@ import { listJobs, ListJobsFilter, Page } from './list-jobs';
 import { queueCounts, QueueCounts, sumCounts } from './queue-counts';
 import { throughput, Throughput } from './throughput';
 
-export type { DlqGroup, JobEvent, JobExecution, JobLogLine, ListDlqFilter, ListJobsFilter, Page, QueueCounts, Throughput };
-export { mirrorLag, dlqGroups, getJob, jobEvents, jobExecutions, jobLogs, listDlq, listJobs, queueCounts, sumCounts, throughput };
+export type { DlqGroup, FlowDependency, FlowJob, HistoryJob, JobEvent, JobExecution, JobLogLine, ListDlqFilter, ListJobsFilter, Page, QueueCounts, Throughput };
+export { mirrorLag, dlqGroups, dependenciesOf, flowJobs, getJob, jobEvents, jobExecutions, jobLogs, listDlq, listJobs, queueCounts, sumCounts, throughput };
 
 /** The live (hot-store) side the history reads beside PostgreSQL. */
 export interface LiveStores {
@@ -74,7 +76,7 @@ export class HistoryQueries {
    * slips into a query run without the project condition (then the page is
    * shorter; the cursor stays right).
    */
-  async listJobs(filter: ListJobsFilter = {}): Promise<Page<Job>> {
+  async listJobs(filter: ListJobsFilter = {}): Promise<Page<HistoryJob>> {
     if (filter.queue !== undefined || filter.project == null) {
       await this.settle(filter.queue ? [filter.queue] : undefined);
       return listJobs(this.db, filter);
@@ -83,6 +85,26 @@ export class HistoryQueries {
     await this.settle(queues);
     const page = await listJobs(this.db, { ...filter, project: sole ? null : filter.project });
     return { items: page.items.filter((j) => inProject(j.queue, filter.project!)), nextCursor: page.nextCursor };
+  }
+
+  /**
+   * A job's dependencies `[{ref, id}]` as mirrored (see flows.ts), after the
+   * project's queues are mirrored; null when PostgreSQL does not know the
+   * job in `project`.
+   */
+  async dependenciesOf(jobId: string, project: string): Promise<FlowDependency[] | null> {
+    await this.settle((await this.projectQueues(project)).queues);
+    return dependenciesOf(this.db, jobId, project);
+  }
+
+  /**
+   * A flow's jobs `[{id, ref, status, dependsOn}]` as mirrored (see
+   * flows.ts), after the project's queues are mirrored; empty when
+   * PostgreSQL knows none in `project`.
+   */
+  async flowJobs(flowId: string, project: string): Promise<FlowJob[]> {
+    await this.settle((await this.projectQueues(project)).queues);
+    return flowJobs(this.db, flowId, project);
   }
 
   /** Audit trail, oldest first. */

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { DEFAULT_BACKOFF } from '../core/backoff';
 import type { Job } from '../core/job';
-import { badCursor, checkLimit, epochMs, isUtcMicros, JOB_SELECT, JobRow, parsePayload, projectCondition, rowToJob, UUID_RE } from './common';
+import { badCursor, checkLimit, epochMs, HistoryJob, isUtcMicros, JOB_SELECT, JobRow, parsePayload, projectCondition, rowToJob, UUID_RE } from './common';
 import type { Page } from './list-jobs';
 
 export interface ListDlqFilter {
@@ -111,13 +111,13 @@ type DlqRow = JobRow & {
   failed_key: string;
 };
 
-function dlqRowToJob(r: DlqRow): Job {
-  const base: Job = r.id
+function dlqRowToJob(r: DlqRow): HistoryJob {
+  const base: HistoryJob = r.id
     ? rowToJob(r)
     : {
         id: r.d_id, queue: r.d_queue, type: r.d_type, payload: {}, status: 'failed', priority: 0, attempts: r.d_attempts,
         maxAttempts: Math.max(1, r.d_attempts), backoff: { ...DEFAULT_BACKOFF }, timeoutMs: 600_000, idempotencyKey: null, concurrencyKey: null,
-        progress: null, result: null, lastError: null, workerId: null, createdAt: r.failed_ms, runAt: r.failed_ms,
+        flowId: null, flowRef: null, progress: null, result: null, lastError: null, workerId: null, createdAt: r.failed_ms, runAt: r.failed_ms,
         startedAt: null, finishedAt: r.failed_ms, updatedAt: r.failed_ms, executionSeq: r.d_attempts, cancelRequested: false,
       };
   return {

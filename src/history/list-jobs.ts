@@ -1,8 +1,7 @@
 import type { DataSource } from 'typeorm';
-import type { Job } from '../core/job';
 import { JOB_STATUSES } from '../core/job-status';
 import { ValidationError } from '../core/errors';
-import { checkLimit, checkStatus, decodeIdCursor, encodeIdCursor, JOB_SELECT, JobRow, projectCondition, rowToJob } from './common';
+import { checkLimit, checkStatus, decodeIdCursor, encodeIdCursor, HistoryJob, JOB_SELECT, JobRow, projectCondition, rowToJob, UUID_RE } from './common';
 
 /** PostgreSQL's SQLSTATE for a statement cancelled by statement_timeout (manual, appendix A). */
 const QUERY_CANCELED = '57014';
@@ -38,6 +37,8 @@ export interface ListJobsFilter {
   status?: string;
   /** Exact job type. */
   type?: string;
+  /** Only the jobs of this flow (API.md v1.2 "Workflows"): a UUID, else ValidationError on `flowId`. */
+  flowId?: string;
   /** `nextCursor` of the previous page; absent for the first page. */
   cursor?: string;
   /** Page size, integer 1..500, default 50. */
@@ -73,7 +74,7 @@ export function idAtMs(ms: number): string {
  * of that range (src/history/common.ts projectCondition).
  */
 export function payloadSearchSql(
-  f: { queue?: string; status?: string; type?: string; project?: string | null; payload: string; fromMs: number; toMs: number },
+  f: { queue?: string; status?: string; type?: string; flowId?: string; project?: string | null; payload: string; fromMs: number; toMs: number },
   afterId: string | null,
   limit: number,
 ): { sql: string; params: unknown[] } {
@@ -88,8 +89,19 @@ export function payloadSearchSql(
   else if (f.project != null) where.push(projectCondition('j.queue', f.project, param));
   if (f.status !== undefined) where.push(`j.status = ${param(f.status)}`);
   if (f.type !== undefined) where.push(`j.type = ${param(f.type)}`);
+  if (f.flowId !== undefined) where.push(`j.flow_id = ${param(f.flowId)}::uuid`);
   where.push(`sluice_payload_jsonb(j.payload) @> ${param(f.payload)}::jsonb`);
   return { sql: `SELECT ${JOB_SELECT} FROM jobs j WHERE ${where.join(' AND ')} ORDER BY j.id DESC LIMIT ${param(limit + 1)}`, params };
+}
+
+/**
+ * Validates an optional flow id filter (lower-cased: ids are stored so).
+ * @throws ValidationError when not a UUID.
+ */
+export function checkFlowId(flowId: string | undefined): string | undefined {
+  if (flowId === undefined) return undefined;
+  if (!UUID_RE.test(flowId)) throw new ValidationError('invalid flowId', [{ path: 'flowId', message: 'must be a UUID' }]);
+  return flowId.toLowerCase();
 }
 
 export interface Page<T> {
@@ -120,11 +132,16 @@ export interface Page<T> {
  *   (limit + 1) ids, then the page's rows by primary key;
  * - a type: the plans above with the project's condition as a filter of the
  *   `jobs_type_status_id` range (as a queue filter is with a type today).
+ * With a `flowId`, whatever else is given, the flow's range of `jobs_flow_id`
+ * (flow_id, id DESC), with the cursor and created-time bounds: alone, read in
+ * id order and stopped by LIMIT; with other filters (status, queue or
+ * project, type), those are conditions on the flow's rows (≤ 1,000, read
+ * first), then a top-N sort of their ids and the page's rows by primary key.
  * Fetches `limit + 1` rows to know whether a next page exists.
  * @param afterId the decoded cursor (the last id of the previous page).
  */
 export function listJobsSql(
-  f: { queue?: string; status?: string; type?: string; project?: string | null; fromMs?: number; toMs?: number },
+  f: { queue?: string; status?: string; type?: string; flowId?: string; project?: string | null; fromMs?: number; toMs?: number },
   afterId: string | null,
   limit: number,
 ): { sql: string; params: unknown[] } {
@@ -133,18 +150,34 @@ export function listJobsSql(
     params.push(v);
     return `$${params.length}`;
   };
-  const where: string[] = [];
-  if (f.queue !== undefined) where.push(`queue = ${param(f.queue)}`);
-  if (f.type !== undefined) where.push(`type = ${param(f.type)}`);
-  if (afterId !== null) where.push(`id < ${param(afterId)}::uuid`);
+  const other: string[] = [];
+  if (f.queue !== undefined) other.push(`queue = ${param(f.queue)}`);
+  if (f.type !== undefined) other.push(`type = ${param(f.type)}`);
+  const ids: string[] = [];
+  if (afterId !== null) ids.push(`id < ${param(afterId)}::uuid`);
   // A created-time range is an id range (UUIDv7): an index condition of every branch below.
-  if (f.fromMs !== undefined) where.push(`id >= ${param(idAtMs(f.fromMs))}::uuid`);
-  if (f.toMs !== undefined) where.push(`id < ${param(idAtMs(f.toMs))}::uuid`);
+  if (f.fromMs !== undefined) ids.push(`id >= ${param(idAtMs(f.fromMs))}::uuid`);
+  if (f.toMs !== undefined) ids.push(`id < ${param(idAtMs(f.toMs))}::uuid`);
+  const where = [...other, ...ids];
   const n = param(limit + 1);
   const cond = (extra: string[]) => (extra.length ? ` WHERE ${extra.join(' AND ')}` : '');
   const project = f.queue === undefined && f.project != null ? f.project : null;
   let from: string;
-  if (project !== null && f.type === undefined) {
+  if (f.flowId !== undefined) {
+    // A flow holds ≤ 1,000 jobs: its range of jobs_flow_id (with the id bounds), nothing else.
+    const range = [`flow_id = ${param(f.flowId)}::uuid`, ...ids];
+    const rest = [...other];
+    if (f.status !== undefined) rest.push(`status = ${param(f.status)}`);
+    if (project !== null) rest.push(projectCondition('queue', project, param));
+    if (!rest.length) from = `(SELECT * FROM jobs${cond(range)} ORDER BY id DESC LIMIT ${n}) j`;
+    else {
+      // Other filters: conditions on the flow's rows only, read first (MATERIALIZED: the planner
+      // may not trade the flow's range for a BitmapAnd with a status or type index, which reads
+      // every job of that status or type), then a top-N sort of ≤ 1,000 ids and the page's rows by primary key.
+      const flowRows = `WITH f AS MATERIALIZED (SELECT id, queue, type, status FROM jobs${cond(range)})`;
+      from = `(${flowRows} SELECT f.id FROM f${cond(rest)} ORDER BY f.id DESC LIMIT ${n}) k JOIN jobs j ON j.id = k.id`;
+    }
+  } else if (project !== null && f.type === undefined) {
     const counts = [projectCondition('c.queue', project, param)];
     if (f.status !== undefined) counts.push(`c.status = ${param(f.status)}`);
     // Ids only (index-only ranges of jobs_queue_status_id), sorted, then the page's rows by primary key: the sort never moves whole rows.
@@ -171,7 +204,7 @@ export function listJobsSql(
 }
 
 /**
- * `GET /jobs?queue=&status=&type=&cursor=&limit=`: jobs from the Postgres
+ * `GET /jobs?queue=&status=&type=&flowId=&cursor=&limit=`: jobs from the Postgres
  * projection, newest first (UUIDv7 ids sort by creation time), keyset
  * pagination on `id`.
  *
@@ -183,13 +216,14 @@ export function listJobsSql(
  *
  * @returns `{ items: Job[] (≤ limit, times epoch ms), nextCursor }`;
  *   nextCursor is the base64url of the last item's id, null when no more.
- * @throws ValidationError on a bad status, limit or cursor (HTTP 400).
+ * @throws ValidationError on a bad status, flowId, limit or cursor (HTTP 400).
  */
-export async function listJobs(db: DataSource, filter: ListJobsFilter = {}): Promise<Page<Job>> {
+export async function listJobs(db: DataSource, filter: ListJobsFilter = {}): Promise<Page<HistoryJob>> {
   const limit = checkLimit(filter.limit);
   const status = checkStatus(filter.status);
   const afterId = filter.cursor !== undefined && filter.cursor !== '' ? decodeIdCursor(filter.cursor) : null;
-  const f = { queue: filter.queue, status, type: filter.type, project: filter.project, fromMs: filter.fromMs, toMs: filter.toMs };
+  const flowId = checkFlowId(filter.flowId);
+  const f = { queue: filter.queue, status, type: filter.type, flowId, project: filter.project, fromMs: filter.fromMs, toMs: filter.toMs };
   let rows: JobRow[];
   if (filter.payload !== undefined) {
     if (filter.fromMs === undefined || filter.toMs === undefined) throw new ValidationError('from and to are required with payload', [{ path: 'from', message: 'required with payload' }]);

@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { copyNumber, copyText, copyTime } from '../postgres/copy-text';
 import { numArray, textArray } from '../postgres/pg-array';
 import { BatchMessage, sendBatch } from '../postgres/pg-batch';
-import type { MirrorBatch, EventRow, ExecutionEnd, ExecutionStart, JobInsert, JobPatch, LogRow } from './projection';
+import type { DependencyRow, MirrorBatch, EventRow, ExecutionEnd, ExecutionStart, JobInsert, JobPatch, LogRow } from './projection';
 
 /** Bits of JobPatch.mask: which columns a patch sets (others stay as they are). */
 const PATCH_COLUMNS = [
@@ -146,7 +146,7 @@ function logRows(rows: LogRow[]): string {
 
 const JOB_COPY_SQL = `COPY jobs (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload, execution_seq,
                    created_at, run_at, updated_at, last_event_ms, last_event_seq, worker_id, started_at, finished_at, last_error, result, progress,
-                   concurrency_key) FROM STDIN`;
+                   concurrency_key, flow_id, flow_ref, on_dependency_failure) FROM STDIN`;
 
 function jobRows(rows: JobInsert[]): string {
   let s = '';
@@ -156,8 +156,16 @@ function jobRows(rows: JobInsert[]): string {
       copyText(r.idempotencyKey) + '\t' + copyText(r.payload) + '\t' + copyNumber(r.executionSeq) + '\t' + copyTime(r.createdAt) + '\t' +
       copyTime(r.runAt) + '\t' + copyTime(r.updatedAt) + '\t' + r.streamMs + '\t' + r.streamSeq + '\t' + copyText(r.workerId) + '\t' +
       copyTime(r.startedAt) + '\t' + copyTime(r.finishedAt) + '\t' + copyText(r.lastError) + '\t' + copyText(r.result) + '\t' + copyText(r.progress) + '\t' +
-      copyText(r.concurrencyKey) + '\n';
+      copyText(r.concurrencyKey) + '\t' + copyText(r.flowId) + '\t' + copyText(r.flowRef) + '\t' + copyText(r.onDependencyFailure) + '\n';
   }
+  return s;
+}
+
+const DEPENDENCY_COPY_SQL = 'COPY job_dependencies (job_id, depends_on_id, flow_id, ref) FROM STDIN';
+
+function dependencyRows(rows: DependencyRow[]): string {
+  let s = '';
+  for (const r of rows) s += copyText(r.jobId) + '\t' + copyText(r.dependsOnId) + '\t' + copyText(r.flowId) + '\t' + copyText(r.ref) + '\n';
   return s;
 }
 
@@ -249,13 +257,13 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
       out.push({
         sql: `INSERT INTO jobs AS j (id, queue, type, status, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, payload,
                            execution_seq, created_at, run_at, updated_at, last_event_ms, last_event_seq,
-                           worker_id, started_at, finished_at, last_error, result, progress, concurrency_key)
+                           worker_id, started_at, finished_at, last_error, result, progress, concurrency_key, flow_id, flow_ref, on_dependency_failure)
          SELECT id, q, ty, s, pr, a, ma, bo, tm, ik, p, x, ${ts('ca')}, ${ts('ra')}, ${ts('ua')}, sm, ss,
-                w, ${ts('sa')}, ${ts('fa')}, er, r, pg, ck
+                w, ${ts('sa')}, ${ts('fa')}, er, r, pg, ck, fl, rf, fp
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::int[], $9::text[], $10::text[],
                      $11::float8[], $12::float8[], $13::bigint[], $14::bigint[], $15::int[], $16::int[], $17::float8[], $18::text[],
-                     $19::float8[], $20::float8[], $21::text[], $22::text[], $23::text[], $24::text[])
-           AS u(id, q, ty, s, pr, ma, bo, tm, ik, p, ca, ra, sm, ss, a, x, ua, w, sa, fa, er, r, pg, ck)
+                     $19::float8[], $20::float8[], $21::text[], $22::text[], $23::text[], $24::text[], $25::uuid[], $26::text[], $27::text[])
+           AS u(id, q, ty, s, pr, ma, bo, tm, ik, p, ca, ra, sm, ss, a, x, ua, w, sa, fa, er, r, pg, ck, fl, rf, fp)
          ${JOB_UPSERT}`,
         params: [
           txt(i, (r) => r.id), txt(i, (r) => r.queue), txt(i, (r) => r.type), txt(i, (r) => r.status), num(i, (r) => r.priority), num(i, (r) => r.maxAttempts),
@@ -263,7 +271,22 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
           num(i, (r) => r.runAt), num(i, (r) => r.streamMs), num(i, (r) => r.streamSeq), num(i, (r) => r.attempts), num(i, (r) => r.executionSeq),
           num(i, (r) => r.updatedAt), txt(i, (r) => r.workerId), num(i, (r) => r.startedAt), num(i, (r) => r.finishedAt), txt(i, (r) => r.lastError),
           txt(i, (r) => r.result), txt(i, (r) => r.progress), txt(i, (r) => r.concurrencyKey),
+          txt(i, (r) => r.flowId), txt(i, (r) => r.flowRef), txt(i, (r) => r.onDependencyFailure),
         ],
+      });
+    }
+  }
+  if (b.dependencies.length) {
+    // A flow job's edges, written with its row (same transaction), once each:
+    // never updated, so a replay of its enqueued entry finds them and adds nothing.
+    const d = b.dependencies;
+    if (fresh) out.push(copyOf(DEPENDENCY_COPY_SQL, dependencyRows(d)));
+    else {
+      out.push({
+        sql: `INSERT INTO job_dependencies (job_id, depends_on_id, flow_id, ref)
+         SELECT j, d, fl, rf FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[]) AS u(j, d, fl, rf)
+         ON CONFLICT (job_id, depends_on_id) DO NOTHING`,
+        params: [txt(d, (r) => r.jobId), txt(d, (r) => r.dependsOnId), txt(d, (r) => r.flowId), txt(d, (r) => r.ref)],
       });
     }
   }

@@ -117,6 +117,26 @@ function prepare(all: StreamEntry[], maxChars: number, fresh: boolean, maxEntryC
   }
 }
 
+/**
+ * One warn line per stream for the entries mirrored with a part left out
+ * (MirrorBatch.warnings: a flow job's unreadable dependencies): the stream
+ * key, the entry ids and the projection's reasons — never a field value.
+ */
+function logWarnings(log: Logger, eventsKeyOf: (queue: string) => string, warnings: MirrorBatch['warnings']): void {
+  const byQueue = new Map<string, MirrorBatch['warnings']>();
+  for (const w of warnings) {
+    let l = byQueue.get(w.entry.queue);
+    if (!l) byQueue.set(w.entry.queue, (l = []));
+    l.push(w);
+  }
+  for (const [queue, ws] of byQueue) {
+    log.warn(
+      { streamKey: eventsKeyOf(queue), count: ws.length, entries: ws.slice(0, 100).map((w) => w.entry.id), reasons: [...new Set(ws.map((w) => w.reason))].slice(0, 20) },
+      'audit writer: entries mirrored in part',
+    );
+  }
+}
+
 /** The ms part of the oldest entry id of a batch (entries come in stream order per queue, queue after queue). */
 function oldestMs(entries: StreamEntry[]): number {
   let min = Infinity;
@@ -339,6 +359,7 @@ export class MirrorWriter {
       if (f) this.backlog.push(...f.entries, ...f.rest);
       throw e;
     }
+    if (written.warnings.length) logWarnings(this.log, (q) => this.stores.mirror.streamName(q), written.warnings);
     this.unknownFailure.times = 0;
     if (this.pgDown) {
       this.pgDown = false;

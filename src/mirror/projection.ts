@@ -13,9 +13,13 @@
  * names `blocked` as its target (t); `unblocked` (blocked to waiting or
  * delayed, ra when it carries a runAt) and `blocked` (cancelled back to
  * blocked) are transitions like the others. `log` entries carry lvl and m.
+ * A flow job's `enqueued` also carries fl (flow id), fp ('c' cancel, 'r'
+ * run: its onDependencyFailure), rf (its ref) and dp (its dependencies,
+ * JSON `[{"ref","id","queue"}]`): see {@link flowOf}.
  */
 
 import { errorFingerprint } from '../core/error-fingerprint';
+import { FLOW_LIMITS } from '../core/flow-graph';
 import { JOB_STATUSES, JobEventName } from '../core/job-status';
 import { splitOptions } from '../core/packed-options';
 import { splitStreamId } from '../core/stream-ids';
@@ -111,6 +115,10 @@ export interface JobInsert {
   idempotencyKey: string | null;
   /** The job's concurrency key (`ck` of its enqueued event), null when none. */
   concurrencyKey: string | null;
+  /** A flow job's flow id, ref and policy (`fl`, `rf`, `fp` of its enqueued event: see {@link flowOf}); null outside flows. */
+  flowId: string | null;
+  flowRef: string | null;
+  onDependencyFailure: 'cancel' | 'run' | null;
   payload: string;
   createdAt: number;
   runAt: number;
@@ -188,10 +196,20 @@ export interface DlqChange {
   failedAt: number;
 }
 
+/** One edge of a flow (`job_dependencies`): job `jobId` waits for `dependsOnId`, whose ref in the flow is `ref`. */
+export interface DependencyRow {
+  jobId: string;
+  dependsOnId: string;
+  flowId: string;
+  ref: string;
+}
+
 export interface MirrorBatch {
   events: EventRow[];
   logs: LogRow[];
   inserts: JobInsert[];
+  /** The dependencies of the flow jobs of `inserts`, every edge once. */
+  dependencies: DependencyRow[];
   patches: JobPatch[];
   starts: ExecutionStart[];
   ends: ExecutionEnd[];
@@ -205,6 +223,12 @@ export interface MirrorBatch {
    * job_events or job_logs row.
    */
   rejected: { entry: StreamEntry; reason: string }[];
+  /**
+   * Entries mirrored with a part left out (a flow job whose `dp` cannot be
+   * read is mirrored without its dependencies, see {@link flowOf}): the
+   * mirror writer logs them (entry ids and reasons, never a value).
+   */
+  warnings: { entry: StreamEntry; reason: string }[];
 }
 
 /** Every event name the scripts emit (src/core/job-status.ts), and `log`. */
@@ -239,6 +263,80 @@ function unreadable(f: Record<string, string>, at: number, attempt: number | nul
   return null;
 }
 
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A flow job's place in its flow, as its `enqueued` event carries it. */
+export interface FlowFields {
+  flowId: string;
+  ref: string | null;
+  onDependencyFailure: 'cancel' | 'run' | null;
+  /** Its dependencies (ref, job id), in the order of `dp`; empty when `dp` could not be read (then `warning` says why). */
+  dependencies: { ref: string; id: string }[];
+  /** Why a part was left out (never quotes a value), or null. */
+  warning: string | null;
+}
+
+/**
+ * The flow fields of an `enqueued` event (fl, rf, fp, dp: lua/enqueueJobs-5.lua),
+ * or null for a job outside flows (no `fl`). What the scripts write is
+ * checked, not trusted: a flow id that is not a UUID drops the flow part
+ * (the job is mirrored as a plain one); a ref outside
+ * `FLOW_LIMITS.refPattern` or an unknown policy is null; a `dp` that is
+ * not JSON, not an array of `{ref, id, queue}` (ref a ref, id a UUID,
+ * queue a string), lists a job twice or more than
+ * `FLOW_LIMITS.maxDependsOn` entries gives no dependencies. Each case
+ * sets `warning`: the job itself is always mirrored, the writer never stops.
+ */
+export function flowOf(f: Record<string, string>): FlowFields | null {
+  if (f.fl === undefined || f.fl === '') return null;
+  if (!UUID_RE.test(f.fl)) return null;
+  const warnings: string[] = [];
+  const ref = f.rf !== undefined && FLOW_LIMITS.refPattern.test(f.rf) ? f.rf : null;
+  if (ref === null) warnings.push('flow ref missing or malformed');
+  const onDependencyFailure = f.fp === 'c' ? 'cancel' : f.fp === 'r' ? 'run' : null;
+  if (onDependencyFailure === null) warnings.push('flow policy missing or unknown');
+  const dependencies = readDependencies(f.dp);
+  if (typeof dependencies === 'string') warnings.push(dependencies);
+  return {
+    flowId: f.fl.toLowerCase(),
+    ref,
+    onDependencyFailure,
+    dependencies: typeof dependencies === 'string' ? [] : dependencies,
+    warning: warnings.length ? warnings.join('; ') : null,
+  };
+}
+
+/** `dp` as (ref, id) pairs, or why it cannot be read (a reason that quotes no value). */
+function readDependencies(dp: string | undefined): { ref: string; id: string }[] | string {
+  if (dp === undefined || dp === '') return [];
+  let v: unknown;
+  try {
+    v = JSON.parse(dp);
+  } catch {
+    return 'flow dependencies (dp) not JSON: mirrored without them';
+  }
+  if (!Array.isArray(v)) return 'flow dependencies (dp) not an array: mirrored without them';
+  if (v.length > FLOW_LIMITS.maxDependsOn) return `flow dependencies (dp) over ${FLOW_LIMITS.maxDependsOn} entries: mirrored without them`;
+  const out: { ref: string; id: string }[] = [];
+  const seen = new Set<string>();
+  for (const d of v as unknown[]) {
+    const o = d as { ref?: unknown; id?: unknown; queue?: unknown } | null;
+    if (
+      typeof o !== 'object' || o === null || Array.isArray(o) ||
+      typeof o.ref !== 'string' || !FLOW_LIMITS.refPattern.test(o.ref) ||
+      typeof o.id !== 'string' || !UUID_RE.test(o.id) ||
+      typeof o.queue !== 'string'
+    ) {
+      return 'flow dependencies (dp) of the wrong shape: mirrored without them';
+    }
+    const id = o.id.toLowerCase();
+    if (seen.has(id)) return 'flow dependencies (dp) name a job twice: mirrored without them';
+    seen.add(id);
+    out.push({ ref: o.ref, id });
+  }
+  return out;
+}
+
 const num = (v: string | undefined): number | null => (v === undefined || v === '' ? null : Number(v));
 const str = (v: string | undefined): string | null => (v === undefined || v === '' ? null : v);
 
@@ -267,10 +365,11 @@ function outcomeOf(e: string, reason: string | null): ExecutionEnd['outcome'] | 
  * Entries it cannot read go to `rejected` and make no row.
  */
 export function project(entries: StreamEntry[]): MirrorBatch {
-  const batch: MirrorBatch = { events: [], logs: [], inserts: [], patches: [], starts: [], ends: [], dlq: [], finished: [], rejected: [] };
+  const batch: MirrorBatch = { events: [], logs: [], inserts: [], dependencies: [], patches: [], starts: [], ends: [], dlq: [], finished: [], rejected: [], warnings: [] };
   const patches = new Map<string, JobPatch>();
   const dlq = new Map<string, DlqChange>();
   const finished = new Map<string, MirrorBatch['finished'][number] | null>();
+  const withEdges = new Set<string>();
   for (const entry of entries) {
     const { queue, id, fields: f } = entry;
     const jobId = f.j;
@@ -297,9 +396,18 @@ export function project(entries: StreamEntry[]): MirrorBatch {
 
     if (f.e === 'enqueued') {
       const o = splitOptions(f.o);
+      const flow = f.fl === undefined ? null : flowOf(f);
+      if (f.fl !== undefined && f.fl !== '' && flow === null) batch.warnings.push({ entry, reason: 'flow id (fl) not a UUID: mirrored as a job outside flows' });
+      if (flow) {
+        if (flow.warning !== null) batch.warnings.push({ entry, reason: flow.warning });
+        // The same entry twice in a batch (a replay) writes its edges once.
+        if (!withEdges.has(jobId)) for (const d of flow.dependencies) batch.dependencies.push({ jobId, dependsOnId: d.id, flowId: flow.flowId, ref: d.ref });
+        withEdges.add(jobId);
+      }
       batch.inserts.push({
         id: jobId, queue, type: f.ty ?? '', status: f.t, priority: num(f.pr) ?? 0, maxAttempts: o?.maxAttempts || 1,
         timeoutMs: o?.timeoutMs || 600_000, backoff: o?.backoff ?? '', idempotencyKey: str(f.ik), concurrencyKey: str(f.ck), payload: f.p ?? '{}',
+        flowId: flow?.flowId ?? null, flowRef: flow?.ref ?? null, onDependencyFailure: flow?.onDependencyFailure ?? null,
         createdAt: at, runAt: num(f.ra) ?? at, streamMs, streamSeq,
         attempts: 0, workerId: null, executionSeq: 0, startedAt: null, finishedAt: null, lastError: null, result: null,
         progress: null, updatedAt: at,

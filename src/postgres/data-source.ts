@@ -16,6 +16,7 @@ import { KeyRateLimits1796001310000 } from './migrations/1796001310000-KeyRateLi
 import { ConsoleQueries1796001400000 } from './migrations/1796001400000-ConsoleQueries';
 import { Projects1796001500000 } from './migrations/1796001500000-Projects';
 import { ConcurrencyKeys1796001600000 } from './migrations/1796001600000-ConcurrencyKeys';
+import { Workflows1796001700000 } from './migrations/1796001700000-Workflows';
 
 /** Every migration, in order. Append only. */
 export const MIGRATIONS = [
@@ -34,6 +35,7 @@ export const MIGRATIONS = [
   ConsoleQueries1796001400000,
   Projects1796001500000,
   ConcurrencyKeys1796001600000,
+  Workflows1796001700000,
 ];
 
 /** Builds the TypeORM data source (never `synchronize`: migrations only). */

@@ -1,5 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { UUID_RE } from '../../history/common';
 import { PageQueryDto } from '../../http/page-query.dto';
 
 export { PageQueryDto };
@@ -25,6 +26,12 @@ export class ListJobsQueryDto extends PageQueryDto {
   @IsString()
   @Matches(LIMITS.typePattern, { message: `must match ${LIMITS.typePattern.source}` })
   type?: string;
+
+  @ApiPropertyOptional({ format: 'uuid', description: 'only the jobs of this flow (POST /flows)' })
+  @IsOptional()
+  @IsString()
+  @Matches(UUID_RE, { message: 'must be a UUID' })
+  flowId?: string;
 
   @ApiPropertyOptional({ description: 'created at or after (ISO-8601); required with payload' })
   @IsOptional()

@@ -21,6 +21,10 @@ export class JobEntity {
   @Column('text', { name: 'idempotency_key', nullable: true }) idempotencyKey!: string | null;
   /** The job's concurrency key, from its `enqueued` event (migration 1796001600000-ConcurrencyKeys); null when none. */
   @Column('text', { name: 'concurrency_key', nullable: true }) concurrencyKey!: string | null;
+  /** A flow job's flow, its ref in it and its policy (`cancel` | `run`), from its `enqueued` event (migration 1796001700000-Workflows); null outside flows. */
+  @Column('uuid', { name: 'flow_id', nullable: true }) flowId!: string | null;
+  @Column('text', { name: 'flow_ref', nullable: true }) flowRef!: string | null;
+  @Column('text', { name: 'on_dependency_failure', nullable: true }) onDependencyFailure!: string | null;
   @Column('text') payload!: string;
   @Column('text', { nullable: true }) progress!: string | null;
   @Column('text', { nullable: true }) result!: string | null;
