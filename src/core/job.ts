@@ -22,6 +22,10 @@ export interface Job {
   idempotencyKey: string | null;
   /** The job's concurrency key (API.md v1.1 "Flow control per key"); null when it has none. */
   concurrencyKey: string | null;
+  /** The flow the job belongs to (API.md v1.2 "Workflows"); null outside flows. */
+  flowId: string | null;
+  /** Its ref in that flow; null outside flows. */
+  flowRef: string | null;
   progress: Json | null;
   result: Json | null;
   lastError: string | null;

@@ -14,7 +14,7 @@ import { EnqueueJobPipe } from './dto/enqueue-body.pipe';
 /** The job the fake store holds (what a debounced or replayed enqueue reads back). */
 const stored: Job = {
   id: '0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f', queue: 'q', type: 't', payload: { v: 2 }, status: 'delayed', priority: 0, attempts: 0, maxAttempts: 3,
-  backoff: { type: 'exponential', delayMs: 2000, maxDelayMs: 3_600_000, jitter: 'equal' }, timeoutMs: 600_000, idempotencyKey: null, concurrencyKey: 'c-1',
+  backoff: { type: 'exponential', delayMs: 2000, maxDelayMs: 3_600_000, jitter: 'equal' }, timeoutMs: 600_000, idempotencyKey: null, concurrencyKey: 'c-1', flowId: null, flowRef: null,
   progress: null, result: null, lastError: null, workerId: null, createdAt: 1_000, runAt: 6_000, startedAt: null, finishedAt: null, updatedAt: 2_000,
   executionSeq: 0, cancelRequested: false,
 };

@@ -78,7 +78,7 @@ export class JobsController {
   @ApiAnswer(200, 'JobPage', 'One page, newest first.')
   async list(@Query() q: ListJobsQueryDto, @Req() req: FastifyRequest): Promise<{ items: ApiJob[]; nextCursor: string | null }> {
     const page = await this.jobs.list(
-      { queue: q.queue, status: q.status, type: q.type, cursor: q.cursor, limit: q.limit, from: q.from, to: q.to, payload: q.payload },
+      { queue: q.queue, status: q.status, type: q.type, flowId: q.flowId, cursor: q.cursor, limit: q.limit, from: q.from, to: q.to, payload: q.payload },
       principalOf(req).project,
     );
     return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };

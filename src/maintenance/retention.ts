@@ -35,7 +35,8 @@ export const PRUNE_CANDIDATES_SQL = `SELECT id FROM jobs
 
 const PRUNE_SQL = `WITH old AS MATERIALIZED (${PRUNE_CANDIDATES_SQL}), ev AS (DELETE FROM job_events WHERE job_id IN (SELECT id FROM old)),
     ex AS (DELETE FROM job_executions WHERE job_id IN (SELECT id FROM old)),
-    lg AS (DELETE FROM job_logs WHERE job_id IN (SELECT id FROM old))
+    lg AS (DELETE FROM job_logs WHERE job_id IN (SELECT id FROM old)),
+    dp AS (DELETE FROM job_dependencies WHERE job_id IN (SELECT id FROM old))
  DELETE FROM jobs WHERE id IN (SELECT id FROM old) RETURNING id`;
 
 /**

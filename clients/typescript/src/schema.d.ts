@@ -1260,6 +1260,8 @@ export interface components {
          *       "timeoutMs": 600000,
          *       "idempotencyKey": null,
          *       "concurrencyKey": "customer-42",
+         *       "flowId": null,
+         *       "flowRef": null,
          *       "progress": null,
          *       "result": null,
          *       "lastError": null,
@@ -1296,6 +1298,10 @@ export interface components {
             idempotencyKey: string | null;
             /** @description the job's concurrency key (API.md v1.1 flow control per key); null when it has none */
             concurrencyKey: string | null;
+            /** @description the flow (POST /flows) the job belongs to; null outside flows (addition to API.md) */
+            flowId: string | null;
+            /** @description its ref in that flow; null outside flows (addition to API.md) */
+            flowRef: string | null;
             /** @description a number 0..100 or a small JSON object set by the handler; null until set */
             progress: unknown;
             /** @description the handler's result (any JSON); null until completed */
@@ -1353,6 +1359,10 @@ export interface components {
             idempotencyKey: string | null;
             /** @description the job's concurrency key (API.md v1.1 flow control per key); null when it has none */
             concurrencyKey: string | null;
+            /** @description the flow (POST /flows) the job belongs to; null outside flows (addition to API.md) */
+            flowId: string | null;
+            /** @description its ref in that flow; null outside flows (addition to API.md) */
+            flowRef: string | null;
             /** @description a number 0..100 or a small JSON object set by the handler; null until set */
             progress: unknown;
             /** @description the handler's result (any JSON); null until completed */
@@ -1397,6 +1407,14 @@ export interface components {
             traceparent: string | null;
             /** @description W3C tracestate that goes with `traceparent`; null when none (addition to API.md) */
             tracestate: string | null;
+            /** @description a flow job's dependencies and their status when it was claimed (API.md v1.2 "Workflows"); absent for a job outside flows */
+            dependencies?: {
+                /** @description its ref in the flow */
+                ref: string;
+                /** @description job id */
+                id: string;
+                status: components["schemas"]["JobStatus"];
+            }[];
         };
         /**
          * @description One page of a keyset-paginated list, newest first.
@@ -1422,6 +1440,8 @@ export interface components {
          *           "timeoutMs": 600000,
          *           "idempotencyKey": null,
          *           "concurrencyKey": "customer-42",
+         *           "flowId": null,
+         *           "flowRef": null,
          *           "progress": null,
          *           "result": null,
          *           "lastError": null,
@@ -1471,6 +1491,10 @@ export interface components {
                 idempotencyKey: string | null;
                 /** @description the job's concurrency key (API.md v1.1 flow control per key); null when it has none */
                 concurrencyKey: string | null;
+                /** @description the flow (POST /flows) the job belongs to; null outside flows (addition to API.md) */
+                flowId: string | null;
+                /** @description its ref in that flow; null outside flows (addition to API.md) */
+                flowRef: string | null;
                 /** @description a number 0..100 or a small JSON object set by the handler; null until set */
                 progress: unknown;
                 /** @description the handler's result (any JSON); null until completed */
@@ -1589,6 +1613,8 @@ export interface components {
          *           "timeoutMs": 600000,
          *           "idempotencyKey": null,
          *           "concurrencyKey": "customer-42",
+         *           "flowId": null,
+         *           "flowRef": null,
          *           "progress": null,
          *           "result": null,
          *           "lastError": null,
@@ -2976,6 +3002,8 @@ export interface operations {
                 queue?: string;
                 status?: "waiting" | "delayed" | "active" | "completed" | "failed" | "cancelled" | "blocked";
                 type?: string;
+                /** @description only the jobs of this flow (POST /flows) */
+                flowId?: string;
                 /** @description created at or after (ISO-8601); required with payload */
                 from?: string;
                 /** @description created before (ISO-8601); with payload: default now, and to − from ≤ 31 days */
