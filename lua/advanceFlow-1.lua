@@ -8,6 +8,7 @@
   ARGV[1] the flow's key base   ARGV[2] job id
   ARGV[3] outcome: 'c' completed | 'x' failed or cancelled | 'r' retried from
     the dead-letter queue (its 'x' is taken back)
+  ARGV[4] ms the record is kept once every job has an outcome ('' = for good)
   Returns {release, cancel, reblock}, each a flat list of queue, job id:
   - release: dependents with nothing left to wait for and no outcome yet (the
     caller unblocks each in its queue; a job no longer blocked is left alone);
@@ -42,6 +43,19 @@ elseif oc == 'r' and prev == 'x' then
   redis.call('HINCRBY', KEYS[1], 'nx', -1)
   for _, d in ipairs(dependents) do
     if isRun(d) and not redis.call('HGET', base .. 'out', d) then redis.call('HINCRBY', base .. 'left', d, 1) end
+  end
+end
+
+-- Every job has an outcome: the record expires after ARGV[4] ms (a retry
+-- takes it back; GET /flows/:id reads the history once it is gone).
+local ttl = tonumber(ARGV[4])
+if ttl and ttl > 0 then
+  local m = redis.call('HMGET', KEYS[1], 'n', 'nc', 'nx')
+  local done = (tonumber(m[2]) or 0) + (tonumber(m[3]) or 0) >= (tonumber(m[1]) or 1)
+  if done or oc == 'r' then
+    for _, part in ipairs({'meta', 'q', 'deps', 'dnts', 'left', 'pol', 'out', 'refs'}) do
+      if done then redis.call('PEXPIRE', base .. part, ttl) else redis.call('PERSIST', base .. part) end
+    end
   end
 end
 

@@ -4,11 +4,12 @@
   its jobs are created blocked in their queues.
 
   KEYS[1] the flow's meta hash (<base>meta)
-  ARGV[1] the flow's key base   ARGV[2] project   ARGV[3] number of jobs N (1..1000)
-  then 4 fields per job: job id, queue, policy ('c' cancel | 'r' run),
-    dependencies as job ids joined by ',' ('' for none)
+  ARGV[1] the flow's key base   ARGV[2] project   ARGV[3] number of jobs N (1..10,000; POST /flows
+    allows 1,000, the engine's bound is wider for benchmarks of wide fan-ins)
+  then 5 fields per job: job id, queue, policy ('c' cancel | 'r' run),
+    dependencies as job ids joined by ',' ('' for none), its ref in the flow ('' none)
   Hashes (job id -> value): q (its queue), deps (its dependencies), dnts (its
-  dependents, built here), left (dependencies still to satisfy: to complete
+  dependents, built here), refs (its ref), left (dependencies still to satisfy: to complete
   for 'c', to end for 'r'), pol (only 'r' jobs), out (outcomes applied,
   advanceFlow-1.lua). Meta: project, n, createdAt (ms), nc / nx (jobs
   completed / ended otherwise).
@@ -21,12 +22,13 @@
 
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local base = ARGV[1]
-local n = clamp(ARGV[3], 1, 1000, 1)
-local q, deps, dnts, left, pol = {}, {}, {}, {}, {}
+local n = clamp(ARGV[3], 1, 10000, 1)
+local q, deps, dnts, left, pol, refs = {}, {}, {}, {}, {}, {}
 for i = 0, n - 1 do
-  local b = 4 + i * 4
-  local id, queue, p, d = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+  local b = 4 + i * 5
+  local id, queue, p, d, ref = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
   q[#q + 1] = id; q[#q + 1] = queue
+  if ref and ref ~= '' then refs[#refs + 1] = id; refs[#refs + 1] = ref end
   local count = 0
   if d ~= '' then
     deps[#deps + 1] = id; deps[#deps + 1] = d
@@ -51,5 +53,6 @@ for id, list in pairs(dnts) do dn[#dn + 1] = id; dn[#dn + 1] = list end
 if #dn > 0 then hset(base .. 'dnts', dn) end
 hset(base .. 'left', left)
 if #pol > 0 then hset(base .. 'pol', pol) end
+if #refs > 0 then hset(base .. 'refs', refs) end
 redis.call('HSET', KEYS[1], 'project', ARGV[2], 'n', n, 'createdAt', int(nowMs()), 'nc', 0, 'nx', 0)
 return 1

@@ -324,6 +324,8 @@ class Job:
 
     Fields: ``id``, ``type``, ``queue``, ``payload``, ``attempts`` (this attempt,
     1-based), ``max_attempts``, ``concurrency_key`` (None when the job has none),
+    ``dependencies`` (a flow job's dependencies as the claim carries them:
+    ``[{"ref", "id", "status"}]``, API.md v1.2 "Workflows"; [] otherwise),
     ``raw`` (the claim's job object). Events:
     ``cancelled`` (a client asked to cancel), ``lease_lost``, ``stopping`` (the
     worker is shutting down: finish soon). :meth:`progress` and :meth:`log` are
@@ -339,6 +341,7 @@ class Job:
         self.attempts: int = int(raw.get("attempts") or 1)
         self.max_attempts: int = int(raw.get("maxAttempts") or 1)
         self.concurrency_key: Optional[str] = raw.get("concurrencyKey")
+        self.dependencies: List[Dict[str, Any]] = list(raw.get("dependencies") or [])
         self.lock_token: str = raw["lockToken"]
         self.cancel_event = threading.Event()
         self.lease_lost_event = threading.Event()

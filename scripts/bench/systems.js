@@ -94,11 +94,11 @@ function sluice({ concurrency, inflight, tag = 'sluice', dist }) {
       return n / ((performance.now() - t0) / 1000);
     },
     /**
-     * Starts a WorkerRuntime on queue `bench`; `finished` resolves with jobs/s
+     * Starts a WorkerRuntime on queue `bench` (or `queues`); `finished` resolves with jobs/s
      * once n handlers have run (n = Infinity: never; stop `rt` yourself).
      * onStart(ctx, payload) runs in each handler.
      */
-    async process(n, onStart, { concurrency: conc = concurrency } = {}) {
+    async process(n, onStart, { concurrency: conc = concurrency, queues = ['bench'] } = {}) {
       const handlers = new HandlerMap();
       let done = 0;
       let resolveAll;
@@ -110,7 +110,7 @@ function sluice({ concurrency, inflight, tag = 'sluice', dist }) {
       });
       const waiter = new RedisWakeWaiter(() => createRedis({ redisUrl: redisUrl(), redisClusterNodes: null }, { blocking: true }), false, (q) => stores.ctx.keys(q).wake);
       const rt = new WorkerRuntime(stores, handlers, waiter, {
-        workerId: 'bench', queues: ['bench'], concurrency: conc, leaseMs: 30000, heartbeatIntervalMs: 10000, shutdownGraceMs: 1000,
+        workerId: 'bench', queues, concurrency: conc, leaseMs: 30000, heartbeatIntervalMs: 10000, shutdownGraceMs: 1000,
       });
       const t0 = performance.now();
       rt.start();

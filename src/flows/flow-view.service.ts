@@ -41,9 +41,21 @@ export class FlowViewService {
     private readonly jobs: JobsService,
   ) {}
 
-  /** @throws FlowNotFoundError (404): unknown id, not a UUID, or another project's flow. */
+  /**
+   * The flow from its record in Redis, else (Redis lost it: a restore, or
+   * data lost at run time) from the history's rows of the flow.
+   * @throws FlowNotFoundError (404): unknown id, not a UUID, or another project's flow.
+   */
   async get(flowId: string, project: string): Promise<FlowView> {
-    return this.render(await this.record(flowId, project));
+    const rec = await this.record(flowId, project).catch((e: Error) => {
+      if (e instanceof FlowNotFoundError && UUID_RE.test(flowId)) return null;
+      throw e;
+    });
+    if (rec) return this.render(rec);
+    const rows = await this.history.flowJobs(flowId.toLowerCase(), project);
+    if (!rows.length) throw new FlowNotFoundError(flowId);
+    const statuses = rows.map((r) => r.status as JobStatus);
+    return { flowId: flowId.toLowerCase(), status: flowStatus(statuses), counts: statusCounts(statuses), jobs: rows.map((r, i) => ({ ref: r.ref, id: r.id, status: statuses[i], dependsOn: r.dependsOn })) };
   }
 
   /**
@@ -72,18 +84,21 @@ export class FlowViewService {
   }
 
   /**
-   * A job's dependencies (its hash's `dp`) with their status, result and last
-   * error, in the order it named them; [] for a job outside a flow, and for a
-   * job Redis has pruned (the history keeps no dependencies yet).
+   * A job's dependencies with their status, result and last error: from its
+   * hash's `dp` in the order it named them, or, once Redis has pruned the
+   * job, from the history (`job_dependencies`, by ref); [] for a job outside
+   * a flow.
    * @throws JobNotFoundError (404), also for another project's job.
    */
   async dependencies(id: string, project: string): Promise<DependencyView[]> {
     const job = await this.jobs.get(id, project);
     const placement = await this.flows.placement(job.queue, job.id);
-    if (!placement) return [];
+    const deps: { ref: string; id: string; queue: string | null }[] = placement
+      ? placement.dependsOn
+      : ((await this.history.dependenciesOf(job.id, project)) ?? []).map((d) => ({ ref: d.ref, id: d.id, queue: null }));
     return Promise.all(
-      placement.dependsOn.map(async (d) => {
-        const dep = (await this.store.getJob(d.queue, d.id)) ?? (await this.history.getJob(d.id));
+      deps.map(async (d) => {
+        const dep = (d.queue ? await this.store.getJob(d.queue, d.id) : null) ?? (await this.history.getJob(d.id));
         return { ref: d.ref, id: d.id, status: dep?.status ?? null, result: dep?.result ?? null, lastError: dep?.lastError ?? null };
       }),
     );

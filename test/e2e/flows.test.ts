@@ -119,6 +119,14 @@ describe('workflows over HTTP (AUTH off)', () => {
     expect(bottom.id).toBe(id.bottom);
     await complete(bottom, 'done');
     expect(await flow(flowId)).toMatchObject({ status: 'completed', counts: { completed: 4, blocked: 0, waiting: 0 } });
+    // Once Redis has forgotten the jobs and the record (pruned after
+    // mirroring, or Redis lost), both read from PostgreSQL.
+    await settled();
+    const before = await flow(flowId);
+    for (const [ref, q] of [['top', 'wf-a'], ['left', 'wf-b'], ['right', 'wf-a'], ['bottom', 'wf-b']]) await stores.ctx.redis.del(`${stores.ctx.keys(q).base}job:${id[ref]}`);
+    for (const k of await keys(`:{flow:${flowId}}:*`)) await stores.ctx.redis.del(k);
+    expect((await api.http.get(`/flows/${flowId}`)).body).toEqual(before);
+    expect((await api.http.get(`/jobs/${id.bottom}/dependencies`)).body).toEqual(deps.body);
     // A job outside any flow has no dependencies.
     const plain = await api.http.post('/jobs').send({ type: 'x', queue: 'wf-a' });
     expect((await api.http.get(`/jobs/${plain.body.id}/dependencies`)).body).toEqual({ items: [] });

@@ -103,6 +103,22 @@ describePy('examples/python/worker.py (e2e)', () => {
     });
   });
 
+  it('a flow job reads its dependencies from its claim (job.dependencies)', async () => {
+    await external('py-flow');
+    const r = await api.http.post('/flows').send({
+      jobs: [
+        { ref: 'first', queue: 'py-flow', type: 'py.ok', payload: { n: 1 } },
+        { ref: 'second', queue: 'py-flow', type: 'py.deps', payload: {}, dependsOn: ['first'] },
+      ],
+    });
+    expect(r.status).toBe(201);
+    const [first, second] = r.body.jobs.map((j: { id: string }) => j.id);
+    const w = startWorker(api.url, 'py-flow', ['--concurrency', '2']);
+    await withOutput(w, async () => {
+      expect((await settled(second, 'completed')).result).toEqual({ dependencies: [{ ref: 'first', id: first, status: 'completed' }] });
+    });
+  });
+
   it('a retryable failure is retried with the job backoff, then dead-lettered after maxAttempts', async () => {
     await external('py-retry');
     const id = await enqueue('py-retry', 'py.fail', { message: 'flaky upstream' }, { maxAttempts: 3, backoff: { type: 'fixed', delayMs: 100, jitter: 'none' } });

@@ -58,7 +58,7 @@ export interface FlowOutboxEntry {
 
 export abstract class FlowRecordStore {
   /**
-   * Writes the record of a new flow (1..1000 jobs; the graph already
+   * Writes the record of a new flow (1..10,000 jobs, POST /flows sends at most 1,000; the graph already
    * validated: src/core/flow-graph.ts). @returns false when a flow with this
    * id exists (nothing written).
    */

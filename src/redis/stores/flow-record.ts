@@ -10,6 +10,13 @@ export function flowKeyBase(prefix: string, flowId: string): string {
 /** Every hash of a flow's record (lua/recordFlow-1.lua, lua/advanceFlow-1.lua), and `refs` (job id -> ref, written here). */
 const RECORD_PARTS = ['meta', 'q', 'deps', 'dnts', 'left', 'pol', 'out', 'refs'] as const;
 
+/**
+ * How long a flow's record stays in Redis once every job has an outcome (ms):
+ * 7 days. Then GET /flows/:id reads the history, and a DLQ retry of one of
+ * its jobs no longer brings back the dependents it cancelled (docs/workflows.md).
+ */
+export const FLOW_RECORD_KEEP_MS = 7 * 86_400_000;
+
 const OUTCOME: Record<FlowOutcome, string> = { completed: 'c', ended: 'x', retried: 'r' };
 const OUTCOME_OF: Record<string, FlowOutcome> = { c: 'completed', x: 'ended', r: 'retried' };
 
@@ -35,12 +42,9 @@ export class RedisFlowRecordStore implements FlowRecordStore {
   async record(flowId: string, project: string, jobs: FlowRecordJob[]): Promise<boolean> {
     const base = flowKeyBase(this.ctx.prefix, flowId);
     const args: (string | number)[] = [base, project, jobs.length];
-    for (const j of jobs) args.push(j.id, j.queue, j.onDependencyFailure === 'run' ? 'r' : 'c', j.dependsOn.join(','));
-    if ((await this.ctx.scripts.run<number>('recordFlow', [base + 'meta'], args)) !== 1) return false;
-    // The refs beside the record (same slot), for GET /flows/:id once Redis has pruned a job's hash.
-    const refs = jobs.filter((j) => j.ref !== undefined).flatMap((j) => [j.id, j.ref as string]);
-    if (refs.length) await this.ctx.redis.hset(base + 'refs', ...refs);
-    return true;
+    // The refs go in the record (hash refs), for GET /flows/:id once Redis has pruned a job's hash.
+    for (const j of jobs) args.push(j.id, j.queue, j.onDependencyFailure === 'run' ? 'r' : 'c', j.dependsOn.join(','), j.ref ?? '');
+    return (await this.ctx.scripts.run<number>('recordFlow', [base + 'meta'], args)) === 1;
   }
 
   async read(flowId: string): Promise<FlowRecord | null> {
@@ -83,7 +87,7 @@ export class RedisFlowRecordStore implements FlowRecordStore {
 
   async advance(flowId: string, jobId: string, outcome: FlowOutcome): Promise<FlowAdvance> {
     const base = flowKeyBase(this.ctx.prefix, flowId);
-    const [release, cancel, reblock] = await this.ctx.scripts.run<string[][]>('advanceFlow', [base + 'meta'], [base, jobId, OUTCOME[outcome]]);
+    const [release, cancel, reblock] = await this.ctx.scripts.run<string[][]>('advanceFlow', [base + 'meta'], [base, jobId, OUTCOME[outcome], FLOW_RECORD_KEEP_MS]);
     return { release: pairs(release), cancel: pairs(cancel), reblock: pairs(reblock) };
   }
 

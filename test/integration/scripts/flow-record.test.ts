@@ -61,8 +61,14 @@ describe('a diamond across two queues: a; b, c after a; d after b and c', () => 
     expect(ids(await flows.advance(f, 'c', 'completed'))).toEqual(none);
     expect(ids(await flows.advance(f, 'd', 'ended'))).toEqual(none);
     expect(await t.redis.hmget(flowKeyBase(t.prefix, f) + 'meta', 'nc', 'nx')).toEqual(['1', '3']);
+    // Every job has an outcome: the record is kept 7 days (all of its parts).
+    for (const part of ['meta', 'q', 'dnts', 'left', 'out']) {
+      const ttl = await t.redis.pttl(flowKeyBase(t.prefix, f) + part);
+      expect([part, ttl > 6 * 86_400_000 && ttl <= 7 * 86_400_000]).toEqual([part, true]);
+    }
     // The DLQ retry of a: b is to be blocked again, then (b's retry) d.
     expect(ids(await flows.advance(f, 'a', 'retried'))).toEqual({ ...none, reblock: ['b'] });
+    expect(await t.redis.pttl(flowKeyBase(t.prefix, f) + 'meta')).toBe(-1); // running again: kept
     expect(ids(await flows.advance(f, 'a', 'retried'))).toEqual({ ...none, reblock: ['b'] });
     expect(ids(await flows.advance(f, 'b', 'retried'))).toEqual({ ...none, reblock: ['d'] });
     expect(ids(await flows.advance(f, 'd', 'retried'))).toEqual(none);

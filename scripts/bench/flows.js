@@ -1,0 +1,162 @@
+#!/usr/bin/env node
+/*
+ * Workflows (issue 21): a flow of 1 parent + N children (N=1,000 by default),
+ * Sluice beside BullMQ's FlowProducer, on the same Redis, in this process,
+ * alternating, several rounds; prints medians and p99s.
+ *
+ *   npm run build && node scripts/bench/flows.js            # N=1,000, 20 rounds
+ *   ... --children 10000 --rounds 3                          # a wide fan-in
+ *
+ * Per round and system:
+ * - submission: the time to create the whole flow (Sluice: the flow's record,
+ *   the jobs created blocked, the children unblocked — what POST /flows does
+ *   through the stores, src/flows/flows.service.ts; BullMQ: FlowProducer.add);
+ * - release latency: from the last child's completion to the parent's start
+ *   (Sluice: the `completed` and `claimed` events, Redis time; BullMQ: the
+ *   children's finishedOn and the parent's processedOn), so both include the
+ *   worker picking the parent up. Sluice's flow worker runs here as the
+ *   scheduler role runs it (src/flows/flow-worker.ts, every 20 ms).
+ * Workers: one per system at concurrency 50 for children and parent, no-op.
+ * Needs `npm run build` (uses dist/) and Redis at REDIS_URL.
+ */
+const { performance } = require('node:perf_hooks');
+const { randomUUID } = require('node:crypto');
+const path = require('node:path');
+const IORedis = require('ioredis');
+const { FlowProducer, Worker, Queue } = require('bullmq');
+const systems = require('./systems');
+const { redisQuiet, sleep, median, pct, fmt } = systems;
+
+const args = process.argv.slice(2);
+const opt = (name, def) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : def;
+};
+const N = opt('children', 1000);
+const ROUNDS = opt('rounds', 20);
+const CONC = 50;
+const dist = path.resolve(__dirname, '../../dist');
+const { advanceFlows } = require(`${dist}/flows/flow-worker`);
+
+/** One Sluice round: returns {submitMs, releaseMs}. */
+async function sluiceRound() {
+  const s = systems.sluice({ concurrency: CONC, inflight: 1, tag: 'flows' });
+  const { stores } = s;
+  const [kids, top] = ['bench', 'bench-top'];
+  const flowId = randomUUID();
+  const ids = Array.from({ length: N }, () => randomUUID());
+  const parent = randomUUID();
+  const job = (queue, id, ref, deps) => ({
+    ...systems.normalize({ ref }),
+    queue,
+    flow: { flowId, jobId: id, ref, onDependencyFailure: 'cancel', dependsOn: deps },
+  });
+  const t0 = performance.now();
+  await stores.flows.record(flowId, 'default', [
+    ...ids.map((id) => ({ id, queue: kids, onDependencyFailure: 'cancel', dependsOn: [] })),
+    { id: parent, queue: top, onDependencyFailure: 'cancel', dependsOn: ids },
+  ]);
+  await stores.flows.watch(kids);
+  await stores.flows.watch(top);
+  for (let i = 0; i < N; i += 1000) await stores.jobs.enqueue(ids.slice(i, i + 1000).map((id, j) => job(kids, id, `c${i + j}`, [])));
+  await stores.jobs.enqueue([job(top, parent, 'parent', ids.map((id, i) => ({ ref: `c${i}`, id, queue: kids })))]);
+  for (let i = 0; i < N; i += 1000) await stores.flows.move(kids, 'unblock', ids.slice(i, i + 1000));
+  const submitMs = performance.now() - t0;
+
+  let stop = false;
+  const flowWorker = (async () => {
+    while (!stop) {
+      await advanceFlows(stores.flows);
+      await sleep(20);
+    }
+  })();
+  // Children and parent: one runtime over both queues (the no-op handler runs
+  // every type; the jobs here are type 'noop').
+  const { rt, done } = await s.process(Infinity, undefined, { concurrency: CONC, queues: [kids, top] });
+  const deadline = Date.now() + 120_000;
+  while (done() < N + 1 && Date.now() < deadline) await sleep(5);
+  stop = true;
+  await flowWorker;
+  await rt.stop();
+  const at = async (queue, event, only) => {
+    const entries = await s.redis.xrange(stores.ctx.keys(queue).events, '-', '+');
+    const out = [];
+    for (const [, f] of entries) {
+      const h = f[f.indexOf('h') + 1].split('|');
+      if (h[0] === event && (!only || h[5] === only)) out.push(Number(h[4]));
+    }
+    return out;
+  };
+  const lastChild = Math.max(...(await at(kids, 'completed')));
+  const [parentStart] = await at(top, 'claimed', parent);
+  await s.clean();
+  await s.close();
+  if (!Number.isFinite(lastChild) || parentStart === undefined) throw new Error('Sluice: the flow did not finish');
+  return { submitMs, releaseMs: parentStart - lastChild };
+}
+
+/** One BullMQ round: returns {submitMs, releaseMs}. */
+async function bullRound() {
+  const connection = new IORedis(systems.redisUrl(), { maxRetriesPerRequest: null });
+  const tag = `bench-bullflow-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const [kids, top] = [`${tag}-kids`, `${tag}-top`];
+  const producer = new FlowProducer({ connection });
+  const t0 = performance.now();
+  const tree = await producer.add({
+    name: 'parent',
+    queueName: top,
+    data: {},
+    children: Array.from({ length: N }, (_, i) => ({ name: 'noop', queueName: kids, data: { i } })),
+  });
+  const submitMs = performance.now() - t0;
+  let parentDone;
+  const finished = new Promise((r) => (parentDone = r));
+  const mk = (q) => new Worker(q, async () => null, { connection: new IORedis(systems.redisUrl(), { maxRetriesPerRequest: null }), concurrency: CONC });
+  const wk = mk(kids);
+  const wp = mk(top);
+  wp.on('completed', () => parentDone());
+  await Promise.race([finished, sleep(120_000)]);
+  const kq = new Queue(kids, { connection });
+  const tq = new Queue(top, { connection });
+  const parent = await tq.getJob(tree.job.id);
+  const children = await kq.getJobs(['completed'], 0, -1);
+  const lastChild = Math.max(...children.map((j) => j.finishedOn));
+  await wk.close();
+  await wp.close();
+  await kq.obliterate({ force: true });
+  await tq.obliterate({ force: true });
+  await kq.close();
+  await tq.close();
+  await producer.close();
+  connection.disconnect();
+  if (children.length !== N || !parent?.processedOn) throw new Error('BullMQ: the flow did not finish');
+  return { submitMs, releaseMs: parent.processedOn - lastChild };
+}
+
+async function main() {
+  console.log(`flows: 1 parent + ${fmt(N)} children, ${ROUNDS} rounds, workers at concurrency ${CONC}, Redis ${systems.redisUrl()}`);
+  const res = { Sluice: { submitMs: [], releaseMs: [] }, BullMQ: { submitMs: [], releaseMs: [] } };
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const [name, fn] of round % 2 ? [['Sluice', sluiceRound], ['BullMQ', bullRound]] : [['BullMQ', bullRound], ['Sluice', sluiceRound]]) {
+      await redisQuiet();
+      const r = await fn();
+      res[name].submitMs.push(r.submitMs);
+      res[name].releaseMs.push(r.releaseMs);
+      console.log(`round ${round} ${name.padEnd(6)} submission ${r.submitMs.toFixed(1)} ms, release ${r.releaseMs.toFixed(1)} ms`);
+    }
+  }
+  console.log('\nmedians (p99) over the rounds:');
+  for (const name of ['Sluice', 'BullMQ']) {
+    const r = res[name];
+    console.log(`  ${name.padEnd(6)} submission ${median(r.submitMs).toFixed(1)} ms (p99 ${pct(r.submitMs, 99).toFixed(1)}), release ${median(r.releaseMs).toFixed(1)} ms (p99 ${pct(r.releaseMs, 99).toFixed(1)})`);
+  }
+  console.log(`  Sluice / BullMQ: submission ${(median(res.Sluice.submitMs) / median(res.BullMQ.submitMs)).toFixed(2)}x the time, release ${(median(res.Sluice.releaseMs) / median(res.BullMQ.releaseMs)).toFixed(2)}x`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);
