@@ -40,12 +40,12 @@ beforeAll(async () => {
 });
 afterAll(() => api?.close());
 
-test('every state-changing route is @Audited or @NotAudited; the exemptions are enqueue and the external worker protocol only; boot refuses an undeclared one', () => {
+test('every state-changing route is @Audited or @NotAudited; the exemptions are enqueue (jobs and flows) and the external worker protocol only; boot refuses an undeclared one', () => {
   const table = routeTable(api.app);
   const changing = table.filter((r) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(r.method));
   expect(changing.filter((r) => !r.audit)).toEqual([]);
   const exempt = changing.filter((r) => r.audit && 'exempt' in r.audit).map((r) => `${r.method} ${r.path}`).sort();
-  expect(exempt).toEqual(['POST /jobs', 'POST /jobs/:id/complete', 'POST /jobs/:id/fail', 'POST /jobs/:id/heartbeat', 'POST /jobs/:id/release', 'POST /jobs/batch', 'POST /queues/:name/claim']);
+  expect(exempt).toEqual(['POST /flows', 'POST /jobs', 'POST /jobs/:id/complete', 'POST /jobs/:id/fail', 'POST /jobs/:id/heartbeat', 'POST /jobs/:id/release', 'POST /jobs/batch', 'POST /queues/:name/claim']);
   expect(changing.filter((r) => r.audit && 'audit' in r.audit).length).toBeGreaterThanOrEqual(12);
   expect(() => assertEveryChangeAudited([...table, { method: 'POST', path: '/new', required: ['admin'], handler: 'X.y', audit: null, takesBody: true }])).toThrow(/POST \/new \(X\.y\)/);
 });

@@ -71,6 +71,8 @@ describe('enqueue: happy path', () => {
       timeoutMs: 1234,
       idempotencyKey: 'key-1',
       concurrencyKey: null,
+      flowId: null,
+      flowRef: null,
       progress: null,
       result: null,
       lastError: null,
