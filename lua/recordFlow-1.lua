@@ -4,7 +4,7 @@
   its jobs are created blocked in their queues.
 
   KEYS[1] the flow's meta hash (<base>meta)
-  ARGV[1] the flow's key base   ARGV[2] project   ARGV[3] number of jobs N (1..10,000; POST /flows
+  ARGV[1] the flow's key base   ARGV[2] project   ARGV[3] number of jobs N (1..20,000; POST /flows
     allows 1,000, the engine's bound is wider for benchmarks of wide fan-ins)
   then 5 fields per job: job id, queue, policy ('c' cancel | 'r' run),
     dependencies as job ids joined by ',' ('' for none), its ref in the flow ('' none)
@@ -22,7 +22,7 @@
 
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local base = ARGV[1]
-local n = clamp(ARGV[3], 1, 10000, 1)
+local n = clamp(ARGV[3], 1, 20000, 1)
 local q, deps, dnts, left, pol, refs = {}, {}, {}, {}, {}, {}
 for i = 0, n - 1 do
   local b = 4 + i * 5

@@ -7,14 +7,21 @@
   (lua/advanceFlow-1.lua, lua/moveFlowJobs-7.lua act once).
 
   KEYS[1] flow outbox (list)  KEYS[2] in flight (sorted set: entry -> lease end, ms)
-  ARGV[1] at most this many (1..1000)   ARGV[2] lease (ms, 1,000..600,000)
+  ARGV[1] at most this many (0..1000; 0 only acknowledges)   ARGV[2] lease (ms, 1,000..600,000)
+  ARGV[3..] entries of the caller's previous batch, acknowledged first (done:
+    they leave the in-flight set), so a busy flow worker spends one round trip
+    per batch on the outbox, not two
   Returns the entries, oldest first.
 ]]
 @include "now"
 @include "clamp"
 
+for i = 3, #ARGV, 1000 do
+  redis.call('ZREM', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
 local now = nowMs()
-local max = clamp(ARGV[1], 1, 1000, 100)
+local max = clamp(ARGV[1], 0, 1000, 100)
+if max == 0 then return {} end
 local lease = clamp(ARGV[2], 1000, 600000, 30000)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', int(now), 'LIMIT', 0, max)
 if #expired > 0 then

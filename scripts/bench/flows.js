@@ -15,7 +15,8 @@
  *   (Sluice: the `completed` and `claimed` events, Redis time; BullMQ: the
  *   children's finishedOn and the parent's processedOn), so both include the
  *   worker picking the parent up. Sluice's flow worker runs here as the
- *   scheduler role runs it (src/flows/flow-worker.ts, every 20 ms).
+ *   scheduler role runs it (src/flows/flow-loop.ts: woken by the flow
+ *   outbox over pub/sub, a sweep every second).
  * Workers: one per system at concurrency 50 for children and parent, no-op.
  * Needs `npm run build` (uses dist/) and Redis at REDIS_URL.
  */
@@ -36,7 +37,7 @@ const N = opt('children', 1000);
 const ROUNDS = opt('rounds', 20);
 const CONC = 50;
 const dist = path.resolve(__dirname, '../../dist');
-const { advanceFlows } = require(`${dist}/flows/flow-worker`);
+const { FlowWorkerLoop } = require(`${dist}/flows/flow-loop`);
 
 /** One Sluice round: returns {submitMs, releaseMs}. */
 async function sluiceRound() {
@@ -63,20 +64,15 @@ async function sluiceRound() {
   for (let i = 0; i < N; i += 1000) await stores.flows.move(kids, 'unblock', ids.slice(i, i + 1000));
   const submitMs = performance.now() - t0;
 
-  let stop = false;
-  const flowWorker = (async () => {
-    while (!stop) {
-      await advanceFlows(stores.flows);
-      await sleep(20);
-    }
-  })();
+  // The flow worker as the scheduler role runs it: woken by the outbox, a sweep every second.
+  const flowWorker = new FlowWorkerLoop(stores.flows, (e) => console.error('flow worker:', e.message));
+  await flowWorker.start();
   // Children and parent: one runtime over both queues (the no-op handler runs
   // every type; the jobs here are type 'noop').
   const { rt, done } = await s.process(Infinity, undefined, { concurrency: CONC, queues: [kids, top] });
   const deadline = Date.now() + 120_000;
   while (done() < N + 1 && Date.now() < deadline) await sleep(5);
-  stop = true;
-  await flowWorker;
+  await flowWorker.stop();
   await rt.stop();
   const at = async (queue, event, only) => {
     const entries = await s.redis.xrange(stores.ctx.keys(queue).events, '-', '+');
@@ -89,6 +85,7 @@ async function sluiceRound() {
   };
   const lastChild = Math.max(...(await at(kids, 'completed')));
   const [parentStart] = await at(top, 'claimed', parent);
+  if (process.env.FLOW_TRACE) console.log('trace: unblocked', (await at(top, 'unblocked'))[0] - lastChild, 'claimed', parentStart - lastChild);
   await s.clean();
   await s.close();
   if (!Number.isFinite(lastChild) || parentStart === undefined) throw new Error('Sluice: the flow did not finish');

@@ -12,18 +12,12 @@ import { WorkerRegistry } from '../workers/registry/worker-registry';
 import { promoteDueJobs } from './promoter';
 import { reapExpiredLeases } from './reaper';
 import { finishLaneMoves } from './lanes';
-import { advanceFlows } from '../flows/flow-worker';
+import { FlowWorkerLoop } from '../flows/flow-loop';
 
 /** Safety-net promotion period; workers already wake exactly when a delayed job is due. */
 const PROMOTE_INTERVAL_MS = 1000;
 /** How often unfinished moves into lanes are looked for (lanes.ts): one HGET per queue. */
 const LANE_MOVE_INTERVAL_MS = 1000;
-/**
- * How often the flow worker reads the flow outboxes (src/flows/flow-worker.ts):
- * one script per queue that has had flow jobs; the latency from a job's end
- * to its dependents' release is at most this plus two scripts.
- */
-const FLOW_INTERVAL_MS = 20;
 /** A failing maintenance task logs at most once per this many ms (with the count of failures). */
 const FAILURE_LOG_EVERY_MS = 5000;
 /** Dead workers stay listed (status "dead") this long before the sweep drops them. */
@@ -53,6 +47,7 @@ const RETENTION_LOCK = 774412;
 @Injectable()
 export class MaintenanceService implements OnApplicationBootstrap, OnApplicationShutdown {
   private busy = new Set<string>();
+  private flowLoop: FlowWorkerLoop | null = null;
 
   constructor(
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
@@ -70,7 +65,9 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     this.every('reaper', this.config.reaperIntervalMs, () => this.reapAll());
     this.every('promoter', PROMOTE_INTERVAL_MS, () => this.promoteAll());
     this.every('lane-moves', LANE_MOVE_INTERVAL_MS, () => finishLaneMoves(this.queues));
-    this.every('flows', FLOW_INTERVAL_MS, () => advanceFlows(this.flows));
+    // The flow worker (src/flows/flow-loop.ts): woken by each queue's flow outbox, and a sweep every second.
+    this.flowLoop = new FlowWorkerLoop(this.flows, this.failureLogger('flows', 0));
+    void this.flowLoop.start().catch(this.failureLogger('flows', 0));
     this.every('worker-sweep', 60_000, () => WorkerRegistry.sweep(this.workers, DEAD_WORKER_KEEP_MS));
     if (this.db) this.every('retention', PRUNE_INTERVAL_MS, () => this.pruneOnce());
   }
@@ -100,8 +97,9 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     }
   }
 
-  onApplicationShutdown(): void {
+  async onApplicationShutdown(): Promise<void> {
     for (const name of this.scheduler.getIntervals()) this.scheduler.deleteInterval(name);
+    await this.flowLoop?.stop();
   }
 
   /** One pass of the reaper over every queue (reaper.ts). Returns the jobs moved. */
@@ -123,25 +121,36 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
    * while Redis is away).
    */
   private every(name: string, ms: number, fn: () => Promise<unknown>): void {
-    let failed = 0;
-    let loggedAt = 0;
+    const failed = this.failureLogger(name, ms);
     const timer = setInterval(async () => {
       if (this.busy.has(name)) return;
       this.busy.add(name);
       try {
         await fn();
       } catch (e) {
-        failed++;
-        if (Date.now() - loggedAt >= Math.max(ms, FAILURE_LOG_EVERY_MS) || loggedAt === 0) {
-          this.log.warn({ task: name, err: (e as Error).message, failures: failed }, 'maintenance pass failed');
-          loggedAt = Date.now();
-          failed = 0;
-        }
+        failed(e);
       } finally {
         this.busy.delete(name);
       }
     }, ms);
     timer.unref?.();
     this.scheduler.addInterval(name, timer);
+  }
+
+  /**
+   * A task's failure handler: logs at most one line per
+   * max(`ms`, {@link FAILURE_LOG_EVERY_MS}) with the failures since the last.
+   */
+  private failureLogger(name: string, ms: number): (e: unknown) => void {
+    let failed = 0;
+    let loggedAt = 0;
+    return (e: unknown) => {
+      failed++;
+      if (Date.now() - loggedAt >= Math.max(ms, FAILURE_LOG_EVERY_MS) || loggedAt === 0) {
+        this.log.warn({ task: name, err: (e as Error).message, failures: failed }, 'maintenance pass failed');
+        loggedAt = Date.now();
+        failed = 0;
+      }
+    };
   }
 }

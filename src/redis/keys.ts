@@ -69,6 +69,12 @@ export const workerKey = (prefix: string, id: string): string => `${prefix}:work
 /** Pub/sub channel on which cancel requests for active jobs are announced. */
 export const cancelChannel = (prefix: string): string => `${prefix}:cancel`;
 
+/**
+ * Pub/sub channel on which a queue's name is published when an entry lands in
+ * its empty flow outbox (lua/includes/flowout.lua): the flow worker wakes.
+ */
+export const flowWakeChannel = (prefix: string): string => `${prefix}:flows:wake`;
+
 /** Pub/sub channel announcing a queue name the first time it is registered (mirror writers take it over at once). */
 export const newQueueChannel = (prefix: string): string => `${prefix}:queues:new`;
 

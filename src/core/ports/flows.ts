@@ -1,3 +1,5 @@
+import type { Subscription } from './subscription';
+
 /**
  * Workflows (API.md v1.2, docs/workflows.md): the per-flow record that
  * decides when a job's dependencies are satisfied. Queue-side moves (blocked
@@ -58,7 +60,7 @@ export interface FlowOutboxEntry {
 
 export abstract class FlowRecordStore {
   /**
-   * Writes the record of a new flow (1..10,000 jobs, POST /flows sends at most 1,000; the graph already
+   * Writes the record of a new flow (1..20,000 jobs, RangeError beyond: a 10,000-child fan-in fits; POST /flows sends at most 1,000; the graph already
    * validated: src/core/flow-graph.ts). @returns false when a flow with this
    * id exists (nothing written).
    */
@@ -68,6 +70,13 @@ export abstract class FlowRecordStore {
    * same): O(dependents of the job). Unknown flow or job: empty lists.
    */
   abstract advance(flowId: string, jobId: string, outcome: FlowOutcome): Promise<FlowAdvance>;
+  /**
+   * Applies outcomes of one flow's jobs in order, each once, in one step (the
+   * flow worker's batch of one flow's outbox entries): answers the union of
+   * what each decided right after it was applied, each job at most once per
+   * list. 1..1,000 outcomes (RangeError otherwise).
+   */
+  abstract advanceMany(flowId: string, outcomes: { jobId: string; outcome: FlowOutcome }[]): Promise<FlowAdvance>;
   /**
    * Moves jobs of one queue as {@link advance} decided: 'unblock' (blocked →
    * waiting, or delayed until its runAt), 'cancel' (blocked → cancelled,
@@ -91,14 +100,22 @@ export abstract class FlowRecordStore {
   abstract placement(queue: string, id: string): Promise<JobPlacement | null>;
   /** Marks `queue` as holding flow jobs: the flow worker reads its outbox from now on. */
   abstract watch(queue: string): Promise<void>;
+  /**
+   * Calls `onWake(queue)` whenever an outcome lands in `queue`'s empty flow
+   * outbox (Redis pub/sub, on a connection of its own; a notice lost while
+   * reconnecting is left to the flow worker's periodic pass).
+   */
+  abstract listen(onWake: (queue: string) => void): Promise<Subscription>;
   /** The queues marked by {@link watch}. */
   abstract watched(): Promise<string[]>;
   /**
    * Takes up to `max` (1..1000) outbox entries of `queue`, oldest first, each
    * in flight for `leaseMs` (1,000..600,000): not acknowledged by then, it is
    * handed out again (its taker died). Malformed entries are dropped.
+   * `acked`: entries of the caller's previous batch, acknowledged in the same
+   * step (as {@link ack}); `max` 0 only acknowledges.
    */
-  abstract take(queue: string, max: number, leaseMs: number): Promise<FlowOutboxEntry[]>;
+  abstract take(queue: string, max: number, leaseMs: number, acked?: string[]): Promise<FlowOutboxEntry[]>;
   /** Acknowledges entries taken from `queue`'s outbox (they are done). */
   abstract ack(queue: string, raws: string[]): Promise<void>;
 }

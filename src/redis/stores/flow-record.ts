@@ -1,6 +1,9 @@
 import { FlowAdvance, FlowOutboxEntry, FlowOutcome, FlowRecord, FlowRecordJob, FlowRecordStore, JobPlacement } from '../../core/ports/flows';
+import type { Subscription } from '../../core/ports/subscription';
+import type { RedisClient } from '../connection';
 import type { RedisContext } from '../context';
-import { flowQueuesKey } from '../keys';
+import { flowQueuesKey, flowWakeChannel } from '../keys';
+import type { SubscriberFactory } from './schedule-signals';
 
 /** The keys of one flow's record: `<prefix>:{flow:<id>}:` (a hash tag of its own: one slot per flow). */
 export function flowKeyBase(prefix: string, flowId: string): string {
@@ -16,6 +19,12 @@ const RECORD_PARTS = ['meta', 'q', 'deps', 'dnts', 'left', 'pol', 'out', 'refs']
  * its jobs no longer brings back the dependents it cancelled (docs/workflows.md).
  */
 export const FLOW_RECORD_KEEP_MS = 7 * 86_400_000;
+
+/** Jobs one flow record holds at most (lua/recordFlow-1.lua; POST /flows allows 1,000). */
+export const MAX_RECORD_JOBS = 20_000;
+
+/** Outcomes one advanceFlow call applies at most (lua/advanceFlow-1.lua). */
+export const MAX_OUTCOMES_PER_CALL = 1000;
 
 const OUTCOME: Record<FlowOutcome, string> = { completed: 'c', ended: 'x', retried: 'r' };
 const OUTCOME_OF: Record<string, FlowOutcome> = { c: 'completed', x: 'ended', r: 'retried' };
@@ -37,9 +46,14 @@ function pairs(flat: string[] | undefined): { queue: string; id: string }[] {
 
 /** The flow record in Redis (lua/recordFlow-1.lua, lua/advanceFlow-1.lua) and the queue-side moves (lua/moveFlowJobs-7.lua). */
 export class RedisFlowRecordStore implements FlowRecordStore {
-  constructor(private readonly ctx: RedisContext) {}
+  /** @param connect opens the subscriber's own connection (default: a duplicate of the context's). */
+  constructor(
+    private readonly ctx: RedisContext,
+    private readonly connect: SubscriberFactory = () => ctx.redis.duplicate() as RedisClient,
+  ) {}
 
   async record(flowId: string, project: string, jobs: FlowRecordJob[]): Promise<boolean> {
+    if (jobs.length < 1 || jobs.length > MAX_RECORD_JOBS) throw new RangeError(`a flow record holds 1..${MAX_RECORD_JOBS} jobs`);
     const base = flowKeyBase(this.ctx.prefix, flowId);
     const args: (string | number)[] = [base, project, jobs.length];
     // The refs go in the record (hash refs), for GET /flows/:id once Redis has pruned a job's hash.
@@ -85,9 +99,16 @@ export class RedisFlowRecordStore implements FlowRecordStore {
     return { flowId: fl, ref: rf ?? '', dependsOn };
   }
 
-  async advance(flowId: string, jobId: string, outcome: FlowOutcome): Promise<FlowAdvance> {
+  advance(flowId: string, jobId: string, outcome: FlowOutcome): Promise<FlowAdvance> {
+    return this.advanceMany(flowId, [{ jobId, outcome }]);
+  }
+
+  async advanceMany(flowId: string, outcomes: { jobId: string; outcome: FlowOutcome }[]): Promise<FlowAdvance> {
+    if (outcomes.length < 1 || outcomes.length > MAX_OUTCOMES_PER_CALL) throw new RangeError(`advanceMany takes 1..${MAX_OUTCOMES_PER_CALL} outcomes`);
     const base = flowKeyBase(this.ctx.prefix, flowId);
-    const [release, cancel, reblock] = await this.ctx.scripts.run<string[][]>('advanceFlow', [base + 'meta'], [base, jobId, OUTCOME[outcome], FLOW_RECORD_KEEP_MS]);
+    const args: (string | number)[] = [base, FLOW_RECORD_KEEP_MS];
+    for (const o of outcomes) args.push(o.jobId, OUTCOME[o.outcome]);
+    const [release, cancel, reblock] = await this.ctx.scripts.run<string[][]>('advanceFlow', [base + 'meta'], args);
     return { release: pairs(release), cancel: pairs(cancel), reblock: pairs(reblock) };
   }
 
@@ -101,13 +122,21 @@ export class RedisFlowRecordStore implements FlowRecordStore {
     await this.ctx.redis.sadd(flowQueuesKey(this.ctx.prefix), queue);
   }
 
+  async listen(onWake: (queue: string) => void): Promise<Subscription> {
+    const sub = this.connect('sluice-flows');
+    sub.on('error', () => undefined); // reconnects by itself; the flow worker's periodic pass covers the gap
+    sub.on('message', (_channel: string, queue: string) => onWake(queue));
+    await sub.subscribe(flowWakeChannel(this.ctx.prefix)).catch(() => undefined);
+    return { close: () => sub.disconnect() };
+  }
+
   watched(): Promise<string[]> {
     return this.ctx.redis.smembers(flowQueuesKey(this.ctx.prefix));
   }
 
-  async take(queue: string, max: number, leaseMs: number): Promise<FlowOutboxEntry[]> {
+  async take(queue: string, max: number, leaseMs: number, acked: string[] = []): Promise<FlowOutboxEntry[]> {
     const k = this.ctx.keys(queue);
-    const raws = await this.ctx.scripts.run<string[]>('takeFlowOutcomes', [k.flowOutbox, k.flowInFlight], [max, leaseMs]);
+    const raws = await this.ctx.scripts.run<string[]>('takeFlowOutcomes', [k.flowOutbox, k.flowInFlight], [max, leaseMs, ...acked]);
     const out: FlowOutboxEntry[] = [];
     const bad: string[] = [];
     for (const raw of raws) {

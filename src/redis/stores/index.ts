@@ -93,6 +93,6 @@ export function createRedisStores(
     liveEvents: new RedisLiveEvents(redis, prefix),
     workerRegistry: new RedisWorkerRegistryStore(redis, prefix),
     externalWorkers: new RedisExternalWorkerSeen(redis, prefix),
-    flows: new RedisFlowRecordStore(ctx),
+    flows: new RedisFlowRecordStore(ctx, connect),
   };
 }

@@ -11,6 +11,7 @@ import type { EnqueueInput, NormalizedEnqueue } from '../../../src/core/job-opti
 import type { ClaimedJob } from '../../../src/core/job';
 import { openStore, sleep, TestStore } from '../../support/redis';
 import { scriptHelpers } from '../../support/scripts';
+import { rng } from '../../support/rng';
 
 let t: TestStore;
 beforeAll(async () => {
@@ -20,16 +21,6 @@ afterAll(async () => {
   await t.close();
 });
 const { newQueue, norm } = scriptHelpers(() => t, 'lanesinv');
-
-/** mulberry32: a small seeded PRNG, so a failure replays. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Held = ClaimedJob[];
 const pickOf = (rand: () => number) => <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
