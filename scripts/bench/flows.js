@@ -10,7 +10,8 @@
  * Per round and system:
  * - submission: the time to create the whole flow (Sluice: the flow's record,
  *   the jobs created blocked, the children unblocked — what POST /flows does
- *   through the stores, src/flows/flows.service.ts; BullMQ: FlowProducer.add);
+ *   through the stores after validation, src/flows/submit-flow.ts; BullMQ:
+ *   FlowProducer.add);
  * - release latency: from the last child's completion to the parent's start
  *   (Sluice: the `completed` and `claimed` events, Redis time; BullMQ: the
  *   children's finishedOn and the parent's processedOn), so both include the
@@ -38,6 +39,7 @@ const ROUNDS = opt('rounds', 20);
 const CONC = 50;
 const dist = path.resolve(__dirname, '../../dist');
 const { FlowWorkerLoop } = require(`${dist}/flows/flow-loop`);
+const { submitFlow } = require(`${dist}/flows/submit-flow`);
 
 /** One Sluice round: returns {submitMs, releaseMs}. */
 async function sluiceRound() {
@@ -53,15 +55,11 @@ async function sluiceRound() {
     flow: { flowId, jobId: id, ref, onDependencyFailure: 'cancel', dependsOn: deps },
   });
   const t0 = performance.now();
-  await stores.flows.record(flowId, 'default', [
-    ...ids.map((id) => ({ id, queue: kids, onDependencyFailure: 'cancel', dependsOn: [] })),
-    { id: parent, queue: top, onDependencyFailure: 'cancel', dependsOn: ids },
+  // The path POST /flows takes after validation (src/flows/submit-flow.ts).
+  await submitFlow({ jobs: stores.jobs, flows: stores.flows }, flowId, 'default', [
+    ...ids.map((id, i) => job(kids, id, `c${i}`, [])),
+    job(top, parent, 'parent', ids.map((id, i) => ({ ref: `c${i}`, id, queue: kids }))),
   ]);
-  await stores.flows.watch(kids);
-  await stores.flows.watch(top);
-  for (let i = 0; i < N; i += 1000) await stores.jobs.enqueue(ids.slice(i, i + 1000).map((id, j) => job(kids, id, `c${i + j}`, [])));
-  await stores.jobs.enqueue([job(top, parent, 'parent', ids.map((id, i) => ({ ref: `c${i}`, id, queue: kids })))]);
-  for (let i = 0; i < N; i += 1000) await stores.flows.move(kids, 'unblock', ids.slice(i, i + 1000));
   const submitMs = performance.now() - t0;
 
   // The flow worker as the scheduler role runs it: woken by the outbox, a sweep every second.

@@ -14,22 +14,16 @@ import { WaitingCap } from '../jobs/waiting-cap';
 import type { Logger } from '../logging/logger';
 import type { CreateFlowBody } from './dto/create-flow.pipe';
 import { flowInput, typesRefused } from './flow-input';
+import { type PlacedFlowJob, submitFlow } from './submit-flow';
 
 /** One job of a new flow as POST /flows answers it: the job, its ref and the ids it waits for. */
 export type CreatedFlowJob = { job: Job; ref: string; dependsOn: string[] };
 
-/** Groups items by queue, in order of first appearance. */
-function byQueue<T extends { queue: string }>(items: T[]): Map<string, T[]> {
-  const m = new Map<string, T[]>();
-  for (const it of items) m.set(it.queue, [...(m.get(it.queue) ?? []), it]);
-  return m;
-}
-
 /**
  * `POST /flows` (API.md v1.2 "Workflows"; docs/workflows.md): validates the
- * whole flow, then submits it through the stores as test/support/flows.ts
- * does: the record (with the refs), every queue watched, each queue's jobs
- * created `blocked` in one enqueue per queue, then the roots unblocked.
+ * whole flow, then submits it through the stores ({@link submitFlow}: the
+ * record with the refs, every queue watched, each queue's jobs created
+ * `blocked`, then the roots unblocked).
  *
  * All or nothing: nothing is written before the body (graph, types, payloads)
  * and the waiting cap have passed. A failure after the record was written
@@ -66,7 +60,7 @@ export class FlowsService {
     const flowId = uuidv7();
     const idOf = new Map(flow.jobs.map((j) => [j.ref, uuidv7()]));
     const queueOf = new Map(flow.jobs.map((j) => [j.ref, j.queue]));
-    const placed = flow.jobs.map((j): NormalizedEnqueue & { id: string; src: NormalizedFlowJob } => ({
+    const placed = flow.jobs.map((j): PlacedFlowJob & { id: string; src: NormalizedFlowJob } => ({
       ...j,
       id: idOf.get(j.ref) as string,
       src: j,
@@ -78,41 +72,15 @@ export class FlowsService {
         dependsOn: j.dependsOn.map((r) => ({ ref: r, id: idOf.get(r) as string, queue: queueOf.get(r) as string })),
       },
     }));
-    const recorded = await this.flows.record(
-      flowId,
-      project,
-      placed.map((p) => ({ id: p.id, queue: p.queue, onDependencyFailure: p.src.onDependencyFailure, dependsOn: p.flow!.dependsOn.map((d) => d.id), ref: p.src.ref })),
-    );
-    if (!recorded) throw new UnavailableError(`flow id ${flowId} exists already: nothing was created, submit again`);
-
-    const status = new Map<string, { status: JobStatus; created: NonNullable<Awaited<ReturnType<JobStore['enqueue']>>[number]['created']> }>();
     const jobs: Job[] = [];
     try {
-      const groups = byQueue(placed);
-      // Watched before any job exists: every outcome (a rollback's cancellations too) is read from its outbox.
-      for (const q of groups.keys()) await this.flows.watch(q);
-      for (const group of groups.values()) {
-        const results = await this.store.enqueue(
-          group.map(({ id: _id, src: _src, ...n }) => n),
-          trace,
-        );
-        results.forEach((r, i) => {
-          if (r.id !== group[i].id || !r.created) throw new UnavailableError(`flow ${flowId}: the enqueue of ${group[i].src.ref} answered another job`);
-          status.set(r.id, { status: r.status as JobStatus, created: r.created });
-        });
-      }
-      for (const [q, roots] of byQueue(placed.filter((p) => p.src.dependsOn.length === 0))) {
-        const moved = new Set(await this.flows.move(q, 'unblock', roots.map((r) => r.id)));
-        const stuck = roots.filter((r) => !moved.has(r.id));
-        if (stuck.length) throw new UnavailableError(`flow ${flowId}: queue ${q} did not release ${stuck.map((r) => r.src.ref).join(', ')} (Redis restarted?); nothing was kept, submit again`);
-      }
-      for (const p of placed) {
-        const s = status.get(p.id)!;
-        const payload = JSON.parse(p.payloadJson) as Record<string, Json>;
-        // A root has moved on (waiting, delayed, maybe claimed already): read back; the others are blocked as created.
-        const live = p.src.dependsOn.length === 0 ? await this.store.getJob(p.queue, p.id) : null;
-        jobs.push(live ?? createdJob(p.id, s.status, p, payload, s.created));
-      }
+      const created = await submitFlow({ jobs: this.store, flows: this.flows }, flowId, project, placed, trace);
+      // A root has moved on (waiting, delayed, maybe claimed already): read back; the others are blocked as created.
+      const live = await Promise.all(placed.map((p) => (p.src.dependsOn.length === 0 ? this.store.getJob(p.queue, p.id) : null)));
+      placed.forEach((p, i) => {
+        const r = created.get(p.id)!;
+        jobs.push(live[i] ?? createdJob(p.id, r.status as JobStatus, p, JSON.parse(p.payloadJson) as Record<string, Json>, r.created!));
+      });
     } catch (e) {
       await this.rollBack(flowId, placed);
       throw e;

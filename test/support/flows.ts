@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { normalizeEnqueue, type NormalizedEnqueue } from '../../src/core/job-options';
+import { normalizeEnqueue } from '../../src/core/job-options';
 import type { Json } from '../../src/core/job';
-import type { FlowRecordJob } from '../../src/core/ports/flows';
+import { type PlacedFlowJob, submitFlow as submit } from '../../src/flows/submit-flow';
 import type { TestStore } from './redis';
 
 /** One job of a flow as tests write it: its ref, queue, dependencies (refs) and policy. */
@@ -15,29 +15,21 @@ export interface FlowSpec {
 }
 
 /**
- * Submits a flow through the stores as POST /flows does (docs/workflows.md):
- * the record, every queue watched, the jobs created blocked, then the roots
- * unblocked. Returns the flow id and each ref's job id.
+ * Submits a flow through the stores as POST /flows does
+ * (src/flows/submit-flow.ts: the record, every queue watched, the jobs
+ * created blocked, then the roots unblocked). Returns the flow id and each
+ * ref's job id.
  */
 export async function submitFlow(t: TestStore, specs: FlowSpec[]): Promise<{ flowId: string; id: Record<string, string> }> {
   const flowId = randomUUID();
   const id = Object.fromEntries(specs.map((s) => [s.ref, randomUUID()]));
   const queueOf = Object.fromEntries(specs.map((s) => [s.ref, s.queue]));
-  const jobs: FlowRecordJob[] = specs.map((s) => ({ id: id[s.ref], queue: s.queue, onDependencyFailure: s.run ? 'run' : 'cancel', dependsOn: (s.deps ?? []).map((r) => id[r]) }));
-  if (!(await t.stores.flows.record(flowId, 'default', jobs))) throw new Error(`flow ${flowId} exists`);
-  for (const q of new Set(specs.map((s) => s.queue))) {
-    await t.stores.flows.watch(q);
-    const mine = specs.filter((s) => s.queue === q);
-    for (let i = 0; i < mine.length; i += 1000) {
-      await t.store.enqueue(
-        mine.slice(i, i + 1000).map((s): NormalizedEnqueue => ({
-          ...normalizeEnqueue({ queue: q, type: s.type ?? 't', payload: s.payload ?? { ref: s.ref } }, 1e6),
-          flow: { flowId, jobId: id[s.ref], ref: s.ref, onDependencyFailure: s.run ? 'run' : 'cancel', dependsOn: (s.deps ?? []).map((r) => ({ ref: r, id: id[r], queue: queueOf[r] })) },
-        })),
-      );
-    }
-  }
-  const roots = specs.filter((x) => !x.deps?.length);
-  for (const q of new Set(roots.map((s) => s.queue))) await t.stores.flows.move(q, 'unblock', roots.filter((s) => s.queue === q).map((s) => id[s.ref]));
+  const jobs = specs.map(
+    (s): PlacedFlowJob => ({
+      ...normalizeEnqueue({ queue: s.queue, type: s.type ?? 't', payload: s.payload ?? { ref: s.ref } }, 1e6),
+      flow: { flowId, jobId: id[s.ref], ref: s.ref, onDependencyFailure: s.run ? 'run' : 'cancel', dependsOn: (s.deps ?? []).map((r) => ({ ref: r, id: id[r], queue: queueOf[r] })) },
+    }),
+  );
+  await submit({ jobs: t.store, flows: t.stores.flows }, flowId, 'default', jobs);
   return { flowId, id };
 }
