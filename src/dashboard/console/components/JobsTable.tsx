@@ -16,7 +16,12 @@ function flowCell(j: Job) {
       <Link className="mono" to={`/jobs?flowId=${encodeURIComponent(j.flowId)}`} title={`the jobs of flow ${j.flowId}`}>
         {j.flowId.slice(-12)}
       </Link>
-      {j.flowRef !== null && <span className="muted clip"> {j.flowRef}</span>}
+      {j.flowRef !== null && (
+        <>
+          {' '}
+          <span className="muted clip">{j.flowRef}</span>
+        </>
+      )}
     </>
   );
 }
