@@ -4,7 +4,8 @@ import type { Execution, Job, JobEvent, JobStatus, LogLine, Page } from './types
 /**
  * Explorer filters (URL query of /ui/jobs): every field optional. `from`/`to`
  * are ISO times (created in [from, to)); `payload` is a JSON object the payload
- * must contain (`{"orderId": 42}`), which the server accepts only with `from` (≤ 31 days).
+ * must contain (`{"orderId": 42}`), which the server accepts only with `from` (≤ 31 days);
+ * `flowId` keeps the jobs of one flow (POST /flows), a UUID.
  */
 export interface JobFilter {
   queue?: string;
@@ -13,6 +14,7 @@ export interface JobFilter {
   from?: string;
   to?: string;
   payload?: string;
+  flowId?: string;
 }
 
 /** `GET /jobs`: one keyset page, newest first. */

@@ -32,6 +32,12 @@ export type QueueKey = Paths['/queues/{name}/keys']['get']['responses'][200]['co
 /** One key's limits (its override, or the effective ones). */
 export type KeyLimits = QueueKey['limits'];
 export type Stats = S['DashboardStats'];
+/** `GET /flows/:id` (API.md v1.2 "Workflows"): the flow's status, its counts per status and its jobs in request order. */
+export type Flow = S['Flow'];
+/** One job of a flow: its ref, id, status (null once neither Redis nor the history has it) and the ids it waits for. */
+export type FlowJob = Flow['jobs'][number];
+/** `GET /jobs/:id/dependencies` item: a dependency's ref, id, status (null when gone), result and last error. */
+export type JobDependency = S['JobDependencies']['items'][number];
 export type Worker = S['Worker'];
 /** A schedule; `concurrencyKey` from pending-schema.ts until the generated schema has it. */
 export type Schedule = Pending<S['Schedule'], PendingJobFields>;

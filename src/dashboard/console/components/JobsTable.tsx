@@ -8,6 +8,24 @@ import { DataTable, type Column } from './DataTable';
 
 const errorText = (j: Job) => j.lastError ?? '';
 
+/** A flow job's flow (a link to the explorer filtered to it) and its ref there; — outside flows. */
+function flowCell(j: Job) {
+  if (!j.flowId) return <span className="muted">—</span>;
+  return (
+    <>
+      <Link className="mono" to={`/jobs?flowId=${encodeURIComponent(j.flowId)}`} title={`the jobs of flow ${j.flowId}`}>
+        {j.flowId.slice(-12)}
+      </Link>
+      {j.flowRef !== null && (
+        <>
+          {' '}
+          <span className="muted clip">{j.flowRef}</span>
+        </>
+      )}
+    </>
+  );
+}
+
 /** Runs one action over many jobs, one request each, and says how it went. */
 async function bulk(ids: string[], act: (id: string) => Promise<unknown>, verb: string): Promise<string> {
   let ok = 0;
@@ -25,7 +43,7 @@ async function bulk(ids: string[], act: (id: string) => Promise<unknown>, verb: 
 }
 
 /**
- * A page of jobs: links to each, status, queue, concurrency key, attempts, last error; with `canOperate`,
+ * A page of jobs: links to each, status, queue, concurrency key, flow (a link to its jobs), attempts, last error; with `canOperate`,
  * per-row cancel/retry (plus `rowAction` next to Retry) and a selection for bulk cancel/retry (confirmed).
  * `onChanged` is called after an action so the owner can refresh its page.
  */
@@ -47,6 +65,7 @@ export function JobsTable({ jobs, canOperate, onChanged, caption, rowAction }: {
     { id: 'status', header: 'Status', cell: (c) => <StatusBadge status={c.row.original.status} /> },
     { id: 'queue', header: 'Queue', cell: (c) => c.row.original.queue, meta: { optional: true } },
     { id: 'key', header: 'Concurrency key', cell: (c) => (c.row.original.concurrencyKey == null ? <span className="muted">—</span> : <span className="mono clip">{c.row.original.concurrencyKey}</span>), meta: { optional: true } },
+    { id: 'flow', header: 'Flow', cell: (c) => flowCell(c.row.original), meta: { optional: true } },
     { id: 'attempts', header: 'Attempts', cell: (c) => `${c.row.original.attempts}/${c.row.original.maxAttempts}`, meta: { optional: true } },
     { id: 'updated', header: 'Updated', cell: (c) => <Time at={c.row.original.updatedAt} />, meta: { optional: true } },
     { id: 'error', header: 'Last error', cell: (c) => <span className="clip">{errorText(c.row.original)}</span>, meta: { optional: true } },

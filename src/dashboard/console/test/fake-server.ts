@@ -38,3 +38,35 @@ export async function serverFetch(input: RequestInfo | URL, init?: RequestInit):
 function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 }
+
+/** A flow job as a test describes it: what `GET /flows/:id` and `GET /jobs/:id/dependencies` tell of it. */
+export interface FakeFlowJob {
+  ref: string;
+  id: string;
+  status: 'waiting' | 'delayed' | 'active' | 'completed' | 'failed' | 'cancelled' | 'blocked' | null;
+  dependsOn: string[];
+  result?: unknown;
+  lastError?: string | null;
+}
+
+/**
+ * Serves a flow as the server would (API.md v1.2 "Workflows"): `GET /flows/:flowId` with its
+ * status and counts derived from the jobs (docs/api.md's rules), and `GET /jobs/:id/dependencies`
+ * of each job. `flowStatus` overrides the derived answer (a 404 envelope for a record gone).
+ */
+export function serveFlow(flowId: string, jobs: FakeFlowJob[], flowStatus?: { status: number; body: unknown }): void {
+  const statuses = ['waiting', 'delayed', 'active', 'completed', 'failed', 'cancelled', 'blocked'] as const;
+  const counts = Object.fromEntries(statuses.map((s) => [s, jobs.filter((j) => j.status === s).length]));
+  const unfinished = jobs.some((j) => j.status === 'waiting' || j.status === 'delayed' || j.status === 'active' || j.status === 'blocked');
+  const status = unfinished ? 'running' : counts.failed > 0 ? 'failed' : counts.cancelled > 0 ? 'cancelled' : 'completed';
+  route(`GET /flows/${flowId}`, flowStatus ?? { flowId, status, counts, jobs: jobs.map(({ ref, id, status: s, dependsOn }) => ({ ref, id, status: s, dependsOn })) });
+  const byId = new Map(jobs.map((j) => [j.id, j]));
+  for (const j of jobs) {
+    route(`GET /jobs/${j.id}/dependencies`, {
+      items: j.dependsOn.map((d) => {
+        const dep = byId.get(d);
+        return { ref: dep?.ref ?? d, id: d, status: dep?.status ?? null, result: dep?.result ?? null, lastError: dep?.lastError ?? null };
+      }),
+    });
+  }
+}

@@ -44,6 +44,8 @@ export function aJob(over: Partial<Job> = {}): Job {
     timeoutMs: 600000,
     idempotencyKey: null,
     concurrencyKey: null,
+    flowId: null,
+    flowRef: null,
     progress: null,
     result: null,
     lastError: 'boom',

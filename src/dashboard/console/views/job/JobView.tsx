@@ -6,6 +6,7 @@ import { duration, QueryState, Section, StatusBadge, Time } from '../../componen
 import { DataTable, type Column } from '../../components/DataTable';
 import { JsonBlock, JsonEditor } from '../../components/Json';
 import { useJobStream } from '../../hooks/job-stream';
+import { JobFlow } from './JobFlow';
 import { useJob, useJobActions, useJobHistory } from '../../hooks/jobs';
 import { usePermissions } from '../../hooks/session';
 import type { Execution } from '../../api/types';
@@ -49,7 +50,7 @@ export function Timeline({ events }: { events: JobEvent[] }) {
 }
 
 
-/** `/ui/jobs/:id`: status, attempts, times, worker; timeline, executions, logs, payload, result, progress, last error; actions by role. */
+/** `/ui/jobs/:id`: status, attempts, times, worker; a flow job's dependencies, dependents and flow; timeline, executions, logs, payload, result, progress, last error; actions by role. */
 export function JobView() {
   const { id = '' } = useParams();
   const [streamed, setStreamed] = useState(false);
@@ -162,6 +163,7 @@ export function JobView() {
           <pre className="err">{err}</pre>
         </Section>
       )}
+      <JobFlow job={j} />
       <Section title="Timeline">
         <QueryState q={history.events} what="the timeline" />
         {history.events.data && <Timeline events={history.events.data.items} />}

@@ -1,4 +1,4 @@
-import { fireEvent, screen } from '@testing-library/react';
+import { fireEvent, screen, waitFor } from '@testing-library/react';
 import { describe, expect, it } from 'vitest';
 import { calls, route } from '../../test/fake-server';
 import { aJob, renderAt, signedInAs } from '../../test/render';
@@ -98,5 +98,39 @@ describe('explorer filter query', () => {
     expect([...select.options].map((o) => o.value)).toEqual(['', 'waiting', 'delayed', 'active', 'completed', 'failed', 'cancelled', 'blocked']);
     expect(select.value).toBe('blocked');
     expect(calls.find((c) => c.method === 'GET' && c.url.pathname === '/jobs')?.url.searchParams.get('status')).toBe('blocked');
+  });
+});
+
+describe('jobs explorer: flows (v1.2 workflows)', () => {
+  const FLOW = '0190f5a0-0000-7000-8000-0000000000f1';
+
+  it('the flow filter goes from the form to the URL and GET /jobs; a flow id that is not a UUID is refused before sending', async () => {
+    signedInAs('viewer');
+    route('GET /jobs', ({ url }: { url: URL }) => ({ items: url.searchParams.get('flowId') ? [aJob({ id: id(7), flowId: FLOW, flowRef: 'resize' })] : [aJob({ id: id(1) })], nextCursor: null }));
+    renderAt('/jobs');
+    await screen.findByRole('link', { name: id(1).slice(-12) });
+    const input = screen.getByLabelText('Flow id');
+    fireEvent.change(input, { target: { value: 'flow-1' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Apply' }));
+    expect(screen.getByRole('alert').textContent).toMatch(/Flow id is a UUID/);
+    fireEvent.change(input, { target: { value: ` ${FLOW.toUpperCase()} ` } });
+    fireEvent.click(screen.getByRole('button', { name: 'Apply' }));
+    await screen.findByRole('link', { name: id(7).slice(-12) });
+    expect(calls.filter((c) => c.url.pathname === '/jobs').map((c) => c.url.searchParams.get('flowId'))).toEqual([null, FLOW]);
+    expect((screen.getByLabelText('Flow id') as HTMLInputElement).value).toBe(FLOW);
+  });
+
+  it('the Flow column links to the explorer filtered to that flow, with the job\'s ref; — outside flows', async () => {
+    signedInAs('viewer');
+    route('GET /jobs', ({ url }: { url: URL }) => ({ items: url.searchParams.get('flowId') === FLOW ? [aJob({ id: id(2), flowId: FLOW, flowRef: 'resize' })] : [aJob({ id: id(2), flowId: FLOW, flowRef: 'resize' }), aJob({ id: id(1) })], nextCursor: null }));
+    renderAt('/jobs?queue=emails');
+    const link = await screen.findByRole('link', { name: FLOW.slice(-12) });
+    const region = screen.getByRole('region', { name: 'Jobs' });
+    const col = [...region.querySelectorAll('th')].map((th) => th.textContent).indexOf('Flow');
+    expect([...region.querySelectorAll('tbody tr')].map((tr) => tr.querySelectorAll('td')[col].textContent)).toEqual([`${FLOW.slice(-12)} resize`, '—']);
+    expect(link.getAttribute('href')).toBe(`/jobs?flowId=${FLOW}`);
+    fireEvent.click(link);
+    await waitFor(() => expect(calls.filter((c) => c.url.pathname === '/jobs').at(-1)?.url.searchParams.get('flowId')).toBe(FLOW));
+    expect((await screen.findByLabelText('Flow id') as HTMLInputElement).value).toBe(FLOW);
   });
 });

@@ -22,8 +22,8 @@ function toLocalInput(iso: string | undefined): string {
 
 /**
  * The URL query of the filter form's values; an error text instead when the
- * payload is not a JSON object or a time is not one. A payload search without
- * From gets From = 7 days ago.
+ * payload is not a JSON object, a time is not one or the flow id is not a UUID.
+ * A payload search without From gets From = 7 days ago.
  */
 export function filterQuery(f: FormData, now = Date.now()): URLSearchParams | string {
   const next = new URLSearchParams();
@@ -37,6 +37,11 @@ export function filterQuery(f: FormData, now = Date.now()): URLSearchParams | st
     const t = Date.parse(v);
     if (Number.isNaN(t)) return `${k === 'from' ? 'From' : 'To'} is not a time`;
     next.set(k, new Date(t).toISOString());
+  }
+  const flowId = String(f.get('flowId') ?? '').trim();
+  if (flowId) {
+    if (!UUID.test(flowId)) return 'Flow id is a UUID, e.g. 0190f5a0-0000-7000-8000-000000000001';
+    next.set('flowId', flowId.toLowerCase());
   }
   const payload = String(f.get('payload') ?? '').trim();
   if (payload) {
@@ -72,7 +77,7 @@ export function JobsList({ filter, caption }: { filter: JobFilter; caption: stri
   );
 }
 
-/** `/ui/jobs?queue=&status=&type=&from=&to=&payload=`: filters live in the URL; jump to a job by id. */
+/** `/ui/jobs?queue=&status=&type=&flowId=&from=&to=&payload=`: filters live in the URL; jump to a job by id. */
 export function JobsView() {
   const [params, setParams] = useSearchParams();
   const navigate = useNavigate();
@@ -83,6 +88,7 @@ export function JobsView() {
     from: params.get('from') || undefined,
     to: params.get('to') || undefined,
     payload: params.get('payload') || undefined,
+    flowId: params.get('flowId') || undefined,
   };
   const [formError, setFormError] = useState<string | null>(null);
   const [jump, setJump] = useState('');
@@ -116,6 +122,9 @@ export function JobsView() {
           </label>
           <label>
             Type <input name="type" defaultValue={filter.type ?? ''} key={`t${filter.type}`} />
+          </label>
+          <label>
+            Flow id <input name="flowId" className="mono" defaultValue={filter.flowId ?? ''} key={`w${filter.flowId}`} aria-invalid={formError?.startsWith('Flow') ?? false} aria-describedby="filter-err" />
           </label>
           <label>
             From <input name="from" type="datetime-local" defaultValue={toLocalInput(filter.from)} key={`f${filter.from}`} />
