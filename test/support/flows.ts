@@ -17,10 +17,10 @@ export interface FlowSpec {
 /**
  * Submits a flow through the stores as POST /flows does (docs/workflows.md):
  * the record, every queue watched, the jobs created blocked, then the roots
- * unblocked. Returns the flow id and each ref's job id.
+ * unblocked. Returns the flow id and each ref's job id. `flowId` may be given
+ * (a test that places the flow's record on a chosen Redis Cluster shard).
  */
-export async function submitFlow(t: TestStore, specs: FlowSpec[]): Promise<{ flowId: string; id: Record<string, string> }> {
-  const flowId = randomUUID();
+export async function submitFlow(t: TestStore, specs: FlowSpec[], flowId: string = randomUUID()): Promise<{ flowId: string; id: Record<string, string> }> {
   const id = Object.fromEntries(specs.map((s) => [s.ref, randomUUID()]));
   const queueOf = Object.fromEntries(specs.map((s) => [s.ref, s.queue]));
   const jobs: FlowRecordJob[] = specs.map((s) => ({ id: id[s.ref], queue: s.queue, onDependencyFailure: s.run ? 'run' : 'cancel', dependsOn: (s.deps ?? []).map((r) => id[r]) }));
