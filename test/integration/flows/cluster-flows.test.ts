@@ -14,8 +14,10 @@
  *
  * With real processes (as fan-in-crash.test.ts): 500 children in one queue,
  * their parent in a queue on another shard, two `node dist/main.js` (ROLE
- * worker,scheduler, REDIS_CLUSTER_NODES), one SIGKILLed mid-run; the parent
- * is released exactly once, after every child's `completed`, and runs once.
+ * worker,scheduler, REDIS_CLUSTER_NODES), one SIGKILLed mid-run, and a third
+ * flow worker (the test) dying after advancing the record for a few entries;
+ * the parent is released exactly once, after every child's `completed`, and
+ * runs once, and each child's completion is counted once in the record.
  */
 import { randomUUID } from 'node:crypto';
 import Redis, { Cluster } from 'ioredis';
@@ -283,6 +285,22 @@ test('500 children across two worker processes on the cluster, one SIGKILLed: th
   };
   const [a, b] = await Promise.all([startSluice(env), startSluice(env)]);
   procs.push(a, b);
+  // A third flow worker takes some children's entries, advances the record for
+  // each and dies before their queue step and their ack: they come back after
+  // their 100 ms lease, and the processes apply them again, changing nothing.
+  const halfDone = new Set<string>();
+  await waitUntil(
+    'a flow worker to take a few entries',
+    async () => {
+      for (const e of await p.stores.flows.take(kids, 10, 100)) {
+        await p.stores.flows.advance(e.flowId, e.jobId, e.outcome);
+        halfDone.add(e.jobId);
+      }
+      return halfDone.size >= 5;
+    },
+    20_000,
+    2,
+  );
   await waitUntil('a third of the children to complete', async () => (await auditEvents(p, kids)).filter((e) => e.e === 'completed').length >= 170, 30_000, 50);
   a.kill('SIGKILL');
   const doneAtKill = (await auditEvents(p, kids)).filter((e) => e.e === 'completed').length;
@@ -296,7 +314,7 @@ test('500 children across two worker processes on the cluster, one SIGKILLed: th
   expect(completed.size).toBe(500);
   expect(kidEvents.filter((e) => e.e === 'completed')).toHaveLength(500);
   expect(doneAtKill).toBeLessThan(500); // the kill was mid-run
-  process.stdout.write(`cluster fan-in: ${doneAtKill} children completed at the SIGKILL, ${kidEvents.filter((e) => e.e === 'stalled').length} leases reaped after it\n`);
+  process.stdout.write(`cluster fan-in: ${halfDone.size} entries left half-applied, ${doneAtKill} children completed at the SIGKILL, ${kidEvents.filter((e) => e.e === 'stalled').length} leases reaped after it\n`);
   const lastChild = Math.max(...completed.values());
   const parentEvents = (await auditEvents(p, top)).filter((e) => e.j === id.parent);
   expect(parentEvents.map((e) => e.e)).toEqual(['enqueued', 'unblocked', 'claimed', 'completed']);
