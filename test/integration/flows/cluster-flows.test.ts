@@ -12,6 +12,10 @@
  * flow worker that died is applied once; claimed jobs carry their
  * dependencies' statuses read from other shards and other flows' records.
  *
+ * Over HTTP (an in-process app, ROLE api,scheduler,audit, on the cluster):
+ * POST /flows across two shards, the external worker protocol, the claim's
+ * dependencies, GET /jobs/:id/dependencies, GET and DELETE /flows/:id.
+ *
  * With real processes (as fan-in-crash.test.ts): 500 children in one queue,
  * their parent in a queue on another shard, two `node dist/main.js` (ROLE
  * worker,scheduler, REDIS_CLUSTER_NODES), one SIGKILLed mid-run, and a third
@@ -28,10 +32,12 @@ import type { HistoryQueries } from '../../../src/history';
 import type { JobsService } from '../../../src/jobs/jobs.service';
 import { createRedis, readyMasters } from '../../../src/redis/connection';
 import { RedisScripts } from '../../../src/redis/scripts';
-import { createRedisStores } from '../../../src/redis/stores';
+import { REDIS_STORES } from '../../../src/redis/redis.module';
+import { createRedisStores, type RedisStores } from '../../../src/redis/stores';
 import { flowKeyBase } from '../../../src/redis/stores/flow-record';
 import { auditEvents, waitUntil } from '../../support/cases';
 import { FlowSpec, submitFlow } from '../../support/flows';
+import { startTestApi, TestApi } from '../../support/http';
 import { killAll, SluiceProcess, startSluice } from '../../support/process';
 import { readEvents, sleep, testPrefix, TestStore } from '../../support/redis';
 import { RedisClusterHandle, removeDir, startRedisCluster, stopAllRedisServers } from '../../support/redis-server';
@@ -44,6 +50,7 @@ let t: TestStore;
 let admin: Redis;
 const direct = new Map<string, Redis>();
 const procs: SluiceProcess[] = [];
+let api: TestApi | undefined;
 const clients: (Redis | Cluster)[] = [];
 
 /** The stores on a Cluster client under a fresh prefix (the cluster is private: close() only disconnects). */
@@ -70,6 +77,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await api?.close();
   await killAll(procs);
   clients.forEach((c) => c.disconnect());
   await stopAllRedisServers();
@@ -264,6 +272,70 @@ it.each([
   }
 });
 
+it('over HTTP on the cluster: POST /flows across two shards runs in order through the external worker protocol; dependencies, GET and DELETE /flows/:id', async () => {
+  api = await startTestApi('cflowhttp', { ROLE: 'api,scheduler,audit', REDIS_CLUSTER_NODES: cluster.nodesEnv, REDIS_URL: 'redis://127.0.0.1:1' });
+  const http = api.http;
+  const stores = api.app.get<RedisStores>(REDIS_STORES);
+  expect(stores.ctx.redis).toBeInstanceOf(Cluster);
+  const s: TestStore = { ...t, redis: stores.ctx.redis, stores, store: stores.jobs, keys: (q) => stores.ctx.keys(q), prefix: api.prefix };
+  const { q1, q2 } = await spread(s, 'http');
+  for (const q of [q1, q2]) expect((await http.put(`/queues/${q}`).send({ external: true })).status).toBe(200);
+  const claim = async (q: string) => (await http.post(`/queues/${q}/claim`).send({ workerId: 'w-1', max: 10 })).body.jobs as { id: string; lockToken: string; dependencies?: unknown }[];
+  const complete = async (j: { id: string; lockToken: string }, result: unknown) => expect((await http.post(`/jobs/${j.id}/complete`).send({ lockToken: j.lockToken, result })).status).toBe(200);
+  const statusOf = async (flowId: string) => Object.fromEntries(((await http.get(`/flows/${flowId}`)).body.jobs as { ref: string; status: string }[]).map((j) => [j.ref, j.status]));
+
+  const res = await http.post('/flows').send({
+    jobs: [
+      { ref: 'top', type: 'etl.extract', queue: q1, payload: { n: 1 } },
+      { ref: 'left', type: 'etl.left', queue: q2, dependsOn: ['top'] },
+      { ref: 'right', type: 'etl.right', queue: q1, dependsOn: ['top'] },
+      { ref: 'bottom', type: 'etl.join', queue: q2, dependsOn: ['left', 'right'] },
+    ],
+  });
+  expect(res.status).toBe(201);
+  const { flowId } = res.body;
+  const id = Object.fromEntries(res.body.jobs.map((j: { ref: string; id: string }) => [j.ref, j.id]));
+  expect(res.body.jobs.map((j: { status: string }) => j.status)).toEqual(['waiting', 'blocked', 'blocked', 'blocked']);
+  const [top] = await claim(q1);
+  expect(top.id).toBe(id.top);
+  await complete(top, { t: 1 });
+  await waitUntil('left and right released', async () => Object.values(await statusOf(flowId)).filter((x) => x === 'waiting').length === 2, 10_000, 20);
+  const [right] = await claim(q1);
+  const [left] = await claim(q2);
+  expect([left.id, right.id]).toEqual([id.left, id.right]);
+  await complete(left, { l: 1 });
+  await complete(right, { r: 1 });
+  await waitUntil('bottom released', async () => (await statusOf(flowId)).bottom === 'waiting', 10_000, 20);
+  const [bottom] = await claim(q2);
+  expect(bottom.id).toBe(id.bottom);
+  expect(bottom.dependencies).toEqual([
+    { ref: 'left', id: id.left, status: 'completed' },
+    { ref: 'right', id: id.right, status: 'completed' },
+  ]);
+  await complete(bottom, null);
+  await waitUntil('the flow completed', async () => (await http.get(`/flows/${flowId}`)).body.status === 'completed', 10_000, 20);
+  // GET /jobs/:id reads the history: once the mirror has the jobs, their dependencies with results.
+  await waitUntil('the mirror has the bottom job', async () => (await http.get(`/jobs/${id.bottom}`)).status === 200, 15_000, 50);
+  const deps = await http.get(`/jobs/${id.bottom}/dependencies`);
+  expect(deps.status).toBe(200);
+  expect(deps.body.items.map((d: { ref: string; status: string; result: unknown }) => [d.ref, d.status, d.result])).toEqual([
+    ['left', 'completed', { l: 1 }],
+    ['right', 'completed', { r: 1 }],
+  ]);
+
+  // DELETE /flows/:id: a second flow, its root running, the rest cancelled across both shards.
+  const second = await http.post('/flows').send({ jobs: [{ ref: 'a', type: 't', queue: q1 }, { ref: 'b', type: 't', queue: q2, dependsOn: ['a'] }, { ref: 'c', type: 't', queue: q1, dependsOn: ['b'] }] });
+  expect(second.status).toBe(201);
+  const del = await http.delete(`/flows/${second.body.flowId}`);
+  expect(del.status).toBe(200);
+  expect(del.body.jobs.map((j: { status: string }) => j.status)).toEqual(['cancelled', 'cancelled', 'cancelled']);
+  expect(del.body.status).toBe('cancelled');
+  expect(await claim(q1)).toEqual([]);
+  expect(await claim(q2)).toEqual([]);
+  await api.close(); // its scheduler would keep polling during the next test
+  api = undefined;
+});
+
 test('500 children across two worker processes on the cluster, one SIGKILLed: the parent, on another shard, is released exactly once, after the last child', async () => {
   const p = await openClusterStore('cflowcrash');
   const { q1: kids, q2: top, flowId, at } = await spread(p, 'fan');
@@ -314,11 +386,11 @@ test('500 children across two worker processes on the cluster, one SIGKILLed: th
   expect(completed.size).toBe(500);
   expect(kidEvents.filter((e) => e.e === 'completed')).toHaveLength(500);
   expect(doneAtKill).toBeLessThan(500); // the kill was mid-run
-  process.stdout.write(`cluster fan-in: ${halfDone.size} entries left half-applied, ${doneAtKill} children completed at the SIGKILL, ${kidEvents.filter((e) => e.e === 'stalled').length} leases reaped after it\n`);
   const lastChild = Math.max(...completed.values());
   const parentEvents = (await auditEvents(p, top)).filter((e) => e.j === id.parent);
   expect(parentEvents.map((e) => e.e)).toEqual(['enqueued', 'unblocked', 'claimed', 'completed']);
   expect(parentEvents[1].at).toBeGreaterThanOrEqual(lastChild);
+  process.stdout.write(`cluster fan-in: ${halfDone.size} entries left half-applied, ${doneAtKill} children completed at the SIGKILL, ${kidEvents.filter((e) => e.e === 'stalled').length} leases reaped after it; the parent released ${parentEvents[1].at - lastChild} ms after the last child\n`);
   expect(await p.redis.hmget(`${flowKeyBase(p.prefix, flowId)}meta`, 'nc', 'nx')).toEqual(['501', '0']);
   expect(b.output()).not.toMatch(/CROSSSLOT|maintenance pass failed|claim failed|worker loop crashed/);
   expect(b.proc.exitCode).toBeNull();
