@@ -38,15 +38,16 @@ export async function resolveDependencies<T extends { dependencies: JobDependenc
 }
 
 /**
- * HGET of each (key, field), a failed read answering null. On one node, one
- * pipeline. On a cluster the keys live in any slot (the dependencies' queues,
- * the flows' records), and ioredis refuses a pipeline whose keys are not all
- * served by one node ("All keys in the pipeline should belong to the same
- * slots allocation group"): each HGET goes on its own, and auto-pipelining
- * batches them per node.
+ * HGET of each (key, field). On one node, one pipeline (a command's own
+ * error answers null, as before; a lost connection rejects). On a cluster
+ * the keys live in any slot (the dependencies' queues, the flows' records),
+ * and ioredis refuses a pipeline whose keys are not all served by one node
+ * ("All keys in the pipeline should belong to the same slots allocation
+ * group"): each HGET goes on its own, auto-pipelining batches them per node,
+ * and any failure rejects.
  */
 async function hgets(redis: RedisClient, reads: [string, string][]): Promise<(string | null)[]> {
-  if (redis instanceof Cluster) return Promise.all(reads.map(([k, f]) => redis.hget(k, f).catch(() => null)));
+  if (redis instanceof Cluster) return Promise.all(reads.map(([k, f]) => redis.hget(k, f)));
   const p = redis.pipeline();
   for (const [k, f] of reads) p.hget(k, f);
   return ((await p.exec()) ?? []).map(([e, v]) => (e ? null : (v as string | null)));
