@@ -359,12 +359,12 @@ test('500 children across two worker processes on the cluster, one SIGKILLed: th
   procs.push(a, b);
   // A third flow worker takes some children's entries, advances the record for
   // each and dies before their queue step and their ack: they come back after
-  // their 100 ms lease, and the processes apply them again, changing nothing.
+  // their 1 s lease (the shortest takeFlowOutcomes gives), and the processes apply them again, changing nothing.
   const halfDone = new Set<string>();
   await waitUntil(
     'a flow worker to take a few entries',
     async () => {
-      for (const e of await p.stores.flows.take(kids, 10, 100)) {
+      for (const e of await p.stores.flows.take(kids, 10, 1000)) {
         await p.stores.flows.advance(e.flowId, e.jobId, e.outcome);
         halfDone.add(e.jobId);
       }
