@@ -18,10 +18,10 @@ export interface FlowSpec {
  * Submits a flow through the stores as POST /flows does
  * (src/flows/submit-flow.ts: the record, every queue watched, the jobs
  * created blocked, then the roots unblocked). Returns the flow id and each
- * ref's job id.
+ * ref's job id. `flowId` may be given (a test that places the flow's record
+ * on a chosen Redis Cluster shard).
  */
-export async function submitFlow(t: TestStore, specs: FlowSpec[]): Promise<{ flowId: string; id: Record<string, string> }> {
-  const flowId = randomUUID();
+export async function submitFlow(t: TestStore, specs: FlowSpec[], flowId: string = randomUUID()): Promise<{ flowId: string; id: Record<string, string> }> {
   const id = Object.fromEntries(specs.map((s) => [s.ref, randomUUID()]));
   const queueOf = Object.fromEntries(specs.map((s) => [s.ref, s.queue]));
   const jobs = specs.map(
