@@ -8,9 +8,13 @@
   KEYS[1] the flow's meta hash
   ARGV[1] the flow's key base
   ARGV[2] ms the record is kept once every job has an outcome ('' = for good)
-  ARGV[3..] pairs: job id, outcome ('c' completed | 'x' failed or cancelled |
-    'r' retried from the dead-letter queue: its 'x' is taken back); 1..1,000
-    pairs (the flow worker batches one flow's outbox entries; a 'r' goes alone)
+  ARGV[3..] triples: job id, outcome ('c' completed | 'x' failed or cancelled |
+    'r' retried from the dead-letter queue: its 'x' is taken back), the time
+    the outcome was written (µs, the outbox entry's t; '' unknown); 1..1,000
+    triples (the flow worker batches one flow's outbox entries; a 'r' goes
+    alone). An outcome written before the last one applied for its job (an
+    entry handed out again after its lease, once a later outcome — a DLQ
+    retry, say — was applied) is stale: ignored, nothing answered for it.
   Returns {release, cancel, reblock}, each a flat list of queue, job id (each
   job at most once), read from the record once every pair is applied:
   - release: dependents of the 'c'/'x' jobs with nothing left to wait for and
@@ -25,7 +29,8 @@
   dependents (a 'c' job waits for completions); 'r' gives it back to policy-'r'
   dependents that have no outcome yet. A job not of the flow (or an unknown
   flow) is ignored.
-  Cost: three HMGETs for the batch, one write per hash, then O(dependents
+  Hash `seen`: job id -> the time of the last outcome applied (µs).
+  Cost: four HMGETs for the batch, one write per hash, then O(dependents
   touched): a 1,000-child fan-in's batch is a handful of commands, and each
   child's outcome O(1).
 ]]
@@ -33,16 +38,22 @@ local base = ARGV[1]
 local release, cancel, reblock = {}, {}, {}
 if redis.call('EXISTS', KEYS[1]) == 0 then return {release, cancel, reblock} end
 local ids, ocs = {}, {}
-for i = 3, math.min(#ARGV, 2002) - 1, 2 do ids[#ids + 1] = ARGV[i]; ocs[#ocs + 1] = ARGV[i + 1] end
+local ats = {}
+for i = 3, math.min(#ARGV, 3002) - 2, 3 do
+  ids[#ids + 1] = ARGV[i]; ocs[#ocs + 1] = ARGV[i + 1]; ats[#ats + 1] = tonumber(ARGV[i + 2])
+end
 if #ids == 0 then return {release, cancel, reblock} end
 
 local inFlow = redis.call('HMGET', base .. 'q', unpack(ids))
 local outs = redis.call('HMGET', base .. 'out', unpack(ids))
 local dnts = redis.call('HMGET', base .. 'dnts', unpack(ids))
+local seens = redis.call('HMGET', base .. 'seen', unpack(ids))
 -- Outcomes as this step leaves them (false: none): the batch's jobs first,
 -- other jobs read on demand. Policies read once per dependent.
-local out, run = {}, {}
-for i, id in ipairs(ids) do if out[id] == nil then out[id] = outs[i] or false end end
+local out, run, seen = {}, {}, {}
+for i, id in ipairs(ids) do
+  if out[id] == nil then out[id] = outs[i] or false; seen[id] = tonumber(seens[i]) or false end
+end
 local function outOf(d)
   if out[d] == nil then out[d] = redis.call('HGET', base .. 'out', d) or false end
   return out[d]
@@ -52,11 +63,13 @@ local function isRun(d)
   return run[d]
 end
 
-local delta, written = {}, {}
+local delta, written, seenWritten = {}, {}, {}
 local touched, touchedList, failed, retried = {}, {}, {}, {}
 local nc, nx = 0, 0
 for i, id in ipairs(ids) do
-  if inFlow[i] then
+  local at = ats[i]
+  if inFlow[i] and not (at and seen[id] and at < seen[id]) then
+    if at and (not seen[id] or at > seen[id]) then seen[id] = at; seenWritten[id] = at end
     local oc, prev = ocs[i], out[id]
     local deps = {}
     if dnts[i] then for d in string.gmatch(dnts[i], '[^,]+') do deps[#deps + 1] = d end end
@@ -69,6 +82,11 @@ for i, id in ipairs(ids) do
     elseif oc == 'r' and prev == 'x' then
       out[id] = false; written[id] = false
       nx = nx - 1
+      -- A retry without a time (the flow worker bringing back a dependent it
+      -- had cancelled): the cancellation's entry, should it come again, is
+      -- now older than the last outcome applied (times of one job all come
+      -- from its queue's clock; this bump reads no other).
+      if not at and seen[id] then seen[id] = seen[id] + 1; seenWritten[id] = seen[id] end
       for _, d in ipairs(deps) do
         if isRun(d) and not outOf(d) then delta[d] = (delta[d] or 0) + 1 end
       end
@@ -90,6 +108,9 @@ for id, v in pairs(written) do
   if v then set[#set + 1] = id; set[#set + 1] = v else del[#del + 1] = id end
 end
 if #set > 0 then redis.call('HSET', base .. 'out', unpack(set)) end
+local seenSet = {}
+for id, at in pairs(seenWritten) do seenSet[#seenSet + 1] = id; seenSet[#seenSet + 1] = string.format('%d', at) end
+if #seenSet > 0 then redis.call('HSET', base .. 'seen', unpack(seenSet)) end
 if #del > 0 then redis.call('HDEL', base .. 'out', unpack(del)) end
 if nc ~= 0 then redis.call('HINCRBY', KEYS[1], 'nc', nc) end
 if nx ~= 0 then redis.call('HINCRBY', KEYS[1], 'nx', nx) end
@@ -104,7 +125,7 @@ if ttl and ttl > 0 then
   local m = redis.call('HMGET', KEYS[1], 'n', 'nc', 'nx')
   local done = (tonumber(m[2]) or 0) + (tonumber(m[3]) or 0) >= (tonumber(m[1]) or 1)
   if done or #retried > 0 then
-    for _, part in ipairs({'meta', 'q', 'deps', 'dnts', 'left', 'pol', 'out', 'refs'}) do
+    for _, part in ipairs({'meta', 'q', 'deps', 'dnts', 'left', 'pol', 'out', 'refs', 'seen'}) do
       if done then redis.call('PEXPIRE', base .. part, ttl) else redis.call('PERSIST', base .. part) end
     end
   end

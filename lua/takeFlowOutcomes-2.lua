@@ -25,8 +25,8 @@ if max == 0 then return {} end
 local lease = clamp(ARGV[2], 1000, 600000, 30000)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', int(now), 'LIMIT', 0, max)
 if #expired > 0 then
-  -- Back to the head in the order they were written (the entry's last field).
-  local function seq(e) return tonumber(string.match(e, '|(%d+)$')) or 0 end
+  -- Back to the head in the order they were written (the entry's n, its fourth field).
+  local function seq(e) return tonumber(string.match(e, '^[^|]*|[^|]*|[^|]*|(%d+)')) or 0 end
   table.sort(expired, function(a, b) return seq(a) > seq(b) end)
   for _, e in ipairs(expired) do
     redis.call('ZREM', KEYS[2], e)

@@ -3,7 +3,7 @@ import type { FlowAdvance, FlowOutboxEntry, FlowRecordStore } from '../core/port
 /** Outbox entries taken per queue per step (the most lua/takeFlowOutcomes-2.lua hands out; one flow's share is one advanceFlow step). */
 export const FLOW_BATCH = 1000;
 /** How long a taken entry stays in flight before another worker may take it again, ms. */
-export const FLOW_LEASE_MS = 30_000;
+export const FLOW_LEASE_MS = 10_000;
 
 type Ref = { queue: string; id: string };
 
@@ -40,7 +40,7 @@ async function carryOut(store: FlowRecordStore, flowId: string, adv: FlowAdvance
 
 /** Applies one outbox entry: the record first (lua/advanceFlow-1.lua), then the queues. */
 export async function applyOutcome(store: FlowRecordStore, e: FlowOutboxEntry): Promise<void> {
-  await carryOut(store, e.flowId, await store.advance(e.flowId, e.jobId, e.outcome));
+  await carryOut(store, e.flowId, await store.advance(e.flowId, e.jobId, e.outcome, e.at));
 }
 
 /**
@@ -60,7 +60,7 @@ export async function applyBatch(store: FlowRecordStore, batch: FlowOutboxEntry[
         for (const e of entries) await applyOutcome(store, e);
         return;
       }
-      await carryOut(store, flowId, await store.advanceMany(flowId, entries.map((e) => ({ jobId: e.jobId, outcome: e.outcome }))));
+      await carryOut(store, flowId, await store.advanceMany(flowId, entries.map((e) => ({ jobId: e.jobId, outcome: e.outcome, at: e.at }))));
     }),
   );
 }

@@ -54,6 +54,12 @@ export interface FlowOutboxEntry {
   flowId: string;
   jobId: string;
   outcome: FlowOutcome;
+  /**
+   * When the outcome was written (Redis time, µs, as a decimal string): lets
+   * the record ignore an entry handed out again after a later outcome of the
+   * same job was applied. Absent in entries of earlier versions.
+   */
+  at?: string;
   /** The entry as stored, to acknowledge it. */
   raw: string;
 }
@@ -67,16 +73,18 @@ export abstract class FlowRecordStore {
   abstract record(flowId: string, project: string, jobs: FlowRecordJob[]): Promise<boolean>;
   /**
    * Applies one job's outcome once (a repeat changes nothing and answers the
-   * same): O(dependents of the job). Unknown flow or job: empty lists.
+   * same): O(dependents of the job). Unknown flow or job: empty lists. `at`
+   * (the outbox entry's time, µs): an outcome older than the last applied
+   * for the job is ignored (empty lists).
    */
-  abstract advance(flowId: string, jobId: string, outcome: FlowOutcome): Promise<FlowAdvance>;
+  abstract advance(flowId: string, jobId: string, outcome: FlowOutcome, at?: string): Promise<FlowAdvance>;
   /**
    * Applies outcomes of one flow's jobs in order, each once, in one step (the
    * flow worker's batch of one flow's outbox entries): answers the union of
    * what each decided right after it was applied, each job at most once per
    * list. 1..1,000 outcomes (RangeError otherwise).
    */
-  abstract advanceMany(flowId: string, outcomes: { jobId: string; outcome: FlowOutcome }[]): Promise<FlowAdvance>;
+  abstract advanceMany(flowId: string, outcomes: { jobId: string; outcome: FlowOutcome; at?: string }[]): Promise<FlowAdvance>;
   /**
    * Moves jobs of one queue as {@link advance} decided: 'unblock' (blocked →
    * waiting, or delayed until its runAt), 'cancel' (blocked → cancelled,

@@ -11,7 +11,7 @@ export function flowKeyBase(prefix: string, flowId: string): string {
 }
 
 /** Every hash of a flow's record (lua/recordFlow-1.lua, lua/advanceFlow-1.lua), and `refs` (job id -> ref, written here). */
-const RECORD_PARTS = ['meta', 'q', 'deps', 'dnts', 'left', 'pol', 'out', 'refs'] as const;
+const RECORD_PARTS = ['meta', 'q', 'deps', 'dnts', 'left', 'pol', 'out', 'refs', 'seen'] as const;
 
 /**
  * How long a flow's record stays in Redis once every job has an outcome (ms):
@@ -29,12 +29,12 @@ export const MAX_OUTCOMES_PER_CALL = 1000;
 const OUTCOME: Record<FlowOutcome, string> = { completed: 'c', ended: 'x', retried: 'r' };
 const OUTCOME_OF: Record<string, FlowOutcome> = { c: 'completed', x: 'ended', r: 'retried' };
 
-/** "flowId|jobId|outcome|n" (lua/includes/flowout.lua), or null when malformed. */
+/** "flowId|jobId|outcome|n|t" (lua/includes/flowout.lua; t, µs, absent from entries of earlier versions), or null when malformed. */
 export function parseOutboxEntry(raw: string): FlowOutboxEntry | null {
-  const [flowId, jobId, oc, n] = raw.split('|');
+  const [flowId, jobId, oc, n, at, ...rest] = raw.split('|');
   const outcome = OUTCOME_OF[oc];
-  if (!flowId || !jobId || !outcome || !/^\d+$/.test(n ?? '')) return null;
-  return { flowId, jobId, outcome, raw };
+  if (!flowId || !jobId || !outcome || !/^\d+$/.test(n ?? '') || rest.length || (at !== undefined && !/^\d{1,17}$/.test(at))) return null;
+  return { flowId, jobId, outcome, raw, ...(at !== undefined && { at }) };
 }
 
 /** Flat [queue, id, queue, id…] as {queue, id} pairs. */
@@ -99,15 +99,15 @@ export class RedisFlowRecordStore implements FlowRecordStore {
     return { flowId: fl, ref: rf ?? '', dependsOn };
   }
 
-  advance(flowId: string, jobId: string, outcome: FlowOutcome): Promise<FlowAdvance> {
-    return this.advanceMany(flowId, [{ jobId, outcome }]);
+  advance(flowId: string, jobId: string, outcome: FlowOutcome, at?: string): Promise<FlowAdvance> {
+    return this.advanceMany(flowId, [{ jobId, outcome, at }]);
   }
 
-  async advanceMany(flowId: string, outcomes: { jobId: string; outcome: FlowOutcome }[]): Promise<FlowAdvance> {
+  async advanceMany(flowId: string, outcomes: { jobId: string; outcome: FlowOutcome; at?: string }[]): Promise<FlowAdvance> {
     if (outcomes.length < 1 || outcomes.length > MAX_OUTCOMES_PER_CALL) throw new RangeError(`advanceMany takes 1..${MAX_OUTCOMES_PER_CALL} outcomes`);
     const base = flowKeyBase(this.ctx.prefix, flowId);
     const args: (string | number)[] = [base, FLOW_RECORD_KEEP_MS];
-    for (const o of outcomes) args.push(o.jobId, OUTCOME[o.outcome]);
+    for (const o of outcomes) args.push(o.jobId, OUTCOME[o.outcome], o.at ?? '');
     const [release, cancel, reblock] = await this.ctx.scripts.run<string[][]>('advanceFlow', [base + 'meta'], args);
     return { release: pairs(release), cancel: pairs(cancel), reblock: pairs(reblock) };
   }

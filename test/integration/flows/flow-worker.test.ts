@@ -6,7 +6,7 @@
  * and they complete; an entry taken by a worker that died is handed out again
  * after its lease and applied once.
  */
-import { advanceFlows } from '../../../src/flows/flow-worker';
+import { advanceFlows, applyBatch } from '../../../src/flows/flow-worker';
 import { openStore, sleep, TestStore } from '../../support/redis';
 import { expectLegal, scriptHelpers } from '../../support/scripts';
 import { FlowSpec, submitFlow } from '../../support/flows';
@@ -113,4 +113,34 @@ it('a claimed flow job carries its dependencies with their status, lean (in-proc
   expect(both.map((j) => j.id).sort()).toEqual([id.r, id.d].sort());
   for (const j of both) expect(j.dependencies).toEqual([{ ref: 'a', id: id.a, status: 'failed' }, { ref: 'b', id: id.b, status: 'completed' }]);
   expect(lean.jobs[0].traceparent).toBeNull();
+});
+
+it("a failure's entry handed out again after the DLQ retry was applied changes nothing: the dependent waits and runs after the retried job", async () => {
+  const q = newQueue();
+  const { id } = await submit([{ ref: 'a', queue: q }, { ref: 'd', queue: q, deps: ['a'] }]);
+  expect(await runReady(q, new Set([id.a]))).toEqual([id.a]);
+  // A flow worker takes a's failure, applies it (d cancelled), then d's
+  // cancellation, and dies before acknowledging either.
+  const taken = await t.stores.flows.take(q, 10, 1000);
+  expect(taken.map((e) => [e.jobId, e.outcome])).toEqual([[id.a, 'ended']]);
+  await applyBatch(t.stores.flows, taken);
+  expect(await status(q, id.d)).toBe('cancelled');
+  const cascade = await t.stores.flows.take(q, 10, 1000);
+  expect(cascade.map((e) => [e.jobId, e.outcome])).toEqual([[id.d, 'ended']]);
+  await applyBatch(t.stores.flows, cascade);
+  // The DLQ retry of a, applied while a's failure is still in flight: d is blocked again.
+  await t.stores.deadLetters.retry(q, id.a);
+  await advanceFlows(t.stores.flows, [q]);
+  expect(await status(q, id.d)).toBe('blocked');
+  // The leases run out: both come again, older than what was applied since: ignored.
+  await sleep(1100);
+  expect(await advanceFlows(t.stores.flows, [q])).toBe(2);
+  expect(await status(q, id.d)).toBe('blocked');
+  expect(await runReady(q)).toEqual([id.a]);
+  await advanceFlows(t.stores.flows, [q]);
+  expect(await runReady(q)).toEqual([id.d]);
+  expect((await events(q, id.d)).map((e) => e.e)).toEqual(['enqueued', 'cancelled', 'blocked', 'unblocked', 'claimed', 'completed']);
+  await advanceFlows(t.stores.flows, [q]);
+  expect(await t.redis.hmget(`${t.prefix}:{flow:${(await raw(q, id.d)).fl}}:meta`, 'nc', 'nx')).toEqual(['2', '0']);
+  expectLegal(await events(q));
 });
