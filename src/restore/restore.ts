@@ -567,9 +567,11 @@ export class QueueRestorer {
 /** One human-readable line per queue report (what `npm run restore` prints). */
 export function formatRestoreReport(r: QueueRestoreReport): string {
   const c = r.counts;
+  // Blocked (flow) jobs named only when there are some: the line outside flows is unchanged.
+  const blocked = c.blocked ? `${c.blocked} blocked, ` : '';
   const f = r.flows;
   const flows = f ? `; ${f.flows} flows (${f.created} records rebuilt, ${f.applied} outcomes applied, ${f.released} dependents released, ${f.cancelled} cancelled${f.skipped ? `, ${f.skipped} skipped` : ''})` : '';
-  const jobs = `${c.waiting} waiting, ${c.delayed} delayed, ${c.active} active (back to waiting, stalled), ${c.blocked} blocked, ${c.failed} failed (DLQ), ${c.cancelled} cancelled${flows}`;
+  const jobs = `${c.waiting} waiting, ${c.delayed} delayed, ${c.active} active (back to waiting, stalled), ${blocked}${c.failed} failed (DLQ), ${c.cancelled} cancelled${flows}`;
   switch (r.action) {
     case 'intact':
       return `${r.queue}: intact (epoch ${r.epoch})`;
@@ -580,7 +582,7 @@ export function formatRestoreReport(r: QueueRestoreReport): string {
     case 'restored':
       return `${r.queue}: restored ${c.waiting + c.delayed + c.active + c.blocked + c.failed + c.cancelled} jobs: ${jobs}; ${c.skipped} already in Redis (epoch ${r.epoch})`;
     case 'planned':
-      return `${r.queue}: Redis lost its state; would restore ${c.waiting} waiting, ${c.delayed} delayed, ${c.active} active, ${c.blocked} blocked, ${c.failed} failed (DLQ)`;
+      return `${r.queue}: Redis lost its state; would restore ${c.waiting} waiting, ${c.delayed} delayed, ${c.active} active, ${blocked}${c.failed} failed (DLQ)`;
     case 'busy':
       return `${r.queue}: not restored: ${r.error}; run again`;
     case 'error':
