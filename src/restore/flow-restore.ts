@@ -146,6 +146,10 @@ export class FlowRestorer {
       return;
     }
     const known = new Set(rows.map((r) => r.id));
+    // Ended jobs of other queues: PostgreSQL has the last word once Redis no longer holds them.
+    const ended = rows.filter((r) => r.queue !== queue && outcomeOf(r.status) !== null);
+    const held = await this.stores.flowRestore.present(ended.map((r) => ({ queue: r.queue, id: r.id })));
+    const inRedis = new Set(ended.filter((_, i) => held[i]).map((r) => r.id));
     let pruned = 0;
     const jobs: FlowRestoreJob[] = rows.map((r) => {
       // A dependency the history no longer holds was finished and pruned by retention: it counts as met.
@@ -158,7 +162,7 @@ export class FlowRestorer {
         dependsOn,
         ref: r.ref,
         outcome: outcomeOf(r.status),
-        authoritative: r.queue === queue,
+        authoritative: r.queue === queue || !inRedis.has(r.id),
       };
     });
     if (pruned) this.log.warn({ queue, flowId, dependencies: pruned }, 'flow restore: dependencies pruned from the history count as met');

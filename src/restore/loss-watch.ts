@@ -28,9 +28,10 @@ import type { QueueRestorer, QueueRestoreReport, RestoreStores } from './restore
  *   queue is restored (src/restore/restore.ts; a restore interrupted there
  *   is finished, prune included, by whoever restores the queue next): jobs PostgreSQL knows as finished never come
  *   back, jobs newer than the snapshot do; jobs PostgreSQL never heard of
- *   (accepted after Redis came back) stay. Once the queue is checked, the
- *   flows with unfinished jobs in it release what their rebuilt records free
- *   (QueueRestorer.releaseFlows: the fence refused those moves before).
+ *   (accepted after Redis came back) stay. Once every rewound queue is
+ *   restored and checked, the flows with unfinished jobs in each release what
+ *   their records free (QueueRestorer.releaseFlows: the fence refused those
+ *   moves before, and jobs of other queues pruned later add their outcomes).
  * - otherwise the queue is marked checked on this Redis server (its run id),
  *   which lifts the restore fence (lua/includes/fence.lua): after any Redis
  *   restart a checked queue claims, promotes and reaps nothing until the
@@ -193,13 +194,7 @@ export class RedisLossWatch {
             rewoundNames.push(queue);
             // Pruned and restored under the lock reset handed over (src/restore/restore.ts).
             try {
-              const r = await this.restoreAndVerify(queue, this.id);
-              // Checked now: the moves the fence refused during the restore.
-              if (r.action === 'restored') {
-                const f = await this.restorer.releaseFlows(queue);
-                if (f.flows) r.flows = { ...f, released: f.released + (r.flows?.released ?? 0), cancelled: f.cancelled + (r.flows?.cancelled ?? 0) };
-              }
-              reports.push(r);
+              reports.push(await this.restoreAndVerify(queue, this.id));
             } finally {
               await this.stores.ownership.release(queue, this.id).catch(() => undefined);
             }
@@ -211,6 +206,15 @@ export class RedisLossWatch {
           if (!flagged && (await this.knownToPostgres(queue))) await flag();
           else if (flagged) await flag();
           reports.push(await this.restoreAndVerify(queue));
+        });
+      }
+      // The rewound queues are checked now, and every snapshot copy pruned: the
+      // flow moves their fence refused, with the outcomes of jobs pruned from
+      // other queues after their own pass (QueueRestorer.releaseFlows, idempotent).
+      for (const r of reports.filter((x) => x.action === 'restored' && rewoundNames.includes(x.queue))) {
+        await this.guard(r.queue, async () => {
+          const f = await this.restorer.releaseFlows(r.queue);
+          if (f.flows) r.flows = { ...f, released: f.released + (r.flows?.released ?? 0), cancelled: f.cancelled + (r.flows?.cancelled ?? 0) };
         });
       }
     } finally {

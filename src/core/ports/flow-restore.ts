@@ -18,9 +18,12 @@ export interface FlowRestoreJob {
   /** Its outcome as the record counts it: completed, ended otherwise (failed, cancelled, dead-lettered), or none yet. */
   outcome: 'completed' | 'ended' | null;
   /**
-   * PostgreSQL's state of this job is newer than any record Redis kept (its
-   * queue is being restored): its outcome is applied to an existing record
-   * too. Outcomes of other jobs are applied only to a record written now.
+   * PostgreSQL's state of this job is the newest there is: its queue is
+   * being restored, or Redis no longer holds the job (finished and mirrored,
+   * or lost with a rewound or emptied queue): its outcome is applied to an
+   * existing record too. Outcomes of other jobs (Redis holds them and may be
+   * ahead: an end not mirrored yet, a DLQ retry) are applied only to a record
+   * written now.
    */
   authoritative: boolean;
 }
@@ -51,4 +54,10 @@ export abstract class FlowRestoreStore {
    * @throws RangeError when `jobs` is empty or over the bound.
    */
   abstract rebuild(flowId: string, project: string, createdAt: number, jobs: FlowRestoreJob[]): Promise<FlowRestoreResult>;
+  /**
+   * Whether Redis holds each job's hash (in its queue's slot: one command per
+   * job, pipelined; any cluster slot). @param jobs at most 10,000.
+   * @returns one boolean per job, in order.
+   */
+  abstract present(jobs: { queue: string; id: string }[]): Promise<boolean[]>;
 }

@@ -24,4 +24,15 @@ export class RedisFlowRestoreStore implements FlowRestoreStore {
     const [created, applied, release, cancel] = await this.ctx.scripts.run<[number, number, string[], string[]]>('restoreFlow', [base + 'meta'], args);
     return { created: created === 1, applied: Number(applied), release: pairs(release), cancel: pairs(cancel) };
   }
+
+  async present(jobs: { queue: string; id: string }[]): Promise<boolean[]> {
+    if (jobs.length > FLOW_RESTORE_MAX_JOBS) throw new RangeError(`at most ${FLOW_RESTORE_MAX_JOBS} jobs, got ${jobs.length}`);
+    if (!jobs.length) return [];
+    const p = this.ctx.redis.pipeline();
+    for (const j of jobs) p.exists(`${this.ctx.keys(j.queue).base}job:${j.id}`);
+    return ((await p.exec()) ?? []).map(([err, n]) => {
+      if (err) throw err;
+      return n === 1;
+    });
+  }
 }
