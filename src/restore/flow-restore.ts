@@ -9,10 +9,11 @@ import { projectOf } from '../core/project-queue';
  * - {@link readFlowFields}: the flow fields (fl, fp, rf, dp) of restored jobs,
  *   so their ends reach the flow outbox and their claims carry dependencies;
  * - {@link FlowRestorer.rebuild}: before a queue's jobs come back, the record
- *   of each flow with an unfinished job (waiting, delayed, active, blocked)
- *   in the queue is written from PostgreSQL when Redis lost it, or given the
- *   queue's outcomes when Redis kept it (lua/restoreFlow-1.lua): so an
- *   outcome of a restored job always finds its record;
+ *   of each unfinished flow (a job waiting, delayed, active or blocked) with
+ *   a job in the queue is written from PostgreSQL when Redis lost it, or
+ *   given the outcomes Redis can no longer deliver when it kept it
+ *   (lua/restoreFlow-1.lua): so an outcome of a restored job always finds its
+ *   record, and one lost with the queue's flow outbox is not missed;
  * - {@link FlowRestorer.release}: once the jobs are back, the dependents the
  *   record says are free are unblocked and the `cancel` dependents of a
  *   failed dependency cancelled (lua/moveFlowJobs-7.lua: acts only on a job
@@ -21,8 +22,6 @@ import { projectOf } from '../core/project-queue';
  *   flow is watched again by the flow worker.
  */
 
-/** Flows read per PostgreSQL page. */
-const FLOW_PAGE = 100;
 /** Job ids per move call (one script step each). */
 const MOVE_CHUNK = 500;
 /** The queue's lock is renewed every this many flows rebuilt. */
@@ -71,7 +70,7 @@ export interface FlowReleasePlan {
 
 /** What a queue's flow restore did. */
 export interface FlowRestoreCounts {
-  /** Flows with an unfinished job in the queue. */
+  /** Unfinished flows with a job in the queue. */
   flows: number;
   /** Records written anew from PostgreSQL. */
   created: number;
@@ -104,8 +103,9 @@ export class FlowRestorer {
   ) {}
 
   /**
-   * Rebuilds (or brings up to date) the record of every flow with an
-   * unfinished job in `queue`, in pages of {@link FLOW_PAGE} flows.
+   * Rebuilds (or brings up to date) the record of every unfinished flow (a
+   * job waiting, delayed, active or blocked anywhere) with a job in `queue`:
+   * one PostgreSQL query over the unfinished flow jobs, then one per flow.
    * @param renew called every {@link RENEW_EVERY} flows (the queue's lock); false stops the rebuild.
    * @returns the counts and the moves to make once the queue's jobs are back.
    * @throws when PostgreSQL or Redis fail, or `renew` answers false (the next restore rebuilds again: idempotent).
@@ -113,22 +113,19 @@ export class FlowRestorer {
   async rebuild(queue: string, renew: () => Promise<boolean> = async () => true): Promise<{ counts: FlowRestoreCounts; plan: FlowReleasePlan }> {
     const counts: FlowRestoreCounts = { flows: 0, created: 0, applied: 0, skipped: 0 };
     const plan: FlowReleasePlan = { release: new Map(), cancel: new Map(), queues: new Set() };
-    let after = '00000000-0000-0000-0000-000000000000';
-    for (;;) {
-      const page = (await this.db.query(
-        `SELECT DISTINCT flow_id::text AS f FROM jobs
-         WHERE queue = $1 AND status IN ${UNFINISHED} AND flow_id IS NOT NULL AND flow_id > $2::uuid
-         ORDER BY 1 LIMIT $3`,
-        [queue, after, FLOW_PAGE],
-      )) as { f: string }[];
-      for (const { f } of page) {
-        if (counts.flows > 0 && counts.flows % RENEW_EVERY === 0 && !(await renew()))
-          throw new Error(`flow restore of queue ${queue} stopped: the queue's lock was lost; run the restore again`);
-        counts.flows++;
-        await this.rebuildFlow(queue, f, counts, plan);
-      }
-      if (page.length < FLOW_PAGE) break;
-      after = page[page.length - 1].f;
+    // Unfinished flows (at most one id per live flow job) with a job in the queue: jobs
+    // still to run there, or ended there with an outcome the flow may still need.
+    const flows = (await this.db.query(
+      `WITH f AS (SELECT DISTINCT flow_id FROM jobs WHERE status IN ${UNFINISHED} AND flow_id IS NOT NULL)
+       SELECT f.flow_id::text AS f FROM f WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.flow_id = f.flow_id AND j.queue = $1)
+       ORDER BY 1`,
+      [queue],
+    )) as { f: string }[];
+    for (const { f } of flows) {
+      if (counts.flows > 0 && counts.flows % RENEW_EVERY === 0 && !(await renew()))
+        throw new Error(`flow restore of queue ${queue} stopped: the queue's lock was lost; run the restore again`);
+      counts.flows++;
+      await this.rebuildFlow(queue, f, counts, plan);
     }
     return { counts, plan };
   }

@@ -24,7 +24,7 @@ import { FlowRestorer, readFlowFields, type FlowRestoreCounts, type FlowRestoreS
  *
  * Restoring one queue (holding the queue's mirror lock, so no mirror writer
  * mirrors it meanwhile and PostgreSQL's view of the queue stays still):
- * - first, the record of each flow with an unfinished job in the queue is
+ * - first, the record of each unfinished flow with a job in the queue is
  *   rebuilt from PostgreSQL, or brought up to date when Redis kept it
  *   (src/restore/flow-restore.ts), so an outcome of a restored job always
  *   finds its flow's record;
@@ -189,7 +189,7 @@ export class QueueRestorer {
   }
 
   /**
-   * Rebuilds (idempotently) the records of the flows with an unfinished job
+   * Rebuilds (idempotently) the records of the unfinished flows with a job
    * in `queue` and makes the moves they decide: for a queue the restore
    * watch reset, once it checked it (the fence refuses moves before).
    * @throws when PostgreSQL or Redis fail.

@@ -17,10 +17,16 @@
  *    `cancel` dependent is cancelled (reason dependency_failed) and the
  *    cancellation goes on down the graph, its `run` dependent is released;
  *    a DLQ retry of the failed job brings the cancelled one back to blocked.
+ * 4. At run time, Redis rewound to a snapshot (every key DUMPed, then
+ *    FLUSHALL and RESTORE) taken before a and b completed, d blocked in
+ *    another queue that did not change: the restore watch (src/restore/
+ *    loss-watch.ts) resets and restores a and b's queue, the kept record
+ *    gets their outcomes, and d is released once, after the queue's check.
  */
 import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { QueueRestorer } from '../../../src/restore/restore';
 import { advanceFlows } from '../../../src/flows/flow-worker';
+import { RedisLossWatch } from '../../../src/restore/loss-watch';
 import { flowKeyBase } from '../../../src/redis/stores/flow-record';
 import { openTestDb, TestDb } from '../../support/postgres';
 import { openStore, TestStore } from '../../support/redis';
@@ -78,6 +84,19 @@ async function loseRedis(): Promise<void> {
   expect(await t.redis.dbsize()).toBe(0);
 }
 
+/** Every key of the private server with its TTL, as a snapshot holds them. */
+async function snapshot(): Promise<[string, number, Buffer][]> {
+  const out: [string, number, Buffer][] = [];
+  for (const key of await t.redis.keys('*')) out.push([key, await t.redis.pttl(key), (await t.redis.dumpBuffer(key))!]);
+  return out;
+}
+
+/** Redis comes back from `snap`: everything after it is gone. */
+async function rewind(snap: [string, number, Buffer][]): Promise<void> {
+  await t.redis.flushall();
+  for (const [key, ttl, v] of snap) await t.redis.restore(key, ttl > 0 ? ttl : 0, v);
+}
+
 const status = async (q: string, id: string) => (await raw(q, id)).s;
 const eventsNamed = async (q: string, id: string, e: string) => (await events(q, id)).filter((x) => x.e === e);
 const record = (flowId: string, part: string) => t.redis.hgetall(flowKeyBase(t.prefix, flowId) + part);
@@ -107,7 +126,9 @@ it('a diamond: d comes back blocked with its record, b ends, d is released once 
   const reports = await restorer.checkAll({ only: [q1, q2] });
   expect(reports.map((r) => r.action)).toEqual(['restored', 'restored']);
   expect(reports[1].counts).toMatchObject({ active: 1, blocked: 1 });
-  expect(reports[1].flows).toMatchObject({ flows: 1, created: 1, applied: 2, released: 0, cancelled: 0 });
+  // q1 (a's queue) comes first: it writes the record; q2 finds it.
+  expect(reports[0].flows).toMatchObject({ flows: 1, created: 1, applied: 2, released: 0, cancelled: 0 });
+  expect(reports[1].flows).toMatchObject({ flows: 1, created: 0, applied: 0, released: 0, cancelled: 0 });
 
   // d blocked again, with its flow fields; b waiting with its own.
   const d = await raw(q2, id.d);
@@ -158,7 +179,9 @@ it('every dependency completed while d was still blocked: the restore releases d
   await loseRedis();
   const reports = await restorer.checkAll({ only: [q1, q2] });
   expect(reports.map((r) => r.action)).toEqual(['restored', 'restored']);
-  expect(reports[1].flows).toMatchObject({ flows: 1, created: 1, applied: 2, released: 1 });
+  // q1's pass writes the record (d's queue is not back yet: nothing to move); q2's releases d.
+  expect(reports[0].flows).toMatchObject({ flows: 1, created: 1, applied: 2, released: 0 });
+  expect(reports[1].flows).toMatchObject({ flows: 1, created: 0, applied: 0, released: 1 });
   expect(await status(q2, id.d)).toBe('waiting');
   expect(await eventsNamed(q2, id.d, 'unblocked')).toHaveLength(1);
   expect(await record(flowId, 'out')).toEqual({ [id.a]: 'c', [id.b]: 'c' });
@@ -208,4 +231,38 @@ it('a failed dependency: its cancel dependent is cancelled down the graph, its r
   await advanceFlows(t.stores.flows);
   await advanceFlows(t.stores.flows);
   expect([await status(q2, id.d), await status(q1, id.e)]).toEqual(['blocked', 'blocked']);
+});
+
+it('at run time, Redis rewound to before the dependencies completed: the watch restores their queue and d is released once', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { flowId, id } = await submitFlow(t, [
+    { ref: 'a', queue: q1 },
+    { ref: 'b', queue: q1 },
+    { ref: 'd', queue: q2, deps: ['a', 'b'] },
+  ]);
+  await mirror([q1, q2]);
+  const snap = await snapshot();
+  // After the snapshot: a and b complete and are mirrored; the flow worker has not run.
+  expect((await runReady(q1)).map((j) => j.id).sort()).toEqual([id.a, id.b].sort());
+  await mirror([q1, q2]);
+  await rewind(snap);
+  expect([await status(q1, id.a), await status(q2, id.d)]).toEqual(['waiting', 'blocked']);
+  expect(await record(flowId, 'out')).toEqual({});
+
+  const watch = new RedisLossWatch(db.dataSource, t.stores, restorer, { intervalMs: 3_600_000 });
+  const report = await watch.check();
+  expect(report?.rewound).toEqual([q1]);
+  expect(report?.reports.find((r) => r.queue === q1)?.flows).toMatchObject({ flows: 1, created: 0, released: 1 });
+  // a and b never run again; the kept record has their outcomes; d released once.
+  expect(await t.redis.exists(`${t.keys(q1).base}job:${id.a}`, `${t.keys(q1).base}job:${id.b}`)).toBe(0);
+  expect(await record(flowId, 'out')).toEqual({ [id.a]: 'c', [id.b]: 'c' });
+  expect((await record(flowId, 'meta')).nc).toBe('2');
+  expect(await status(q2, id.d)).toBe('waiting');
+  expect(await eventsNamed(q2, id.d, 'unblocked')).toHaveLength(1);
+  expect(await watch.check()).toBeNull();
+  expect(await restorer.releaseFlows(q1)).toMatchObject({ applied: 0, released: 0 });
+  expect(await eventsNamed(q2, id.d, 'unblocked')).toHaveLength(1);
+  const claimed = await t.store.claim(q2, 10, 30_000, 'w');
+  expect(claimed.jobs.map((j) => j.id)).toEqual([id.d]);
+  expect(claimed.jobs[0].dependencies.map((x) => x.status)).toEqual(['completed', 'completed']);
 });
