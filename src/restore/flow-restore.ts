@@ -143,10 +143,10 @@ export class FlowRestorer {
       return;
     }
     const known = new Set(rows.map((r) => r.id));
-    // Ended jobs of other queues: PostgreSQL has the last word once Redis no longer holds them.
+    // Ended jobs of other queues: PostgreSQL's outcome stands unless Redis holds the job in another state (a DLQ retry not mirrored yet).
     const ended = rows.filter((r) => r.queue !== queue && outcomeOf(r.status) !== null);
-    const held = await this.stores.flowRestore.present(ended.map((r) => ({ queue: r.queue, id: r.id })));
-    const inRedis = new Set(ended.filter((_, i) => held[i]).map((r) => r.id));
+    const inRedis = await this.stores.flowRestore.statuses(ended.map((r) => ({ queue: r.queue, id: r.id })));
+    const otherwise = new Set(ended.filter((r, i) => inRedis[i] !== null && outcomeOf(inRedis[i]!) !== outcomeOf(r.status)).map((r) => r.id));
     let pruned = 0;
     const jobs: FlowRestoreJob[] = rows.map((r) => {
       // A dependency the history no longer holds was finished and pruned by retention: it counts as met.
@@ -159,7 +159,7 @@ export class FlowRestorer {
         dependsOn,
         ref: r.ref,
         outcome: outcomeOf(r.status),
-        authoritative: r.queue === queue || !inRedis.has(r.id),
+        authoritative: r.queue === queue || !otherwise.has(r.id),
       };
     });
     if (pruned) this.log.warn({ queue, flowId, dependencies: pruned }, 'flow restore: dependencies pruned from the history count as met');

@@ -18,11 +18,12 @@ export interface FlowRestoreJob {
   /** Its outcome as the record counts it: completed, ended otherwise (failed, cancelled, dead-lettered), or none yet. */
   outcome: 'completed' | 'ended' | null;
   /**
-   * PostgreSQL's state of this job is the newest there is: its queue is
-   * being restored, or Redis no longer holds the job (finished and mirrored,
-   * or lost with a rewound or emptied queue): its outcome is applied to an
-   * existing record too. Outcomes of other jobs (Redis holds them and may be
-   * ahead: an end not mirrored yet, a DLQ retry) are applied only to a record
+   * PostgreSQL's outcome of this job stands: its queue is being restored,
+   * or Redis no longer holds the job (finished and mirrored, or lost with
+   * its queue), or holds it ended the same way. Its outcome is then applied
+   * to an existing record too (its outbox entry may have gone with a lost
+   * or rewound record). Outcomes of other jobs (Redis holds them in another
+   * state: a DLQ retry not mirrored yet) are applied only to a record
    * written now.
    */
   authoritative: boolean;
@@ -55,9 +56,10 @@ export abstract class FlowRestoreStore {
    */
   abstract rebuild(flowId: string, project: string, createdAt: number, jobs: FlowRestoreJob[]): Promise<FlowRestoreResult>;
   /**
-   * Whether Redis holds each job's hash (in its queue's slot: one command per
-   * job, pipelined; any cluster slot). @param jobs at most 10,000.
-   * @returns one boolean per job, in order.
+   * Each job's status in Redis (field `s` of its hash, in its queue's slot:
+   * one command per job, pipelined; any cluster slot).
+   * @param jobs at most 10,000.
+   * @returns one status per job, in order; null when Redis does not hold the job.
    */
-  abstract present(jobs: { queue: string; id: string }[]): Promise<boolean[]>;
+  abstract statuses(jobs: { queue: string; id: string }[]): Promise<(string | null)[]>;
 }

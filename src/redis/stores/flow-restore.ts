@@ -25,14 +25,14 @@ export class RedisFlowRestoreStore implements FlowRestoreStore {
     return { created: created === 1, applied: Number(applied), release: pairs(release), cancel: pairs(cancel) };
   }
 
-  async present(jobs: { queue: string; id: string }[]): Promise<boolean[]> {
+  async statuses(jobs: { queue: string; id: string }[]): Promise<(string | null)[]> {
     if (jobs.length > FLOW_RESTORE_MAX_JOBS) throw new RangeError(`at most ${FLOW_RESTORE_MAX_JOBS} jobs, got ${jobs.length}`);
     if (!jobs.length) return [];
     const p = this.ctx.redis.pipeline();
-    for (const j of jobs) p.exists(`${this.ctx.keys(j.queue).base}job:${j.id}`);
-    return ((await p.exec()) ?? []).map(([err, n]) => {
+    for (const j of jobs) p.hget(`${this.ctx.keys(j.queue).base}job:${j.id}`, 's');
+    return ((await p.exec()) ?? []).map(([err, s]) => {
       if (err) throw err;
-      return n === 1;
+      return (s as string | null) ?? null;
     });
   }
 }

@@ -22,6 +22,10 @@
  *    another queue that did not change: the restore watch (src/restore/
  *    loss-watch.ts) resets and restores a and b's queue, the kept record
  *    gets their outcomes, and d is released once, after the queue's check.
+ * 5. Only d's queue and the flow's record rewound (a cluster shard came back
+ *    from a snapshot), after the flow worker had released d: a and b, in a
+ *    queue Redis kept, give their outcomes to the stale record; d runs once
+ *    and the record completes.
  */
 import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { QueueRestorer } from '../../../src/restore/restore';
@@ -84,16 +88,17 @@ async function loseRedis(): Promise<void> {
   expect(await t.redis.dbsize()).toBe(0);
 }
 
-/** Every key of the private server with its TTL, as a snapshot holds them. */
-async function snapshot(): Promise<[string, number, Buffer][]> {
+/** Every key of the private server (or those `only` accepts) with its TTL, as a snapshot holds them. */
+async function snapshot(only: (key: string) => boolean = () => true): Promise<[string, number, Buffer][]> {
   const out: [string, number, Buffer][] = [];
-  for (const key of await t.redis.keys('*')) out.push([key, await t.redis.pttl(key), (await t.redis.dumpBuffer(key))!]);
+  for (const key of (await t.redis.keys('*')).filter(only)) out.push([key, await t.redis.pttl(key), (await t.redis.dumpBuffer(key))!]);
   return out;
 }
 
-/** Redis comes back from `snap`: everything after it is gone. */
-async function rewind(snap: [string, number, Buffer][]): Promise<void> {
-  await t.redis.flushall();
+/** Redis (or the keys `only` accepts) comes back from `snap`: everything after it is gone. */
+async function rewind(snap: [string, number, Buffer][], only?: (key: string) => boolean): Promise<void> {
+  if (!only) await t.redis.flushall();
+  else for (const key of (await t.redis.keys('*')).filter(only)) await t.redis.del(key);
   for (const [key, ttl, v] of snap) await t.redis.restore(key, ttl > 0 ? ttl : 0, v);
 }
 
@@ -265,4 +270,31 @@ it('at run time, Redis rewound to before the dependencies completed: the watch r
   const claimed = await t.store.claim(q2, 10, 30_000, 'w');
   expect(claimed.jobs.map((j) => j.id)).toEqual([id.d]);
   expect(claimed.jobs[0].dependencies.map((x) => x.status)).toEqual(['completed', 'completed']);
+});
+
+it("a cluster shard rewound (d's queue and the record) after d was released: the record gets the outcomes of the queue Redis kept, d runs once", async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { flowId, id } = await submitFlow(t, [
+    { ref: 'a', queue: q1 },
+    { ref: 'b', queue: q1 },
+    { ref: 'd', queue: q2, deps: ['a', 'b'] },
+  ]);
+  await mirror([q1, q2]);
+  const shard = (key: string) => key.includes(`{flow:${flowId}}`) || key.includes(`{${q2}}`);
+  const snap = await snapshot(shard);
+  expect((await runReady(q1)).map((j) => j.id).sort()).toEqual([id.a, id.b].sort());
+  await advanceFlows(t.stores.flows);
+  expect(await status(q2, id.d)).toBe('waiting');
+  await mirror([q1, q2]);
+  await rewind(snap, shard);
+  expect([await status(q2, id.d), await record(flowId, 'out')]).toEqual(['blocked', {}]);
+
+  const watch = new RedisLossWatch(db.dataSource, t.stores, restorer, { intervalMs: 3_600_000 });
+  expect((await watch.check())?.rewound).toEqual([q2]);
+  expect(await record(flowId, 'out')).toEqual({ [id.a]: 'c', [id.b]: 'c' });
+  expect(await status(q2, id.d)).toBe('waiting');
+  expect(await runReady(q2)).toHaveLength(1);
+  await advanceFlows(t.stores.flows);
+  expect(await record(flowId, 'meta')).toMatchObject({ n: '3', nc: '3', nx: '0' });
+  expect(await t.redis.pttl(flowKeyBase(t.prefix, flowId) + 'meta')).toBeGreaterThan(0);
 });
