@@ -43,11 +43,11 @@ import { FlowRestorer, readFlowFields, type FlowRestoreCounts, type FlowRestoreS
  *   it still exists) come back as `failed` hashes in the DLQ set, so DLQ
  *   retries work.
  * - the last call sets the epoch marker; then the `queues` row is updated and
- *   the queue is put back in the queue registry (workers serving `*` find it);
- *   then the flows' dependents the records free are unblocked, and `cancel`
- *   dependents of a failed dependency cancelled, once (not while the queue
- *   is fenced after a reset: the restore watch does it once it checked the
- *   queue, {@link QueueRestorer.releaseFlows}).
+ *   the queue is put back in the queue registry (workers serving `*` find it).
+ *   Just before that last call, the flows' dependents the records free are
+ *   unblocked, and `cancel` dependents of a failed dependency cancelled,
+ *   once (not while the queue is fenced after a reset: the restore watch
+ *   does it once it checked the queue, {@link QueueRestorer.releaseFlows}).
  * Idempotent: the script never touches a job whose hash exists and refuses to
  * run once the marker is set, so a second run restores nothing.
  *
@@ -81,7 +81,7 @@ export interface RestoreCounts {
   blocked: number;
 }
 
-/** What the restore did to the flows with unfinished jobs in the queue. */
+/** What the restore did to the unfinished flows with a job in the queue. */
 export interface FlowRestoreReport extends FlowRestoreCounts {
   /** Dependents unblocked (their dependencies all met while Redis was down). */
   released: number;
@@ -102,7 +102,7 @@ export interface QueueRestoreReport {
   counts: RestoreCounts;
   /** Jobs of a reset (rewound) queue removed before the restore because PostgreSQL knew them (src/restore/loss-watch.ts). */
   pruned?: number;
-  /** Flows rebuilt with the queue (absent when none had an unfinished job there). */
+  /** Flows rebuilt with the queue (absent when no unfinished flow has a job there). */
   flows?: FlowRestoreReport;
   error?: string;
 }
@@ -403,6 +403,9 @@ export class QueueRestorer {
         if (r.status !== 'ok') stopped = r;
         if (rows.length < chunk) break;
       }
+      // The flows' moves before the marker: one that fails leaves the queue to restore again (each step idempotent).
+      // A reset queue is fenced until the restore watch checked it: it releases them then (releaseFlows).
+      const moved = stopped || resetting ? { released: 0, cancelled: 0 } : await this.flowRestorer.release(flows.plan);
       const epoch = newEpoch();
       if (!stopped) {
         const r = await call([], epoch);
@@ -420,8 +423,6 @@ export class QueueRestorer {
         [queue, epoch],
       );
       await this.stores.restore.relist(queue);
-      // A reset queue is fenced until the restore watch checked it: it releases them then (releaseFlows).
-      const moved = resetting ? { released: 0, cancelled: 0 } : await this.flowRestorer.release(flows.plan);
       const flowReport: FlowRestoreReport = { ...flows.counts, ...moved };
       this.log.debug(
         { queue, epoch, ...counts, flows: flowReport, ms: Date.now() - started },
