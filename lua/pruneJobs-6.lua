@@ -12,7 +12,8 @@
 
   Returns the number of job hashes removed, or -1 (nothing written) when the
   lock is not ARGV[2] or the marker exists.
-  Guarantee: each id leaves the four sets and its hash is deleted; nothing
+  Guarantee: each id leaves the four sets and the blocked set
+  (<prefix>blocked, flow jobs) and its hash is deleted; nothing
   else is touched (events stay: PostgreSQL has them).
 ]]
 @include "clamp"
@@ -31,6 +32,8 @@ for i = 4, #ARGV do
   laneRemove(ARGV[1], id, ck, redis.call('ZREM', KEYS[1], id) == 1)
   if redis.call('ZREM', KEYS[3], id) == 1 then slotFree(ARGV[1], ck) end
   for k = 1, 4 do redis.call('ZREM', KEYS[k], id) end
+  -- A flow job's blocked set, in the queue's slot (as lua/enqueueJobs-5.lua names it).
+  redis.call('ZREM', ARGV[1] .. 'blocked', id)
   n = n + redis.call('DEL', jobKey(ARGV[1], id))
 end
 return n

@@ -13,14 +13,19 @@
           entry PostgreSQL holds for the queue) or ''
   ARGV[6] audit consumer group name (created at ARGV[5], or '0', if missing;
           raised to ARGV[5] when behind)
-  then 17 fields per job, in sequence order:
-    id, kind (waiting | delayed | active | cancel | failed; cancel = active with
-    a pending cancel request), type, payload JSON, priority,
+  then 18 fields per job, in sequence order:
+    id, kind (waiting | delayed | active | cancel | failed | blocked; cancel =
+    active with a pending cancel request; blocked = a flow job waiting for its
+    dependencies), type, payload JSON, priority,
     options "maxAttempts;timeoutMs;backoff", attempts, executionSeq,
     createdAt ms, runAt ms, idempotency key|'', last error|'', worker id|'',
-    startedAt ms|'', failedAt ms|'', updatedAt ms, concurrency key|''
+    startedAt ms|'', failedAt ms|'', updatedAt ms, concurrency key|'',
+    flow|'' = "flowId\npolicy ('c'|'r')\nref\ndependencies JSON [{ref,id,queue}]"
+    (as enqueueJobs-5.lua field 14): written as fields fl, fp, rf, dp, so
+    the job's end reaches the flow outbox (includes/flowout.lua) and its
+    claim carries its dependencies.
 
-  Returns {'ok', waiting, delayed, active, failed, cancelled, skipped}
+  Returns {'ok', waiting, delayed, active, failed, cancelled, skipped, blocked}
   (active = jobs that were active and came back waiting), or {'lock_lost'} /
   {'already_restored'} with nothing written.
   Guarantee: fenced by the audit lock, refused once the epoch marker exists;
@@ -28,6 +33,9 @@
   queue restored twice changes nothing the second time. New waiting/delayed
   jobs get fresh sequence numbers in argument order (FIFO kept within a
   priority); delayed jobs keep their runAt; failed jobs go back to the DLQ set;
+  blocked jobs go back to the queue's blocked set (`<base>blocked`, by
+  createdAt) with a sequence number and their runAt, for the flow worker or
+  the flow restore (src/restore/flow-restore.ts) to release;
   an active job comes back waiting with its attempt refunded and one
   'stalled' event (reason 'restored'), or cancelled ('cancelled', reason
   'restored') when a cancel was pending. The events stream's last id is raised
@@ -71,9 +79,9 @@ if ARGV[5] ~= '' then
   end
 end
 
-local FIELDS = 17
+local FIELDS = 18
 local now = nowMs()
-local n = {waiting = 0, delayed = 0, active = 0, failed = 0, cancelled = 0, skipped = 0}
+local n = {waiting = 0, delayed = 0, active = 0, failed = 0, cancelled = 0, skipped = 0, blocked = 0}
 local woke = false
 for b = 7, #ARGV, FIELDS do
   local id, kind = ARGV[b], ARGV[b + 1]
@@ -98,6 +106,16 @@ for b = 7, #ARGV, FIELDS do
     if sa ~= '' then args[#args + 1] = 'sa'; args[#args + 1] = sa end
     payloadFields(payload, args)
     local function put(k, v) args[#args + 1] = k; args[#args + 1] = v end
+    local fv = ARGV[b + 17]
+    if fv and fv ~= '' then
+      local p = string.find(fv, '\n', 1, true)
+      local c = p and string.find(fv, '\n', p + 3, true)
+      if not c or not string.match(string.sub(fv, p + 1, p + 1), '^[cr]$') then
+        return redis.error_reply('restoreJobs: malformed flow for job ' .. id)
+      end
+      put('fl', string.sub(fv, 1, p - 1)); put('fp', string.sub(fv, p + 1, p + 1))
+      put('rf', string.sub(fv, p + 3, c - 1)); put('dp', string.sub(fv, c + 1))
+    end
     local extra = {'r', 'restored'}
     if x > 0 then extra[#extra + 1] = 'x'; extra[#extra + 1] = x end
     if w ~= '' then extra[#extra + 1] = 'w'; extra[#extra + 1] = w end
@@ -116,7 +134,15 @@ for b = 7, #ARGV, FIELDS do
     else
       local seq = redis.call('HINCRBY', KEYS[6], 'seq', 1)
       put('sq', seq)
-      if kind == 'delayed' then
+      if kind == 'blocked' then
+        -- Not ready: the flow restore or the flow worker releases it (lua/moveFlowJobs-7.lua).
+        put('s', 'blocked'); put('a', a); put('ua', ua)
+        if ra == ca then put('ra', ra) end
+        if err ~= '' then put('e', err) end
+        redis.call(unpack(args))
+        redis.call('ZADD', prefix .. 'blocked', ca, id)
+        n.blocked = n.blocked + 1
+      elseif kind == 'delayed' then
         put('s', 'delayed'); put('a', a); put('ua', ua)
         if ra == ca then put('ra', ra) end
         if err ~= '' then put('e', err) end
@@ -140,10 +166,10 @@ for b = 7, #ARGV, FIELDS do
         makeReady(ARGV[1], KEYS[1], id, jk, pr, seq, ck)
         n.waiting = n.waiting + 1
       end
-      woke = true
+      woke = woke or kind ~= 'blocked'
     end
   end
 end
 if woke then wake(KEYS[5]) end
 if ARGV[4] ~= '' then redis.call('SET', KEYS[7], ARGV[4]) end
-return {'ok', n.waiting, n.delayed, n.active, n.failed, n.cancelled, n.skipped}
+return {'ok', n.waiting, n.delayed, n.active, n.failed, n.cancelled, n.skipped, n.blocked}

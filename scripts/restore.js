@@ -54,6 +54,7 @@ async function main() {
         r.counts.waiting +
         r.counts.delayed +
         r.counts.active +
+        r.counts.blocked +
         r.counts.failed +
         r.counts.cancelled,
       0,

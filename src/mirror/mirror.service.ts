@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
-import { LiveEvents, MirrorStream, QueueOwnership, QueueStore, RestoreStore, StoreConnection, WorkerRegistryStore } from '../core/ports';
+import { FlowRecordStore, FlowRestoreStore, LiveEvents, MirrorStream, QueueOwnership, QueueStore, RestoreStore, StoreConnection, WorkerRegistryStore } from '../core/ports';
 import { readBacklog } from './backlog';
 import { MirrorMetrics } from './mirror-metrics';
 import type { Registry } from 'prom-client';
@@ -54,6 +54,8 @@ export class MirrorService implements OnApplicationBootstrap {
     connection: StoreConnection,
     liveEvents: LiveEvents,
     private readonly workerRegistry: WorkerRegistryStore,
+    flows: FlowRecordStore,
+    flowRestore: FlowRestoreStore,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     // The process's /metrics serves the writer's series too (every role has MetricsModule).
@@ -61,7 +63,7 @@ export class MirrorService implements OnApplicationBootstrap {
       this.metrics.registerOn(registry);
       this.restoreMetrics = new RestoreMetrics(registry);
     }
-    this.stores = { queues, mirror, ownership, restore, connection, liveEvents };
+    this.stores = { queues, mirror, ownership, restore, connection, liveEvents, flows, flowRestore };
   }
 
   /**

@@ -34,6 +34,7 @@ export type ScriptName =
   | 'overrideKey'
   | 'topKeys'
   | 'recordFlow'
+  | 'restoreFlow'
   | 'advanceFlow'
   | 'moveFlowJobs'
   | 'takeFlowOutcomes';

@@ -28,7 +28,10 @@ import type { QueueRestorer, QueueRestoreReport, RestoreStores } from './restore
  *   queue is restored (src/restore/restore.ts; a restore interrupted there
  *   is finished, prune included, by whoever restores the queue next): jobs PostgreSQL knows as finished never come
  *   back, jobs newer than the snapshot do; jobs PostgreSQL never heard of
- *   (accepted after Redis came back) stay.
+ *   (accepted after Redis came back) stay. Once every rewound queue is
+ *   restored and checked, the flows with unfinished jobs in each release what
+ *   their records free (QueueRestorer.releaseFlows: the fence refused those
+ *   moves before, and jobs of other queues pruned later add their outcomes).
  * - otherwise the queue is marked checked on this Redis server (its run id),
  *   which lifts the restore fence (lua/includes/fence.lua): after any Redis
  *   restart a checked queue claims, promotes and reaps nothing until the
@@ -49,7 +52,7 @@ export interface RebuildReport {
   pruned: number;
   /** The restore reports of the queues rebuilt. */
   reports: QueueRestoreReport[];
-  /** Jobs brought back (waiting, delayed, active, failed, cancelled). */
+  /** Jobs brought back (waiting, delayed, active, blocked, failed, cancelled). */
   jobs: number;
   ms: number;
 }
@@ -205,13 +208,22 @@ export class RedisLossWatch {
           reports.push(await this.restoreAndVerify(queue));
         });
       }
+      // The rewound queues are checked now, and every snapshot copy pruned: the
+      // flow moves their fence refused, with the outcomes of jobs pruned from
+      // other queues after their own pass (QueueRestorer.releaseFlows, idempotent).
+      for (const r of reports.filter((x) => x.action === 'restored' && rewoundNames.includes(x.queue))) {
+        await this.guard(r.queue, async () => {
+          const f = await this.restorer.releaseFlows(r.queue);
+          if (f.flows) r.flows = { ...f, released: f.released + (r.flows?.released ?? 0), cancelled: f.cancelled + (r.flows?.cancelled ?? 0) };
+        });
+      }
     } finally {
       if (flagged) await this.stores.restore.setRestoring(this.id, false).catch(() => undefined);
     }
     const restored = reports.filter((r) => r.action === 'restored');
     if (!restored.length && !rewoundNames.length) return null;
     const pruned = restored.reduce((n, r) => n + (r.pruned ?? 0), 0);
-    const jobs = restored.reduce((n, r) => n + r.counts.waiting + r.counts.delayed + r.counts.active + r.counts.failed + r.counts.cancelled, 0);
+    const jobs = restored.reduce((n, r) => n + r.counts.waiting + r.counts.delayed + r.counts.active + r.counts.blocked + r.counts.failed + r.counts.cancelled, 0);
     const report: RebuildReport = {
       lost: restored.map((r) => r.queue).filter((q) => !rewoundNames.includes(q)),
       rewound: rewoundNames,
@@ -220,11 +232,12 @@ export class RedisLossWatch {
       jobs,
       ms: Date.now() - started,
     };
-    const sum = (k: 'waiting' | 'delayed' | 'active' | 'failed' | 'cancelled') => restored.reduce((n, r) => n + r.counts[k], 0);
+    const sum = (k: 'waiting' | 'delayed' | 'active' | 'blocked' | 'failed' | 'cancelled') => restored.reduce((n, r) => n + r.counts[k], 0);
+    const released = restored.reduce((n, r) => n + (r.flows?.released ?? 0), 0);
     this.log.warn(
-      { lost: report.lost, rewound: report.rewound, pruned, jobs, waiting: sum('waiting'), delayed: sum('delayed'), active: sum('active'), failed: sum('failed'), cancelled: sum('cancelled'), ms: report.ms },
+      { lost: report.lost, rewound: report.rewound, pruned, jobs, waiting: sum('waiting'), delayed: sum('delayed'), active: sum('active'), blocked: sum('blocked'), failed: sum('failed'), cancelled: sum('cancelled'), flowsReleased: released, ms: report.ms },
       `redis lost state while running (${report.lost.length} queues empty, ${report.rewound.length} rewound): rebuilt ${restored.length} queues from postgres, ${jobs} jobs back` +
-        ` (${sum('waiting')} waiting, ${sum('delayed')} delayed, ${sum('active')} active back to waiting, ${sum('failed')} in the DLQ), ${pruned} stale jobs dropped`,
+        ` (${sum('waiting')} waiting, ${sum('delayed')} delayed, ${sum('active')} active back to waiting, ${sum('blocked')} blocked, ${sum('failed')} in the DLQ; ${released} flow dependents released), ${pruned} stale jobs dropped`,
     );
     this.opts.onRebuild?.(report);
     return report;
@@ -244,7 +257,7 @@ export class RedisLossWatch {
 
   private async knownToPostgres(queue: string): Promise<boolean> {
     const [{ known }] = (await this.db.query(
-      `SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 AND status IN ('waiting', 'delayed', 'active'))
+      `SELECT EXISTS (SELECT 1 FROM jobs WHERE queue = $1 AND status IN ('waiting', 'delayed', 'active', 'blocked'))
            OR EXISTS (SELECT 1 FROM dead_letter_jobs WHERE queue = $1) AS known`,
       [queue],
     )) as { known: boolean }[];

@@ -6,6 +6,7 @@ import { DEFAULT_BACKOFF, encodeBackoff } from '../core/backoff';
 import type { QueueOwnership, QueueStore, RestoreJobInput, RestoreJobsResult, RestoreStore } from '../core/ports';
 import { silentLogger as silent, type Logger } from '../core/logger';
 import { sleep } from '../core/sleep';
+import { FlowRestorer, readFlowFields, type FlowRestoreCounts, type FlowRestoreStores } from './flow-restore';
 
 /**
  * Restore: rebuilds a queue's Redis state from PostgreSQL after Redis lost it
@@ -23,7 +24,11 @@ import { sleep } from '../core/sleep';
  *
  * Restoring one queue (holding the queue's mirror lock, so no mirror writer
  * mirrors it meanwhile and PostgreSQL's view of the queue stays still):
- * - non-terminal jobs (`jobs` rows waiting, delayed, active) are sent to
+ * - first, the record of each unfinished flow with a job in the queue is
+ *   rebuilt from PostgreSQL, or brought up to date when Redis kept it
+ *   (src/restore/flow-restore.ts), so an outcome of a restored job always
+ *   finds its flow's record;
+ * - non-terminal jobs (`jobs` rows waiting, delayed, active, blocked) are sent to
  *   lua/restoreJobs-8.lua in chunks, in their original sequence order: the
  *   order of their latest `enqueued` / `retried_from_dlq` events in the
  *   stream (each of those scripts takes the next sequence number and appends
@@ -31,12 +36,18 @@ import { sleep } from '../core/sleep';
  *   jobs come back waiting in that order within their priority; delayed jobs
  *   come back delayed with their runAt; active jobs come back waiting with
  *   their attempt refunded and a `stalled` event (reason `restored`) that the
- *   history mirror records (or `cancelled` when a cancel request was pending).
+ *   history mirror records (or `cancelled` when a cancel request was pending);
+ *   blocked jobs (of flows) come back blocked. Every flow job keeps its flow
+ *   fields (fl, fp, rf, dp: `dp` rebuilt from `job_dependencies`).
  * - dead-letter jobs (`dead_letter_jobs`, completed by their `jobs` row when
  *   it still exists) come back as `failed` hashes in the DLQ set, so DLQ
  *   retries work.
  * - the last call sets the epoch marker; then the `queues` row is updated and
  *   the queue is put back in the queue registry (workers serving `*` find it).
+ *   Just before that last call, the flows' dependents the records free are
+ *   unblocked, and `cancel` dependents of a failed dependency cancelled,
+ *   once (not while the queue is fenced after a reset: the restore watch
+ *   does it once it checked the queue, {@link QueueRestorer.releaseFlows}).
  * Idempotent: the script never touches a job whose hash exists and refuses to
  * run once the marker is set, so a second run restores nothing.
  *
@@ -46,7 +57,9 @@ import { sleep } from '../core/sleep';
  * (served from PostgreSQL), logs and progress of active jobs.
  */
 
-const NON_TERMINAL = ['waiting', 'delayed', 'active'];
+const NON_TERMINAL = ['waiting', 'delayed', 'active', 'blocked'];
+/** The same, as an SQL list. */
+const NON_TERMINAL_SQL = `('waiting', 'delayed', 'active', 'blocked')`;
 const ms = (col: string) => `round(extract(epoch FROM ${col}) * 1000)::bigint`;
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -64,6 +77,16 @@ export interface RestoreCounts {
   cancelled: number;
   /** Jobs PostgreSQL listed that Redis already held (left untouched). */
   skipped: number;
+  /** Flow jobs that came back blocked (waiting for their dependencies). */
+  blocked: number;
+}
+
+/** What the restore did to the unfinished flows with a job in the queue. */
+export interface FlowRestoreReport extends FlowRestoreCounts {
+  /** Dependents unblocked (their dependencies all met while Redis was down). */
+  released: number;
+  /** `cancel` dependents of a failed dependency cancelled (reason dependency_failed). */
+  cancelled: number;
 }
 
 export interface QueueRestoreReport {
@@ -79,6 +102,8 @@ export interface QueueRestoreReport {
   counts: RestoreCounts;
   /** Jobs of a reset (rewound) queue removed before the restore because PostgreSQL knew them (src/restore/loss-watch.ts). */
   pruned?: number;
+  /** Flows rebuilt with the queue (absent when no unfinished flow has a job there). */
+  flows?: FlowRestoreReport;
   error?: string;
 }
 
@@ -125,6 +150,7 @@ const zero = (): RestoreCounts => ({
   failed: 0,
   cancelled: 0,
   skipped: 0,
+  blocked: 0,
 });
 const numOrNull = (v: string | null) => (v === null ? null : Number(v));
 
@@ -143,7 +169,7 @@ function maxStreamId(a: string | null, b: string | null): string | null {
 }
 
 /** The stores a restore uses (a RedisStores from createRedisStores fits). */
-export interface RestoreStores {
+export interface RestoreStores extends FlowRestoreStores {
   queues: QueueStore;
   restore: RestoreStore;
   ownership: QueueOwnership;
@@ -151,6 +177,7 @@ export interface RestoreStores {
 
 export class QueueRestorer {
   private readonly log: Logger;
+  private readonly flowRestorer: FlowRestorer;
 
   constructor(
     private readonly db: DataSource,
@@ -158,6 +185,18 @@ export class QueueRestorer {
     private readonly opts: RestoreOptions = {},
   ) {
     this.log = opts.log ?? silent;
+    this.flowRestorer = new FlowRestorer(db, stores, this.log);
+  }
+
+  /**
+   * Rebuilds (idempotently) the records of the unfinished flows with a job
+   * in `queue` and makes the moves they decide: for a queue the restore
+   * watch reset, once it checked it (the fence refuses moves before).
+   * @throws when PostgreSQL or Redis fail.
+   */
+  async releaseFlows(queue: string): Promise<FlowRestoreReport> {
+    const { counts, plan } = await this.flowRestorer.rebuild(queue);
+    return { ...counts, ...(await this.flowRestorer.release(plan)) };
   }
 
   /**
@@ -170,7 +209,7 @@ export class QueueRestorer {
       this.stores.queues.list(),
       this.db.query(
         `SELECT name FROM queues
-         UNION SELECT queue FROM job_counts WHERE status IN ('waiting', 'delayed', 'active') AND n > 0
+         UNION SELECT queue FROM job_counts WHERE status IN ${NON_TERMINAL_SQL} AND n > 0
          UNION SELECT DISTINCT queue FROM dead_letter_jobs`,
       ) as Promise<{ name: string }[]>,
     ]);
@@ -220,7 +259,7 @@ export class QueueRestorer {
     }
     const [{ known }] = (await this.db.query(
       `SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1)
-           OR EXISTS (SELECT 1 FROM jobs WHERE queue = $1 AND status IN ('waiting', 'delayed', 'active'))
+           OR EXISTS (SELECT 1 FROM jobs WHERE queue = $1 AND status IN ${NON_TERMINAL_SQL})
            OR EXISTS (SELECT 1 FROM dead_letter_jobs WHERE queue = $1) AS known`,
       [queue],
     )) as { known: boolean }[];
@@ -261,9 +300,9 @@ export class QueueRestorer {
   private async plannedCounts(queue: string): Promise<RestoreCounts> {
     const c = zero();
     const rows = (await this.db.query(
-      `SELECT status, count(*)::int AS n FROM jobs WHERE queue = $1 AND status IN ('waiting', 'delayed', 'active') GROUP BY status`,
+      `SELECT status, count(*)::int AS n FROM jobs WHERE queue = $1 AND status IN ${NON_TERMINAL_SQL} GROUP BY status`,
       [queue],
-    )) as { status: 'waiting' | 'delayed' | 'active'; n: number }[];
+    )) as { status: 'waiting' | 'delayed' | 'active' | 'blocked'; n: number }[];
     for (const r of rows) c[r.status] = r.n;
     const [{ n }] = (await this.db.query(
       `SELECT count(*)::int AS n FROM dead_letter_jobs WHERE queue = $1`,
@@ -320,7 +359,7 @@ export class QueueRestorer {
            WHERE e.job_id = j.id AND e.event IN ('enqueued', 'retried_from_dlq')
            ORDER BY e.stream_ms DESC, e.stream_seq DESC LIMIT 1
          ) o ON true
-         WHERE j.queue = $1 AND j.status IN ('waiting', 'delayed', 'active')
+         WHERE j.queue = $1 AND j.status IN ${NON_TERMINAL_SQL}
          ORDER BY o.stream_ms, o.stream_seq, j.created_at, j.id`,
         [queue],
       )) as { id: string; lm: string; ls: string }[];
@@ -335,7 +374,10 @@ export class QueueRestorer {
       // snapshot): the snapshot's copies of jobs PostgreSQL knows go first,
       // so each comes back in PostgreSQL's state — also when the reset was
       // interrupted and this is another process's restore.
-      const pruned = (await this.stores.restore.resetting(queue)) ? await this.pruneKnown(queue, lock) : 0;
+      const resetting = await this.stores.restore.resetting(queue);
+      const pruned = resetting ? await this.pruneKnown(queue, lock) : 0;
+      // Flow records before any job of the queue can run and end (its outcome then finds its record).
+      const flows = await this.flowRestorer.rebuild(queue, () => this.stores.ownership.renew(queue, token, lock.ttlMs));
       let minStreamId: string | null = top ? `${top.m}-${top.s}` : null;
       for (const r of order) minStreamId = maxStreamId(minStreamId, `${r.lm}-${r.ls}`);
       const call = async (jobs: RestoreJobInput[], epoch = ''): Promise<RestoreJobsResult> => {
@@ -361,6 +403,9 @@ export class QueueRestorer {
         if (r.status !== 'ok') stopped = r;
         if (rows.length < chunk) break;
       }
+      // The flows' moves before the marker: one that fails leaves the queue to restore again (each step idempotent).
+      // A reset queue is fenced until the restore watch checked it: it releases them then (releaseFlows).
+      const moved = stopped || resetting ? { released: 0, cancelled: 0 } : await this.flowRestorer.release(flows.plan);
       const epoch = newEpoch();
       if (!stopped) {
         const r = await call([], epoch);
@@ -378,11 +423,15 @@ export class QueueRestorer {
         [queue, epoch],
       );
       await this.stores.restore.relist(queue);
+      const flowReport: FlowRestoreReport = { ...flows.counts, ...moved };
       this.log.debug(
-        { queue, epoch, ...counts, ms: Date.now() - started },
+        { queue, epoch, ...counts, flows: flowReport, ms: Date.now() - started },
         'queue restored from PostgreSQL',
       );
-      return pruned ? { queue, action: 'restored', epoch, counts, pruned } : { queue, action: 'restored', epoch, counts };
+      const report: QueueRestoreReport = { queue, action: 'restored', epoch, counts };
+      if (pruned) report.pruned = pruned;
+      if (flowReport.flows) report.flows = flowReport;
+      return report;
     } finally {
       if (!heldToken) await this.release(queue, token);
     }
@@ -417,9 +466,10 @@ export class QueueRestorer {
     const rows = (await this.db.query(
       `SELECT id, status, type, payload, priority, attempts, max_attempts, backoff, timeout_ms, idempotency_key, concurrency_key, last_error, worker_id,
               execution_seq, ${ms('created_at')} AS ca, ${ms('run_at')} AS ra, ${ms('started_at')} AS sa, ${ms('updated_at')} AS ua
-       FROM jobs WHERE id = ANY($1::uuid[]) AND queue = $2 AND status IN ('waiting', 'delayed', 'active')`,
+       FROM jobs WHERE id = ANY($1::uuid[]) AND queue = $2 AND status IN ${NON_TERMINAL_SQL}`,
       [ids, queue],
     )) as JobRow[];
+    const flows = await readFlowFields(this.db, ids);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const active = rows.filter((r) => r.status === 'active').map((r) => r.id);
     const cancel = new Set<string>();
@@ -445,7 +495,7 @@ export class QueueRestorer {
             ? cancel.has(r.id)
               ? 'cancel'
               : 'active'
-            : (r.status as 'waiting' | 'delayed'),
+            : (r.status as 'waiting' | 'delayed' | 'blocked'),
         type: r.type,
         payload: r.payload,
         priority: r.priority,
@@ -463,6 +513,7 @@ export class QueueRestorer {
         startedAt: numOrNull(r.sa),
         failedAt: null,
         updatedAt: Number(r.ua),
+        flow: flows.get(r.id) ?? null,
       });
     }
     return out;
@@ -482,6 +533,7 @@ export class QueueRestorer {
        WHERE d.queue = $1 AND d.job_id > $2::uuid ORDER BY d.job_id LIMIT $3`,
       [queue, after, limit],
     )) as DlqRow[];
+    const flows = await readFlowFields(this.db, rows.map((r) => r.id));
     return rows.map((r) => {
       const fa = Number(r.fa);
       return {
@@ -506,6 +558,7 @@ export class QueueRestorer {
           startedAt: numOrNull(r.sa),
           failedAt: fa,
           updatedAt: fa,
+          flow: flows.get(r.id) ?? null,
         },
       };
     });
@@ -515,7 +568,11 @@ export class QueueRestorer {
 /** One human-readable line per queue report (what `npm run restore` prints). */
 export function formatRestoreReport(r: QueueRestoreReport): string {
   const c = r.counts;
-  const jobs = `${c.waiting} waiting, ${c.delayed} delayed, ${c.active} active (back to waiting, stalled), ${c.failed} failed (DLQ), ${c.cancelled} cancelled`;
+  // Blocked (flow) jobs named only when there are some: the line outside flows is unchanged.
+  const blocked = c.blocked ? `${c.blocked} blocked, ` : '';
+  const f = r.flows;
+  const flows = f ? `; ${f.flows} flows (${f.created} records rebuilt, ${f.applied} outcomes applied, ${f.released} dependents released, ${f.cancelled} cancelled${f.skipped ? `, ${f.skipped} skipped` : ''})` : '';
+  const jobs = `${c.waiting} waiting, ${c.delayed} delayed, ${c.active} active (back to waiting, stalled), ${blocked}${c.failed} failed (DLQ), ${c.cancelled} cancelled${flows}`;
   switch (r.action) {
     case 'intact':
       return `${r.queue}: intact (epoch ${r.epoch})`;
@@ -524,9 +581,9 @@ export function formatRestoreReport(r: QueueRestoreReport): string {
         ? `${r.queue}: new queue, epoch ${r.epoch} recorded`
         : `${r.queue}: new queue (an epoch would be recorded)`;
     case 'restored':
-      return `${r.queue}: restored ${c.waiting + c.delayed + c.active + c.failed + c.cancelled} jobs: ${jobs}; ${c.skipped} already in Redis (epoch ${r.epoch})`;
+      return `${r.queue}: restored ${c.waiting + c.delayed + c.active + c.blocked + c.failed + c.cancelled} jobs: ${jobs}; ${c.skipped} already in Redis (epoch ${r.epoch})`;
     case 'planned':
-      return `${r.queue}: Redis lost its state; would restore ${c.waiting} waiting, ${c.delayed} delayed, ${c.active} active, ${c.failed} failed (DLQ)`;
+      return `${r.queue}: Redis lost its state; would restore ${c.waiting} waiting, ${c.delayed} delayed, ${c.active} active, ${blocked}${c.failed} failed (DLQ)`;
     case 'busy':
       return `${r.queue}: not restored: ${r.error}; run again`;
     case 'error':

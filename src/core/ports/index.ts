@@ -21,5 +21,6 @@ export * from './token-buckets';
 export * from './wake';
 export * from './mirror';
 export * from './restore';
+export * from './flow-restore';
 export * from './workers';
 export * from './flows';

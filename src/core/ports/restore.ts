@@ -1,8 +1,8 @@
 /** One job for {@link RestoreStore.restoreJobs}; times are epoch ms. */
 export interface RestoreJobInput {
   id: string;
-  /** Its state in PostgreSQL; `cancel` = active with a pending cancel request. */
-  kind: 'waiting' | 'delayed' | 'active' | 'cancel' | 'failed';
+  /** Its state in PostgreSQL; `cancel` = active with a pending cancel request; `blocked` = a flow job waiting for its dependencies. */
+  kind: 'waiting' | 'delayed' | 'active' | 'cancel' | 'failed' | 'blocked';
   type: string;
   payload: string;
   priority: number;
@@ -22,11 +22,23 @@ export interface RestoreJobInput {
   updatedAt: number;
   /** The job's concurrency key (flow control per key), null when it has none. */
   concurrencyKey?: string | null;
+  /** Its place in a flow (hash fields fl, fp, rf, dp), null or absent outside flows. */
+  flow?: RestoreJobFlow | null;
+}
+
+/** A flow job's fields as the restore writes them back (lua/enqueueJobs-5.lua field 14). */
+export interface RestoreJobFlow {
+  flowId: string;
+  policy: 'cancel' | 'run';
+  /** Its ref in the flow ('' when the history has none). */
+  ref: string;
+  /** Its dependencies: ref, job id, queue (project-qualified), at most 1,000. */
+  dependsOn: { ref: string; id: string; queue: string }[];
 }
 
 /** Outcome of one restoreJobs call: counts of jobs recreated per kind, and skipped (already there). */
 export type RestoreJobsResult =
-  | { status: 'ok'; waiting: number; delayed: number; active: number; failed: number; cancelled: number; skipped: number }
+  | { status: 'ok'; waiting: number; delayed: number; active: number; failed: number; cancelled: number; skipped: number; blocked: number }
   | { status: 'lock_lost' | 'already_restored' };
 
 /**
@@ -69,7 +81,7 @@ export abstract class RestoreStore {
   abstract reset(queue: string, staleEpoch: string, lock: { token: string; ttlMs: number }): Promise<boolean>;
   /** Whether the queue was reset and not verified since (its jobs must be pruned before a restore). */
   abstract resetting(queue: string): Promise<boolean>;
-  /** Ids of every job in the queue's waiting, delayed, active and failed sets. */
+  /** Ids of every job in the queue's waiting, delayed, active, failed and blocked sets. */
   abstract jobIds(queue: string): Promise<string[]>;
   /**
    * Removes these jobs (sets and hashes), fenced by the queue's mirror lock

@@ -19,6 +19,7 @@ import { RedisSessionRecords } from './session-records';
 import { RedisTokenBuckets } from './token-buckets';
 import { RedisWorkerRegistryStore } from './worker-registry-store';
 import { RedisFlowRecordStore } from './flow-record';
+import { RedisFlowRestoreStore } from './flow-restore';
 
 export { storeDefaultsOf, type StoreDefaults } from './enqueue';
 export type { SubscriberFactory } from './schedule-signals';
@@ -57,6 +58,7 @@ export interface RedisStores {
   workerRegistry: RedisWorkerRegistryStore;
   externalWorkers: RedisExternalWorkerSeen;
   flows: RedisFlowRecordStore;
+  flowRestore: RedisFlowRestoreStore;
 }
 
 /**
@@ -94,5 +96,6 @@ export function createRedisStores(
     workerRegistry: new RedisWorkerRegistryStore(redis, prefix),
     externalWorkers: new RedisExternalWorkerSeen(redis, prefix),
     flows: new RedisFlowRecordStore(ctx, connect),
+    flowRestore: new RedisFlowRestoreStore(ctx),
   };
 }

@@ -5,6 +5,12 @@ import { MIRROR_GROUP, queuesKey, restoringKey } from '../keys';
 /** Ids read per ZRANGE page. */
 const PAGE = 5000;
 
+/** A flow job's field as lua/restoreJobs-8.lua reads it: "flowId\npolicy\nref\ndependencies JSON", '' outside flows. */
+function flowField(f: RestoreJobInput['flow']): string {
+  if (!f) return '';
+  return `${f.flowId}\n${f.policy === 'run' ? 'r' : 'c'}\n${f.ref.replace(/\n/g, ' ')}\n${JSON.stringify(f.dependsOn)}`;
+}
+
 /** {@link RestoreStore} over each queue's `epoch` key and lua/restoreJobs-8.lua. */
 export class RedisRestoreStore implements RestoreStore {
   constructor(private readonly ctx: RedisContext) {}
@@ -33,6 +39,7 @@ export class RedisRestoreStore implements RestoreStore {
       args.push(
         j.id, j.kind, j.type, j.payload, j.priority, `${j.maxAttempts};${j.timeoutMs};${j.backoff}`, j.attempts, j.executionSeq,
         j.createdAt, j.runAt, j.idempotencyKey ?? '', j.lastError ?? '', j.workerId ?? '', j.startedAt ?? '', j.failedAt ?? '', j.updatedAt, j.concurrencyKey ?? '',
+        flowField(j.flow),
       );
     }
     const out = await this.ctx.scripts.run<(string | number)[]>(
@@ -41,8 +48,8 @@ export class RedisRestoreStore implements RestoreStore {
       args,
     );
     if (out[0] !== 'ok') return { status: out[0] as 'lock_lost' | 'already_restored' };
-    const [, waiting, delayed, active, failed, cancelled, skipped] = out.map(Number);
-    return { status: 'ok', waiting, delayed, active, failed, cancelled, skipped };
+    const [, waiting, delayed, active, failed, cancelled, skipped, blocked] = out.map(Number);
+    return { status: 'ok', waiting, delayed, active, failed, cancelled, skipped, blocked };
   }
 
   async inspect(queue: string): Promise<QueueInspection> {
@@ -68,7 +75,7 @@ export class RedisRestoreStore implements RestoreStore {
   async jobIds(queue: string): Promise<string[]> {
     const k = this.ctx.keys(queue);
     const out: string[] = [];
-    for (const set of [k.waiting, k.delayed, k.active, k.failed]) {
+    for (const set of [k.waiting, k.delayed, k.active, k.failed, k.blocked]) {
       for (let start = 0; ; start += PAGE) {
         const page = await this.ctx.redis.zrange(set, start, start + PAGE - 1);
         out.push(...page);

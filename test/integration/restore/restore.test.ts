@@ -237,6 +237,7 @@ describe('restore in process', () => {
           failed: 2,
           cancelled: 1,
           skipped: 0,
+          blocked: 0,
         },
       },
     ]);
@@ -301,6 +302,7 @@ describe('restore in process', () => {
       failed: 0,
       cancelled: 0,
       skipped: live.length,
+      blocked: 0,
     });
     expect(await redisState(t, q)).toEqual(after);
     expect(await readEvents(t.redis, t.keys(q).events)).toHaveLength(ev.length);
@@ -486,6 +488,7 @@ describe('restore with real processes', () => {
       failed: 2,
       cancelled: 0,
       skipped: 0,
+      blocked: 0,
     });
     const stalledIds2 = lost2.filter((r) => r.status === 'active').map((r) => r.id);
 
