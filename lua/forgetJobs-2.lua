@@ -8,7 +8,8 @@
   Returns the number of job hashes deleted.
   Guarantee: only jobs still 'completed' or 'cancelled' are deleted (a job
   retried meanwhile is live again and stays); with a keep policy, the newest
-  finished jobs stay readable in Redis for that count / time.
+  finished jobs stay readable in Redis for that count / time. A flow job
+  cancelled for a failed dependency expires with its flow's record instead.
 ]]
 @include "now"
 @include "job"
@@ -17,10 +18,18 @@ local prefix = ARGV[1]
 local keepCount, keepMs = clamp(ARGV[2], -1, 1e15, -1), clamp(ARGV[3], -1, MAX_TIME_MS, -1)
 local now = nowMs()
 local deleted = 0
+-- A flow job cancelled because a dependency failed stays as long as its
+-- flow's record (FLOW_RECORD_KEEP_MS, src/redis/stores/flow-record.ts: 7
+-- days): a DLQ retry of that dependency blocks it again
+-- (lua/moveFlowJobs-7.lua 'reblock' needs its hash, and PERSISTs it).
+local FLOW_KEEP_MS = 604800000
 local function forget(id)
   local jk = jobKey(prefix, id)
-  local s = redis.pcall('HGET', jk, 's')
-  if s == 'completed' or s == 'cancelled' then
+  local f = redis.pcall('HMGET', jk, 's', 'fl', 'cx')
+  local s = type(f) == 'table' and f[1] or nil
+  if s == 'cancelled' and f[2] and f[3] == 'dependency_failed' then
+    redis.call('PEXPIRE', jk, FLOW_KEEP_MS)
+  elseif s == 'completed' or s == 'cancelled' then
     redis.call('DEL', jk)
     deleted = deleted + 1
   end

@@ -60,6 +60,7 @@ for i = 3, #ARGV do
   elseif f and op == 'reblock' and f[1] == 'cancelled' and f[8] == 'dependency_failed' then
     redis.call('HSET', jk, 's', 'blocked', 'ua', nowS)
     redis.call('HDEL', jk, 'cx', 'fa')
+    redis.call('PERSIST', jk) -- kept with an expiry once mirrored (lua/forgetJobs-2.lua)
     redis.call('ZADD', KEYS[1], nowS, id)
     emit(KEYS[4], nowS, 'blocked', id, 'cancelled', 'blocked', f[2], {'r', 'dependency_retried'})
     moved[#moved + 1] = id

@@ -48,6 +48,7 @@
 @include "job"
 @include "group"
 @include "lanes"
+@include "flowspec"
 
 local prefix, token = ARGV[1], ARGV[2]
 if redis.call('GET', KEYS[8]) ~= token then return {'lock_lost'} end
@@ -108,13 +109,9 @@ for b = 7, #ARGV, FIELDS do
     local function put(k, v) args[#args + 1] = k; args[#args + 1] = v end
     local fv = ARGV[b + 17]
     if fv and fv ~= '' then
-      local p = string.find(fv, '\n', 1, true)
-      local c = p and string.find(fv, '\n', p + 3, true)
-      if not c or not string.match(string.sub(fv, p + 1, p + 1), '^[cr]$') then
-        return redis.error_reply('restoreJobs: malformed flow for job ' .. id)
-      end
-      put('fl', string.sub(fv, 1, p - 1)); put('fp', string.sub(fv, p + 1, p + 1))
-      put('rf', string.sub(fv, p + 3, c - 1)); put('dp', string.sub(fv, c + 1))
+      local spec = parseFlowSpec(fv)
+      if not spec then return redis.error_reply('restoreJobs: malformed flow for job ' .. id) end
+      put('fl', spec[1]); put('fp', spec[2]); put('rf', spec[3]); put('dp', spec[4])
     end
     local extra = {'r', 'restored'}
     if x > 0 then extra[#extra + 1] = 'x'; extra[#extra + 1] = x end

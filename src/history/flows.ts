@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import type { RestoreJobFlow } from '../core/ports/restore';
 import { projectCondition, UUID_RE } from './common';
 
 /**
@@ -86,4 +87,28 @@ export async function flowJobs(db: DataSource, flowId: string, project: string):
   const { sql, params } = flowJobsSql(flowId.toLowerCase(), project);
   const rows: { id: string; ref: string | null; status: string; depends_on: string[] }[] = await db.query(sql, params);
   return rows.map((r) => ({ id: r.id, ref: r.ref, status: r.status, dependsOn: r.depends_on }));
+}
+
+/** Job ids per query of {@link readFlowFields}. */
+const FIELDS_CHUNK = 1000;
+
+/**
+ * The flow fields of these jobs (those of a flow), `dependsOn` rebuilt from
+ * `job_dependencies` with each dependency's queue from its `jobs` row (the
+ * job's own queue when the history pruned that row), ordered by ref.
+ * @param ids at most 1,000 per query (more are read in chunks).
+ */
+export async function readFlowFields(db: DataSource, ids: string[]): Promise<Map<string, RestoreJobFlow>> {
+  const out = new Map<string, RestoreJobFlow>();
+  for (let i = 0; i < ids.length; i += FIELDS_CHUNK) {
+    const rows = (await db.query(
+      `SELECT j.id::text AS id, j.flow_id::text AS fl, j.on_dependency_failure AS pol, j.flow_ref AS ref,
+              coalesce((SELECT json_agg(json_build_object('ref', d.ref, 'id', d.depends_on_id::text, 'queue', coalesce(dj.queue, j.queue)) ORDER BY d.ref, d.depends_on_id)
+                        FROM job_dependencies d LEFT JOIN jobs dj ON dj.id = d.depends_on_id WHERE d.job_id = j.id), '[]'::json) AS dp
+       FROM jobs j WHERE j.id = ANY($1::uuid[]) AND j.flow_id IS NOT NULL`,
+      [ids.slice(i, i + FIELDS_CHUNK)],
+    )) as { id: string; fl: string; pol: string | null; ref: string | null; dp: RestoreJobFlow['dependsOn'] }[];
+    for (const r of rows) out.set(r.id, { flowId: r.fl, policy: r.pol === 'run' ? 'run' : 'cancel', ref: r.ref ?? '', dependsOn: r.dp });
+  }
+  return out;
 }

@@ -7,7 +7,8 @@ import { mirrorLag } from './mirror-lag';
 import { dlqGroups, DlqGroup } from './dlq-groups';
 import { waitForMirror } from './mirror-barrier';
 import { getJob } from './get-job';
-import { dependenciesOf, flowJobs, FlowDependency, FlowJob } from './flows';
+import { dependenciesOf, flowJobs, FlowDependency, FlowJob, readFlowFields } from './flows';
+import type { RestoreJobFlow } from '../core/ports/restore';
 import type { HistoryJob } from './common';
 import { jobEvents, JobEvent } from './job-events';
 import { jobExecutions, JobExecution } from './job-executions';
@@ -92,6 +93,11 @@ export class HistoryQueries {
    * project's queues are mirrored; null when PostgreSQL does not know the
    * job in `project`.
    */
+  /** The flow fields of these jobs as mirrored (flows.ts readFlowFields), by job id; jobs outside flows absent. */
+  flowFields(ids: string[]): Promise<Map<string, RestoreJobFlow>> {
+    return readFlowFields(this.db, ids);
+  }
+
   async dependenciesOf(jobId: string, project: string): Promise<FlowDependency[] | null> {
     await this.settle((await this.projectQueues(project)).queues);
     return dependenciesOf(this.db, jobId, project);

@@ -78,10 +78,12 @@ export class DlqService {
     if (copy.status !== 'cancelled') {
       throw new SluiceError('conflict', `job ${id} is ${copy.status} but no longer in the dead-letter queue (purged); its history stays readable, it cannot be retried`);
     }
+    // A flow job keeps its flow fields: its end reaches the flow again, and the retry brings back the dependents it cancelled.
+    const flow = copy.flowId ? ((await this.history.flowFields([id])).get(id) ?? null) : null;
     const revived = await this.deadLetters.revive({
       id, queue: copy.queue, type: copy.type, payload: JSON.stringify(payload ?? copy.payload), newPayload: payload !== undefined,
       priority: copy.priority, maxAttempts: copy.maxAttempts, timeoutMs: copy.timeoutMs, backoff: copy.backoff,
-      createdAt: copy.createdAt, executionSeq: copy.executionSeq, idempotencyKey: copy.idempotencyKey, concurrencyKey: copy.concurrencyKey,
+      createdAt: copy.createdAt, executionSeq: copy.executionSeq, idempotencyKey: copy.idempotencyKey, concurrencyKey: copy.concurrencyKey, flow,
     });
     // null: a concurrent retry recreated it first; retryJob then answers by its state.
     return revived ?? this.deadLetters.retryAndGet(copy.queue, id, payload);

@@ -1,12 +1,12 @@
 import type { DataSource } from 'typeorm';
-import { FLOW_RESTORE_MAX_JOBS, type FlowRecordStore, type FlowRestoreJob, type FlowRestoreStore, type RestoreJobFlow } from '../core/ports';
+import { FLOW_RESTORE_MAX_JOBS, type FlowRecordStore, type FlowRestoreJob, type FlowRestoreStore } from '../core/ports';
 import { silentLogger as silent, type Logger } from '../core/logger';
 import { projectOf } from '../core/project-queue';
 
 /**
  * Workflows after a Redis loss (docs/workflows.md "PostgreSQL, restore, Redis
  * loss"), the restore's flow side, framework-free:
- * - {@link readFlowFields}: the flow fields (fl, fp, rf, dp) of restored jobs,
+ * - readFlowFields (src/history/flows.ts): the flow fields (fl, fp, rf, dp) of restored jobs,
  *   so their ends reach the flow outbox and their claims carry dependencies;
  * - {@link FlowRestorer.rebuild}: before a queue's jobs come back, the record
  *   of each unfinished flow (a job waiting, delayed, active or blocked) with
@@ -26,9 +26,6 @@ import { projectOf } from '../core/project-queue';
 const MOVE_CHUNK = 500;
 /** The queue's lock is renewed every this many flows rebuilt. */
 const RENEW_EVERY = 25;
-/** Job ids per flow-fields query. */
-const FIELDS_CHUNK = 1000;
-
 const ms = (col: string) => `round(extract(epoch FROM ${col}) * 1000)::bigint`;
 const UNFINISHED = `('waiting', 'delayed', 'active', 'blocked')`;
 
@@ -37,27 +34,6 @@ export function outcomeOf(status: string): FlowRestoreJob['outcome'] {
   if (status === 'completed') return 'completed';
   if (status === 'failed' || status === 'cancelled') return 'ended';
   return null;
-}
-
-/**
- * The flow fields of these jobs (those of a flow), `dependsOn` rebuilt from
- * `job_dependencies` with each dependency's queue from its `jobs` row (the
- * job's own queue when the history pruned that row), ordered by ref.
- * @param ids at most 1,000 per query (more are read in chunks).
- */
-export async function readFlowFields(db: DataSource, ids: string[]): Promise<Map<string, RestoreJobFlow>> {
-  const out = new Map<string, RestoreJobFlow>();
-  for (let i = 0; i < ids.length; i += FIELDS_CHUNK) {
-    const rows = (await db.query(
-      `SELECT j.id::text AS id, j.flow_id::text AS fl, j.on_dependency_failure AS pol, j.flow_ref AS ref,
-              coalesce((SELECT json_agg(json_build_object('ref', d.ref, 'id', d.depends_on_id::text, 'queue', coalesce(dj.queue, j.queue)) ORDER BY d.ref, d.depends_on_id)
-                        FROM job_dependencies d LEFT JOIN jobs dj ON dj.id = d.depends_on_id WHERE d.job_id = j.id), '[]'::json) AS dp
-       FROM jobs j WHERE j.id = ANY($1::uuid[]) AND j.flow_id IS NOT NULL`,
-      [ids.slice(i, i + FIELDS_CHUNK)],
-    )) as { id: string; fl: string; pol: string | null; ref: string | null; dp: RestoreJobFlow['dependsOn'] }[];
-    for (const r of rows) out.set(r.id, { flowId: r.fl, policy: r.pol === 'run' ? 'run' : 'cancel', ref: r.ref ?? '', dependsOn: r.dp });
-  }
-  return out;
 }
 
 /** The moves a rebuild decided, per queue. */

@@ -6,7 +6,8 @@ import { DEFAULT_BACKOFF, encodeBackoff } from '../core/backoff';
 import type { QueueOwnership, QueueStore, RestoreJobInput, RestoreJobsResult, RestoreStore } from '../core/ports';
 import { silentLogger as silent, type Logger } from '../core/logger';
 import { sleep } from '../core/sleep';
-import { FlowRestorer, readFlowFields, type FlowRestoreCounts, type FlowRestoreStores } from './flow-restore';
+import { readFlowFields } from '../history/flows';
+import { FlowRestorer, type FlowRestoreCounts, type FlowRestoreStores } from './flow-restore';
 
 /**
  * Restore: rebuilds a queue's Redis state from PostgreSQL after Redis lost it

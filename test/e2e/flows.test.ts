@@ -19,7 +19,7 @@ const paths = (res: { body: any }) => [...new Set(((res.body.error?.details ?? [
 describe('workflows over HTTP (AUTH off)', () => {
   let api: TestApi;
   let stores: RedisStores;
-  const QUEUES = ['wf-a', 'wf-b', 'wf-fail', 'wf-del', 'wf-rb1', 'wf-rb2', 'wf-bad'];
+  const QUEUES = ['wf-a', 'wf-b', 'wf-fail', 'wf-del', 'wf-rb1', 'wf-rb2', 'wf-bad', 'wf-retry'];
 
   beforeAll(async () => {
     api = await startTestApi('e2e-flows', { ROLE: 'api,scheduler,audit' });
@@ -168,6 +168,68 @@ describe('workflows over HTTP (AUTH off)', () => {
     const [report] = await claim('wf-fail');
     await complete(report, 'partial');
     expect(await flow(flowId)).toMatchObject({ status: 'failed', counts: { completed: 2, failed: 1, cancelled: 2 } });
+  });
+
+  it('a DLQ retry after the mirror pruned the cancelled dependents brings them back; a hand-cancelled job retried from the history rejoins its flow', async () => {
+    const res = await api.http.post('/flows').send({
+      jobs: [
+        { ref: 'a', type: 'charge', queue: 'wf-retry' },
+        { ref: 'ship', type: 'ship', queue: 'wf-retry', dependsOn: ['a'] },
+        { ref: 'notify', type: 'notify', queue: 'wf-retry', dependsOn: ['ship'] },
+      ],
+    });
+    expect(res.status).toBe(201);
+    const { flowId } = res.body;
+    const id = Object.fromEntries(res.body.jobs.map((j: { ref: string; id: string }) => [j.ref, j.id]));
+    const jobKey = (ref: string) => `${stores.ctx.keys('wf-retry').base}job:${id[ref]}`;
+    const [a] = await claim('wf-retry');
+    expect((await api.http.post(`/jobs/${a.id}/fail`).send({ lockToken: a.lockToken, error: { message: 'declined' }, retryable: false })).status).toBe(200);
+    await waitUntil('ship and notify cancelled', async () => {
+      const st = await statusOf(flowId);
+      return st.ship === 'cancelled' && st.notify === 'cancelled';
+    }, 10_000, 20);
+    // Mirrored: a cancelled-for-a-dependency job is kept until its flow's record goes, not deleted.
+    await settled();
+    await waitUntil('the mirror handled the cancellations', async () => (await stores.ctx.redis.pttl(jobKey('notify'))) > 0, 10_000, 20);
+    expect(await stores.ctx.redis.pttl(jobKey('ship'))).toBeGreaterThan(6 * 86_400_000);
+
+    expect((await api.http.post(`/jobs/${id.a}/retry`).send({})).status).toBe(200);
+    await waitUntil('ship and notify blocked again', async () => {
+      const st = await statusOf(flowId);
+      return st.ship === 'blocked' && st.notify === 'blocked';
+    }, 10_000, 20);
+    expect(await stores.ctx.redis.pttl(jobKey('ship'))).toBe(-1);
+    for (const ref of ['a', 'ship']) {
+      await waitUntil(`${ref} waiting`, async () => (await statusOf(flowId))[ref] === 'waiting', 10_000, 20);
+      const [j] = await claim('wf-retry');
+      expect(j.id).toBe(id[ref]);
+      await complete(j, ref);
+    }
+    await waitUntil('notify released', async () => (await statusOf(flowId)).notify === 'waiting', 10_000, 20);
+    const [n] = await claim('wf-retry');
+    await complete(n, 'sent');
+    await waitUntil('the flow completed', async () => (await flow(flowId)).status === 'completed', 10_000, 20);
+
+    // A root cancelled by hand (its dependent cancelled for it), mirrored and forgotten by Redis, then retried:
+    // revived from the history, still of its flow, it brings its dependent back.
+    const second = await api.http.post('/flows').send({ jobs: [{ ref: 'x', type: 'x', queue: 'wf-retry' }, { ref: 'y', type: 'y', queue: 'wf-retry', dependsOn: ['x'] }] });
+    const f2 = second.body.flowId;
+    const id2 = Object.fromEntries(second.body.jobs.map((j: { ref: string; id: string }) => [j.ref, j.id]));
+    const key2 = (ref: string) => `${stores.ctx.keys('wf-retry').base}job:${id2[ref]}`;
+    expect((await api.http.delete(`/jobs/${id2.x}`)).status).toBe(200);
+    await waitUntil('y cancelled', async () => (await statusOf(f2)).y === 'cancelled', 10_000, 20);
+    await settled();
+    await waitUntil('x forgotten by Redis', async () => (await stores.ctx.redis.exists(key2('x'))) === 0, 10_000, 20);
+    expect((await api.http.post(`/jobs/${id2.x}/retry`).send({})).status).toBe(200);
+    expect(await stores.ctx.redis.hget(key2('x'), 'fl')).toBe(f2);
+    await waitUntil('y blocked again', async () => (await statusOf(f2)).y === 'blocked', 10_000, 20);
+    for (const ref of ['x', 'y']) {
+      await waitUntil(`${ref} waiting`, async () => (await statusOf(f2))[ref] === 'waiting', 10_000, 20);
+      const [j] = await claim('wf-retry');
+      expect(j.id).toBe(id2[ref]);
+      await complete(j, ref);
+    }
+    await waitUntil('the second flow completed', async () => (await flow(f2)).status === 'completed', 10_000, 20);
   });
 
   it('refused flows (cycle, self-reference, unknown and duplicate refs, 1,001 jobs, one bad job, unknown fields): 400 naming the path, nothing created', async () => {

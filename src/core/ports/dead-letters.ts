@@ -1,3 +1,4 @@
+import type { RestoreJobFlow } from './restore';
 import type { BackoffSpec } from '../backoff';
 import type { Job, Json } from '../job';
 import type { JobStatus } from '../job-status';
@@ -20,6 +21,8 @@ export interface ReviveJobInput {
   idempotencyKey: string | null;
   /** The job's concurrency key, null/absent when it has none. */
   concurrencyKey?: string | null;
+  /** A flow job's fields from the history (its end then reaches the flow again); null/absent outside flows. */
+  flow?: RestoreJobFlow | null;
 }
 
 /**

@@ -4,6 +4,7 @@ import type { Job, Json } from '../../core/job';
 import type { JobStatus } from '../../core/job-status';
 import { DeadLetterStore, type ReviveJobInput } from '../../core/ports/dead-letters';
 import type { RedisContext } from '../context';
+import { flowField } from './restore-store';
 
 /** The Redis implementation of {@link DeadLetterStore}: lua/retryJob-5.lua, reviveJob-4.lua, purgeDlq-2.lua. */
 export class RedisDeadLetterStore implements DeadLetterStore {
@@ -40,7 +41,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
       [k.waiting, k.events, k.wake, k.meta],
       [
         k.base, j.id, j.type, j.payload, j.priority, `${j.maxAttempts};${j.timeoutMs};${encodeBackoff(j.backoff)}`,
-        j.createdAt, j.executionSeq, j.idempotencyKey ?? '', j.newPayload ? '1' : '0', j.concurrencyKey ?? '',
+        j.createdAt, j.executionSeq, j.idempotencyKey ?? '', j.newPayload ? '1' : '0', j.concurrencyKey ?? '', flowField(j.flow),
       ],
       j.queue,
       j.id,

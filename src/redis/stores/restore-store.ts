@@ -5,8 +5,8 @@ import { MIRROR_GROUP, queuesKey, restoringKey } from '../keys';
 /** Ids read per ZRANGE page. */
 const PAGE = 5000;
 
-/** A flow job's field as lua/restoreJobs-8.lua reads it: "flowId\npolicy\nref\ndependencies JSON", '' outside flows. */
-function flowField(f: RestoreJobInput['flow']): string {
+/** A flow job's field as lua/includes/flowspec.lua reads it: "flowId\npolicy\nref\ndependencies JSON", '' outside flows. */
+export function flowField(f: RestoreJobInput['flow']): string {
   if (!f) return '';
   return `${f.flowId}\n${f.policy === 'run' ? 'r' : 'c'}\n${f.ref.replace(/\n/g, ' ')}\n${JSON.stringify(f.dependsOn)}`;
 }
