@@ -1,10 +1,10 @@
 /// <reference lib="dom" />
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
+import { axeViolations, ensureConsoleBuilt, logIn } from '../support/console-browser';
 import { startTestApi, type TestApi } from '../support/http';
 import { sleep } from '../support/redis';
 
@@ -40,7 +40,7 @@ async function until<T>(f: () => Promise<T | undefined | null | false>, ms = 20_
 
 beforeAll(async () => {
   // The console as `npm run build` makes it (built here too when a test run skipped `npm run build`).
-  if (!existsSync(join(ROOT, 'dist', 'console', 'index.html'))) execFileSync(join(ROOT, 'node_modules', '.bin', 'vite'), ['build', '--config', 'src/dashboard/console/vite.config.ts'], { cwd: ROOT, stdio: 'ignore' });
+  ensureConsoleBuilt(ROOT);
   mkdirSync(SHOTS, { recursive: true });
   api = await startTestApi('console', { ROLE: 'all', AUTH: 'on', SLUICE_BOOTSTRAP_ADMIN_KEY: BOOTSTRAP, WORKER_CONCURRENCY: '4' });
   const as = (r: ReturnType<TestApi['http']['post']>) => r.set('authorization', ROOT_KEY);
@@ -69,29 +69,7 @@ afterAll(async () => {
   await api?.close();
 });
 
-async function loggedIn(username: string, width = 1280): Promise<{ ctx: BrowserContext; page: Page }> {
-  const ctx = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: 'light' });
-  const page = await ctx.newPage();
-  page.on('pageerror', (e) => {
-    throw e;
-  });
-  await page.goto(`${api.url}/ui/`);
-  await page.waitForURL(/\/ui\/login$/);
-  await page.getByLabel('Username').fill(username);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.getByRole('heading', { name: 'Overview' }).waitFor();
-  return { ctx, page };
-}
-
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-
-/** axe-core in the page (injected through the CDP, so the page's CSP does not apply): serious or critical violations. */
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE);
-  const r = await page.evaluate(async () => (window as unknown as { axe: { run: (c: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run(document));
-  return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
-}
+const loggedIn = (username: string, width = 1280) => logIn(browser, api.url, username, PASSWORD, width);
 
 const noSideways = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 
