@@ -19,40 +19,10 @@
 ]]
 @include "now"
 @include "clamp"
+@include "flowrecord"
 
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local base = ARGV[1]
 local n = clamp(ARGV[3], 1, 20000, 1)
-local q, deps, dnts, left, pol, refs = {}, {}, {}, {}, {}, {}
-for i = 0, n - 1 do
-  local b = 4 + i * 5
-  local id, queue, p, d, ref = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
-  q[#q + 1] = id; q[#q + 1] = queue
-  if ref and ref ~= '' then refs[#refs + 1] = id; refs[#refs + 1] = ref end
-  local count = 0
-  if d ~= '' then
-    deps[#deps + 1] = id; deps[#deps + 1] = d
-    for dep in string.gmatch(d, '[^,]+') do
-      count = count + 1
-      dnts[dep] = dnts[dep] and (dnts[dep] .. ',' .. id) or id
-    end
-  end
-  left[#left + 1] = id; left[#left + 1] = count
-  if p == 'r' then pol[#pol + 1] = id; pol[#pol + 1] = 'r' end
-end
-local function hset(key, flat)
-  -- In slices: Lua's unpack stops near 8,000 values.
-  for i = 1, #flat, 2000 do
-    redis.call('HSET', key, unpack(flat, i, math.min(#flat, i + 1999)))
-  end
-end
-hset(base .. 'q', q)
-if #deps > 0 then hset(base .. 'deps', deps) end
-local dn = {}
-for id, list in pairs(dnts) do dn[#dn + 1] = id; dn[#dn + 1] = list end
-if #dn > 0 then hset(base .. 'dnts', dn) end
-hset(base .. 'left', left)
-if #pol > 0 then hset(base .. 'pol', pol) end
-if #refs > 0 then hset(base .. 'refs', refs) end
-redis.call('HSET', KEYS[1], 'project', ARGV[2], 'n', n, 'createdAt', int(nowMs()), 'nc', 0, 'nx', 0)
+writeFlowRecord(base, KEYS[1], ARGV[2], n, 4, 5, nowMs())
 return 1

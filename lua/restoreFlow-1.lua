@@ -31,48 +31,16 @@
 ]]
 @include "now"
 @include "clamp"
+@include "flowrecord"
 
 local base = ARGV[1]
 local n = clamp(ARGV[4], 1, 10000, 1)
 local F = 7
 if #ARGV ~= 4 + n * F then return redis.error_reply('restoreFlow: expected ' .. n .. ' jobs of 7 fields') end
 local created = 0
-local function hset(key, flat)
-  -- In slices: Lua's unpack stops near 8,000 values.
-  for i = 1, #flat, 2000 do
-    redis.call('HSET', key, unpack(flat, i, math.min(#flat, i + 1999)))
-  end
-end
-
 if redis.call('EXISTS', KEYS[1]) == 0 then
   created = 1
-  local q, deps, dnts, left, pol, refs = {}, {}, {}, {}, {}, {}
-  for i = 0, n - 1 do
-    local b = 5 + i * F
-    local id, queue, p, d, ref = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
-    q[#q + 1] = id; q[#q + 1] = queue
-    if ref ~= '' then refs[#refs + 1] = id; refs[#refs + 1] = ref end
-    local count = 0
-    if d ~= '' then
-      deps[#deps + 1] = id; deps[#deps + 1] = d
-      for dep in string.gmatch(d, '[^,]+') do
-        count = count + 1
-        dnts[dep] = dnts[dep] and (dnts[dep] .. ',' .. id) or id
-      end
-    end
-    left[#left + 1] = id; left[#left + 1] = count
-    if p == 'r' then pol[#pol + 1] = id; pol[#pol + 1] = 'r' end
-  end
-  hset(base .. 'q', q)
-  if #deps > 0 then hset(base .. 'deps', deps) end
-  local dn = {}
-  for id, list in pairs(dnts) do dn[#dn + 1] = id; dn[#dn + 1] = list end
-  if #dn > 0 then hset(base .. 'dnts', dn) end
-  hset(base .. 'left', left)
-  if #pol > 0 then hset(base .. 'pol', pol) end
-  if #refs > 0 then hset(base .. 'refs', refs) end
-  local ca = clamp(ARGV[3], 0, MAX_TIME_MS, nowMs())
-  redis.call('HSET', KEYS[1], 'project', ARGV[2], 'n', n, 'createdAt', int(ca), 'nc', 0, 'nx', 0)
+  writeFlowRecord(base, KEYS[1], ARGV[2], n, 5, F, clamp(ARGV[3], 0, MAX_TIME_MS, nowMs()))
 end
 
 -- Outcomes, as lua/advanceFlow-1.lua applies them.
