@@ -6,6 +6,7 @@
  *
  *   npm run build && node scripts/bench/flows.js            # N=1,000, 20 rounds
  *   ... --children 10000 --rounds 3                          # a wide fan-in
+ *   ... --apart                                              # the flow worker in a process of its own
  *
  * Per round and system:
  * - submission: the time to create the whole flow (Sluice: the flow's record,
@@ -24,6 +25,7 @@
 const { performance } = require('node:perf_hooks');
 const { randomUUID } = require('node:crypto');
 const path = require('node:path');
+const { fork } = require('node:child_process');
 const IORedis = require('ioredis');
 const { FlowProducer, Worker, Queue } = require('bullmq');
 const systems = require('./systems');
@@ -40,6 +42,27 @@ const CONC = 50;
 const dist = path.resolve(__dirname, '../../dist');
 const { FlowWorkerLoop } = require(`${dist}/flows/flow-loop`);
 const { submitFlow } = require(`${dist}/flows/submit-flow`);
+
+/** --apart: the flow worker in a process of its own (scripts/bench/flow-worker-child.js), as ROLE=scheduler apart runs it. */
+const APART = args.includes('--apart');
+
+/** Forks the flow worker on `prefix`; resolves once it listens, with a stop() like FlowWorkerLoop's. */
+function childFlowWorker(prefix) {
+  const child = fork(path.join(__dirname, 'flow-worker-child.js'), [prefix]);
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`flow worker child exited ${code}`)));
+    child.once('message', () =>
+      resolve({
+        stop: () => new Promise((done) => {
+          child.removeAllListeners('exit');
+          child.once('exit', done);
+          child.send('stop');
+        }),
+      }),
+    );
+  });
+}
 
 /** One Sluice round: returns {submitMs, releaseMs}. */
 async function sluiceRound() {
@@ -62,9 +85,10 @@ async function sluiceRound() {
   ]);
   const submitMs = performance.now() - t0;
 
-  // The flow worker as the scheduler role runs it: woken by the outbox, a sweep every second.
-  const flowWorker = new FlowWorkerLoop(stores.flows, (e) => console.error('flow worker:', e.message));
-  await flowWorker.start();
+  // The flow worker as the scheduler role runs it: woken by the outbox, a
+  // sweep every second; in this process (ROLE=all), or --apart in its own.
+  const flowWorker = APART ? await childFlowWorker(stores.ctx.prefix) : new FlowWorkerLoop(stores.flows, (e) => console.error('flow worker:', e.message));
+  if (!APART) await flowWorker.start();
   // Children and parent: one runtime over both queues (the no-op handler runs
   // every type; the jobs here are type 'noop').
   const { rt, done } = await s.process(Infinity, undefined, { concurrency: CONC, queues: [kids, top] });
@@ -129,7 +153,7 @@ async function bullRound() {
 }
 
 async function main() {
-  console.log(`flows: 1 parent + ${fmt(N)} children, ${ROUNDS} rounds, workers at concurrency ${CONC}, Redis ${systems.redisUrl()}`);
+  console.log(`flows: 1 parent + ${fmt(N)} children, ${ROUNDS} rounds, workers at concurrency ${CONC}, flow worker ${APART ? 'in a process of its own' : 'in the workers\' process'}, Redis ${systems.redisUrl()}`);
   const res = { Sluice: { submitMs: [], releaseMs: [] }, BullMQ: { submitMs: [], releaseMs: [] } };
   for (let round = 1; round <= ROUNDS; round++) {
     for (const [name, fn] of round % 2 ? [['Sluice', sluiceRound], ['BullMQ', bullRound]] : [['BullMQ', bullRound], ['Sluice', sluiceRound]]) {
