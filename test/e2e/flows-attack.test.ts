@@ -1,0 +1,93 @@
+import { startTestApi, type TestApi } from '../support/http';
+import { waitUntil } from '../support/timing';
+
+/** Probes of the Workflows routes (review of issue 21). */
+describe('workflows under attack (AUTH off)', () => {
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await startTestApi('e2e-flowatk', { ROLE: 'api,scheduler,audit', PROJECT_MAX_WAITING: '2500' });
+    for (const q of ['fa-a', 'fa-cap']) expect((await api.http.put(`/queues/${q}`).send({ external: true })).status).toBe(200);
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+  const j = (ref: unknown, extra: object = {}) => ({ ref, type: 't', queue: 'fa-a', ...extra });
+
+  it('hostile bodies and path params: 4xx in the envelope, never 5xx', async () => {
+    const bodies: unknown[] = [
+      { jobs: [j('a\u0000')] },
+      { jobs: [j('\ud800')] },
+      { jobs: [j('a'), j('b', { dependsOn: ['a\u0000'] })] },
+      { jobs: [j('a'), j('b', { dependsOn: ['\udfff'] })] },
+      { jobs: [j('a'), j('b', { dependsOn: 'a' })] },
+      { jobs: [j('a'), j('b', { dependsOn: [1] })] },
+      { jobs: [j('a'), j('b', { dependsOn: [null] })] },
+      { jobs: [j('a'), j('b', { dependsOn: [['a']] })] },
+      { jobs: [j('a'), j('b', { dependsOn: { 0: 'a' } })] },
+      { jobs: [j('a'), j('b', { dependsOn: null })] },
+      { jobs: [j('a'), j('b', { dependsOn: ['a', 'a'] })] },
+      { jobs: [j('a'), j('b', { dependsOn: ['b', 'b'] })] },
+      { jobs: [j('a'), j('b', { onDependencyFailure: null })] },
+      { jobs: [j('a'), j('b', { onDependencyFailure: ['run'] })] },
+      { jobs: [j(5)] },
+      { jobs: [j(null)] },
+      { jobs: [j(['a'])] },
+      { jobs: [j('x'.repeat(65))] },
+      { jobs: [j('')] },
+      { jobs: [null] },
+      { jobs: [[]] },
+      { jobs: ['a'] },
+      { jobs: {} },
+      { jobs: { length: 1, 0: j('a') } },
+      { jobs: null },
+      [],
+      'x',
+      { jobs: [j('__proto__'), j('constructor', { dependsOn: ['__proto__', 'toString'] })] },
+      { jobs: [j('a', { dependsOn: Array.from({ length: 1001 }, (_, i) => `r${i}`) })] },
+      { jobs: [j('a', { queue: 'Bad Queue' })] },
+      { jobs: [j('a', { queue: 'a\u0000' })] },
+      { jobs: [j('a', { type: '\ud800' })] },
+      { jobs: [j('a', { payload: { s: '\ud800' } })] },
+      { jobs: [j('a', { payload: { ['\u0000']: 1 } })] },
+      { jobs: [j('a', { concurrencyKey: '\u0000' })] },
+      { jobs: [j('a'), j('b', { dependsOn: ['a'], runAt: 'x' })] },
+      { jobs: [j('a', { delayMs: '1e1' })] },
+      { jobs: [j('a', { delayMs: -1 })] },
+      { jobs: [j('a', { delayMs: 1, runAt: new Date().toISOString() })] },
+      { jobs: [j('a', { priority: 'urgent' })] },
+    ];
+    for (const body of bodies) {
+      const res = await api.http.post('/flows').set('content-type', 'application/json').send(JSON.stringify(body));
+      expect({ body, status: res.status, hasEnvelope: typeof res.body?.error?.code }).toEqual({ body, status: expect.any(Number), hasEnvelope: 'string' });
+      expect({ body, status: res.status }).toEqual({ body, status: res.status >= 400 && res.status < 500 ? res.status : 'not 4xx' });
+    }
+    const raw = ['{"jobs":[{"ref":"a\\u0000","type":"t"}]}', '{"jobs":[{"ref":"\\ud800","type":"t"}]}', '{"jobs":[{"ref":"a","type":"t","dependsOn":["\\udc00"]}]}', '{"jobs":[', '{"jobs":[{"ref":"a","type":"t","__proto__":{"x":1}}]}', '{"jobs":[{"ref":"a","type":"t","constructor":{"prototype":{"x":1}}}]}'];
+    for (const body of raw) {
+      const res = await api.http.post('/flows').set('content-type', 'application/json').send(body);
+      expect({ body, status: res.status, code: typeof res.body?.error?.code }).toEqual({ body, status: res.status >= 400 && res.status < 500 ? res.status : 'not 4xx', code: 'string' });
+    }
+    const params = ['%00', '%ED%A0%80', '%F0%9F%98%80', 'x'.repeat(300), '0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f%00', '..%2F..%2Fjobs', '%7Bflow%3Ax%7D', '*', '0193A6F4-1C2B-7D3E-8F40-5A6B7C8D9E0F', '%C0%80', '%FF'];
+    for (const p of params) {
+      for (const r of [await api.http.get(`/flows/${p}`), await api.http.delete(`/flows/${p}`), await api.http.get(`/jobs/${p}/dependencies`), await api.http.get(`/flows/${p}?x=%00`)]) {
+        expect({ p, status: r.status, code: typeof r.body?.error?.code }).toEqual({ p, status: r.status >= 400 && r.status < 500 ? r.status : 'not 4xx', code: 'string' });
+      }
+    }
+    for (const r of [await api.http.post('/flows/x'), await api.http.put('/flows/0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f').send({}), await api.http.delete('/flows/0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f').send({ a: 1 })]) {
+      expect(r.status >= 400 && r.status < 500).toBe(true);
+    }
+  });
+
+  it('blocked jobs count toward PROJECT_MAX_WAITING: flows cannot hold more jobs not started than the cap', async () => {
+    const flowOf = () => ({ jobs: [{ ref: 'root', type: 't', queue: 'fa-cap', delayMs: 3_600_000 }, ...Array.from({ length: 999 }, (_, i) => ({ ref: `b${i}`, type: 't', queue: 'fa-cap', dependsOn: ['root'] }))] });
+    const ids: string[] = [];
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await api.http.post('/flows').send(flowOf());
+      statuses.push(res.status);
+      if (res.status === 201) ids.push(res.body.flowId);
+      await new Promise((r) => setTimeout(r, 1500)); // past the cap's refresh
+    }
+    for (const id of ids) expect((await api.http.delete(`/flows/${id}`)).status).toBe(200);
+    expect(statuses).toEqual([201, 201, 429]);
+  });
+});
