@@ -1,3 +1,6 @@
+import { HistoryQueries } from '../../src/history';
+import { REDIS_STORES } from '../../src/redis/redis.module';
+import type { RedisStores } from '../../src/redis/stores';
 import { startTestApi, type TestApi } from '../support/http';
 import { waitUntil } from '../support/timing';
 
@@ -6,7 +9,7 @@ describe('workflows under attack (AUTH off)', () => {
   let api: TestApi;
   beforeAll(async () => {
     api = await startTestApi('e2e-flowatk', { ROLE: 'api,scheduler,audit', PROJECT_MAX_WAITING: '2500' });
-    for (const q of ['fa-a', 'fa-cap']) expect((await api.http.put(`/queues/${q}`).send({ external: true })).status).toBe(200);
+    for (const q of ['fa-a', 'fa-cap', 'fa-r']) expect((await api.http.put(`/queues/${q}`).send({ external: true })).status).toBe(200);
   });
   afterAll(async () => {
     await api?.close();
@@ -89,5 +92,56 @@ describe('workflows under attack (AUTH off)', () => {
     }
     for (const id of ids) expect((await api.http.delete(`/flows/${id}`)).status).toBe(200);
     expect(statuses).toEqual([201, 201, 429]);
+  });
+
+  const claim = async (queue: string) => (await api.http.post(`/queues/${queue}/claim`).send({ workerId: 'w-1', max: 10 })).body.jobs as { id: string; lockToken: string }[];
+  const statusOf = async (flowId: string) => Object.fromEntries((await api.http.get(`/flows/${flowId}`)).body.jobs.map((x: { ref: string; status: string }) => [x.ref, x.status]));
+  const submit = async (jobs: object[]) => {
+    const res = await api.http.post('/flows').send({ jobs });
+    expect(res.status).toBe(201);
+    return { flowId: res.body.flowId as string, id: Object.fromEntries(res.body.jobs.map((x: { ref: string; id: string }) => [x.ref, x.id])) as Record<string, string> };
+  };
+
+  it('a flow job cancelled while blocked cannot be retried into waiting before its dependencies completed (409); once they have, it can', async () => {
+    const q = 'fa-r';
+    // Cancelled by hand while blocked, its dependency not run yet.
+    const f = await submit([{ ref: 'a', type: 't', queue: q }, { ref: 'b', type: 't', queue: q, dependsOn: ['a'] }, { ref: 'r', type: 't', queue: q, dependsOn: ['a'], onDependencyFailure: 'run' }]);
+    for (const ref of ['b', 'r']) expect((await api.http.delete(`/jobs/${f.id[ref]}`)).status).toBe(200);
+    for (const ref of ['b', 'r']) {
+      const retry = await api.http.post(`/jobs/${f.id[ref]}/retry`).send({});
+      expect([ref, retry.status, retry.body.error?.code, retry.body.error?.message]).toEqual([ref, 409, 'conflict', expect.stringMatching(/a \(waiting\)/)]);
+    }
+    const [a, ...more] = await claim(q);
+    expect([a.id, more]).toEqual([f.id.a, []]);
+    expect(await statusOf(f.flowId)).toEqual({ a: 'active', b: 'cancelled', r: 'cancelled' });
+    // Once a completed, b and r may be retried: they run.
+    expect((await api.http.post(`/jobs/${a.id}/complete`).send({ lockToken: a.lockToken, result: 1 })).status).toBe(200);
+    for (const ref of ['b', 'r']) expect((await api.http.post(`/jobs/${f.id[ref]}/retry`).send({})).status).toBe(200);
+    expect((await claim(q)).map((j) => j.id).sort()).toEqual([f.id.b, f.id.r].sort());
+
+    // A dependent cancelled because its dependency failed: not retried on its own while that stays failed.
+    const g = await submit([{ ref: 'x', type: 't', queue: q }, { ref: 'y', type: 't', queue: q, dependsOn: ['x'] }]);
+    const [x] = (await claim(q)).filter((j) => j.id === g.id.x);
+    expect((await api.http.post(`/jobs/${x.id}/fail`).send({ lockToken: x.lockToken, error: { message: 'no' }, retryable: false })).status).toBe(200);
+    await waitUntil('y cancelled', async () => (await statusOf(g.flowId)).y === 'cancelled', 10_000, 20);
+    expect((await api.http.post(`/jobs/${g.id.y}/retry`).send({})).status).toBe(409);
+    expect(await claim(q)).toEqual([]);
+    // Retrying the failed one brings y back blocked, as before.
+    expect((await api.http.post(`/jobs/${g.id.x}/retry`).send({})).status).toBe(200);
+    await waitUntil('y blocked again', async () => (await statusOf(g.flowId)).y === 'blocked', 10_000, 20);
+  });
+
+  it('the same refusal for a hand-cancelled blocked job Redis no longer holds (retried from the history)', async () => {
+    const q = 'fa-r';
+    const stores = api.app.get<RedisStores>(REDIS_STORES);
+    const f = await submit([{ ref: 'a', type: 't', queue: q, delayMs: 3_600_000 }, { ref: 'b', type: 't', queue: q, dependsOn: ['a'] }]);
+    expect((await api.http.delete(`/jobs/${f.id.b}`)).status).toBe(200);
+    const history = api.app.get(HistoryQueries);
+    await waitUntil('the mirror caught up', async () => (await history.mirrorLag()).pending === 0, 15_000);
+    await waitUntil('b forgotten by Redis', async () => (await stores.ctx.redis.exists(`${stores.ctx.keys(q).base}job:${f.id.b}`)) === 0, 10_000, 20);
+    const retry = await api.http.post(`/jobs/${f.id.b}/retry`).send({});
+    expect([retry.status, retry.body.error?.code]).toEqual([409, 'conflict']);
+    expect((await api.http.get(`/jobs/${f.id.b}`)).body.status).toBe('cancelled');
+    expect((await api.http.delete(`/flows/${f.flowId}`)).status).toBe(200);
   });
 });

@@ -37,6 +37,8 @@ export interface JobPlacement {
   ref: string;
   /** Its dependencies as sent to the enqueue: ref, job id, queue (project-qualified). */
   dependsOn: { ref: string; id: string; queue: string }[];
+  /** Its onDependencyFailure (field fp). */
+  policy: 'cancel' | 'run';
 }
 
 /** What a job's outcome set in motion: the jobs to unblock, to cancel, to block again. Each {queue, id}. */

@@ -87,7 +87,7 @@ export class RedisFlowRecordStore implements FlowRecordStore {
   }
 
   async placement(queue: string, id: string): Promise<JobPlacement | null> {
-    const [fl, rf, dp] = await this.ctx.redis.hmget(this.ctx.keys(queue).base + 'job:' + id, 'fl', 'rf', 'dp');
+    const [fl, rf, dp, fp] = await this.ctx.redis.hmget(this.ctx.keys(queue).base + 'job:' + id, 'fl', 'rf', 'dp', 'fp');
     if (!fl) return null;
     let dependsOn: JobPlacement['dependsOn'] = [];
     try {
@@ -96,7 +96,7 @@ export class RedisFlowRecordStore implements FlowRecordStore {
     } catch {
       /* a corrupted field: no dependencies to show */
     }
-    return { flowId: fl, ref: rf ?? '', dependsOn };
+    return { flowId: fl, ref: rf ?? '', dependsOn, policy: fp === 'r' ? 'run' : 'cancel' };
   }
 
   advance(flowId: string, jobId: string, outcome: FlowOutcome, at?: string): Promise<FlowAdvance> {
