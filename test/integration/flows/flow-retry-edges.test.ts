@@ -1,0 +1,82 @@
+/**
+ * DLQ retries in flows with more than one failed dependency (lua/advanceFlow-1.lua
+ * 'reblock'), over real Redis: a dependent cancelled by the policy stays
+ * cancelled while another of its dependencies is still failed or cancelled.
+ */
+import { advanceFlows } from '../../../src/flows/flow-worker';
+import { openStore, TestStore } from '../../support/redis';
+import { expectLegal, scriptHelpers } from '../../support/scripts';
+import { FlowSpec, submitFlow } from '../../support/flows';
+
+let t: TestStore;
+beforeAll(async () => {
+  t = await openStore('flowretryedges');
+});
+afterAll(async () => {
+  await t.close();
+});
+const { newQueue, raw, events } = scriptHelpers(() => t, 'flowretryedges');
+const submit = (specs: FlowSpec[]) => submitFlow(t, specs);
+const status = async (q: string, id: string) => (await raw(q, id)).s;
+
+async function runReady(q: string, fail: Set<string> = new Set()): Promise<string[]> {
+  const c = await t.store.claim(q, 100, 30_000, 'w');
+  for (const j of c.jobs) {
+    if (fail.has(j.id)) await t.store.fail(q, j.id, j.lockToken, { error: 'boom', retryable: false, delayMs: 0, reason: 'error', workerId: 'w' });
+    else await t.store.complete(q, 'w', [{ id: j.id, lockToken: j.lockToken, result: { done: j.id } }]);
+  }
+  return c.jobs.map((j) => j.id).sort();
+}
+const settle = async () => {
+  while ((await advanceFlows(t.stores.flows)) > 0);
+};
+
+it('two failed dependencies: retrying one leaves the dependent cancelled (the other still failed); retrying both brings it back and it runs once', async () => {
+  const q = newQueue();
+  const { id } = await submit([{ ref: 'a', queue: q }, { ref: 'b', queue: q }, { ref: 'c', queue: q, deps: ['a', 'b'] }, { ref: 'e', queue: q, deps: ['c'] }]);
+  expect(await runReady(q, new Set([id.a, id.b]))).toEqual([id.a, id.b].sort());
+  await settle();
+  expect([await status(q, id.c), await status(q, id.e)]).toEqual(['cancelled', 'cancelled']);
+  await t.stores.deadLetters.retry(q, id.a);
+  await settle();
+  // b is still failed: c must stay cancelled (not blocked for good), and so must e.
+  expect([await status(q, id.c), await status(q, id.e)]).toEqual(['cancelled', 'cancelled']);
+  expect(await runReady(q)).toEqual([id.a]);
+  await settle();
+  expect(await status(q, id.c)).toBe('cancelled');
+  // Retrying b now brings c (and e) back; they run in order.
+  await t.stores.deadLetters.retry(q, id.b);
+  await settle();
+  expect([await status(q, id.c), await status(q, id.e)]).toEqual(['blocked', 'blocked']);
+  expect(await runReady(q)).toEqual([id.b]);
+  await settle();
+  expect(await runReady(q)).toEqual([id.c]);
+  await settle();
+  expect(await runReady(q)).toEqual([id.e]);
+  await settle();
+  expect(await t.redis.hmget(`${t.prefix}:{flow:${(await raw(q, id.c)).fl}}:meta`, 'nc', 'nx')).toEqual(['4', '0']);
+  expect((await events(q, id.c)).filter((e) => e.e === 'unblocked')).toHaveLength(1);
+  expectLegal(await events(q));
+});
+
+it('a dependent cancelled for one dependency, another cancelled by hand later: retrying the failed one leaves it cancelled', async () => {
+  const q = newQueue();
+  const { id } = await submit([{ ref: 'a', queue: q }, { ref: 'b', queue: q, deps: ['a'] }, { ref: 'x', queue: q }, { ref: 'c', queue: q, deps: ['b', 'x'] }]);
+  // x runs later: cancelled by hand while waiting.
+  await t.store.cancel(q, id.x);
+  await settle();
+  expect(await status(q, id.c)).toBe('cancelled');
+  expect(await runReady(q, new Set([id.a]))).toEqual([id.a]);
+  await settle();
+  expect(await status(q, id.b)).toBe('cancelled');
+  await t.stores.deadLetters.retry(q, id.a);
+  await settle();
+  // b comes back (its only dependency retried); c does not (x is cancelled).
+  expect([await status(q, id.b), await status(q, id.c)]).toEqual(['blocked', 'cancelled']);
+  expect(await runReady(q)).toEqual([id.a]);
+  await settle();
+  expect(await runReady(q)).toEqual([id.b]);
+  await settle();
+  expect(await status(q, id.c)).toBe('cancelled');
+  expectLegal(await events(q));
+});
