@@ -57,7 +57,10 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
       deps[#deps + 1] = id; deps[#deps + 1] = d
       for dep in string.gmatch(d, '[^,]+') do
         count = count + 1
-        dnts[dep] = dnts[dep] and (dnts[dep] .. ',' .. id) or id
+        -- A list per dependency, joined once (as recordFlow-1.lua: appending to a string is quadratic).
+        local list = dnts[dep]
+        if not list then list = {}; dnts[dep] = list end
+        list[#list + 1] = id
       end
     end
     left[#left + 1] = id; left[#left + 1] = count
@@ -66,7 +69,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   hset(base .. 'q', q)
   if #deps > 0 then hset(base .. 'deps', deps) end
   local dn = {}
-  for id, list in pairs(dnts) do dn[#dn + 1] = id; dn[#dn + 1] = list end
+  for id, list in pairs(dnts) do dn[#dn + 1] = id; dn[#dn + 1] = table.concat(list, ',') end
   if #dn > 0 then hset(base .. 'dnts', dn) end
   hset(base .. 'left', left)
   if #pol > 0 then hset(base .. 'pol', pol) end
