@@ -22,7 +22,8 @@
     is left alone);
   - cancel: dependents with policy 'c' and no outcome of the 'x' jobs (cancelled
     with reason dependency_failed; their own 'x' goes on down);
-  - reblock: dependents with policy 'c' whose outcome is 'x' of the 'r' jobs,
+  - reblock: dependents with policy 'c' whose outcome is 'x' (or none yet:
+    their cancellation may still be in their queue's outbox) of the 'r' jobs,
     none of whose other dependencies is at 'x' (blocked again if their queue
     cancelled them for a dependency; then the caller applies 'r' to each, and
     so on down the graph). One with another dependency still failed or
@@ -160,7 +161,11 @@ end
 for _, r in ipairs(retried) do
   if not out[r[1]] then
     for _, d in ipairs(r[2]) do
-      if not isRun(d) and outOf(d) == 'x' and not otherFailed(d, r[1]) then add(reblock, 'b', d) end
+      -- No outcome yet: its cancellation for this job's failure may still be
+      -- in its queue's outbox (the retry was applied first); the queue
+      -- blocks it again only if it was cancelled for a dependency.
+      local o = outOf(d)
+      if not isRun(d) and (o == 'x' or not o) and not otherFailed(d, r[1]) then add(reblock, 'b', d) end
     end
   end
 end

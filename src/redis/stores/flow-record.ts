@@ -113,9 +113,17 @@ export class RedisFlowRecordStore implements FlowRecordStore {
   }
 
   async move(queue: string, op: 'unblock' | 'cancel' | 'reblock', ids: string[]): Promise<string[]> {
+    if (op === 'reblock') return (await this.reblock(queue, ids)).moved;
     if (!ids.length) return [];
     const k = this.ctx.keys(queue);
     return this.ctx.scripts.run<string[]>('moveFlowJobs', [k.blocked, k.waiting, k.delayed, k.events, k.wake, k.meta, k.flowOutbox], [k.base, op, ...ids]);
+  }
+
+  async reblock(queue: string, ids: string[]): Promise<{ moved: string[]; at: string }> {
+    if (!ids.length) return { moved: [], at: '' };
+    const k = this.ctx.keys(queue);
+    const [moved, at] = await this.ctx.scripts.run<[string[], string]>('moveFlowJobs', [k.blocked, k.waiting, k.delayed, k.events, k.wake, k.meta, k.flowOutbox], [k.base, 'reblock', ...ids]);
+    return { moved, at };
   }
 
   async watch(queue: string): Promise<void> {

@@ -80,3 +80,23 @@ it('a dependent cancelled for one dependency, another cancelled by hand later: r
   expect(await status(q, id.c)).toBe('cancelled');
   expectLegal(await events(q));
 });
+
+it('a DLQ retry applied before the cascade cancellation it raced with (another queue) still brings the dependent back, once', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { id } = await submit([{ ref: 'a', queue: q1 }, { ref: 'b', queue: q2, deps: ['a'] }]);
+  expect(await runReady(q1, new Set([id.a]))).toEqual([id.a]);
+  await advanceFlows(t.stores.flows, [q1]); // a's failure: b cancelled, its entry in q2's outbox
+  expect(await status(q2, id.b)).toBe('cancelled');
+  await t.stores.deadLetters.retry(q1, id.a);
+  await advanceFlows(t.stores.flows, [q1]); // the retry applied before b's cancellation
+  await settle();
+  expect(await status(q2, id.b)).toBe('blocked');
+  expect(await runReady(q1)).toEqual([id.a]);
+  await settle();
+  expect(await status(q2, id.b)).toBe('waiting');
+  expect(await runReady(q2)).toEqual([id.b]);
+  await settle();
+  expect((await events(q2, id.b)).map((e) => e.e)).toEqual(['enqueued', 'cancelled', 'blocked', 'unblocked', 'claimed', 'completed']);
+  expect(await t.redis.hmget(`${t.prefix}:{flow:${(await raw(q2, id.b)).fl}}:meta`, 'nc', 'nx')).toEqual(['2', '0']);
+  for (const q of [q1, q2]) expectLegal(await events(q));
+});
