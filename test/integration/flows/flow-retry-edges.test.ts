@@ -100,3 +100,32 @@ it('a DLQ retry applied before the cascade cancellation it raced with (another q
   expect(await t.redis.hmget(`${t.prefix}:{flow:${(await raw(q2, id.b)).fl}}:meta`, 'nc', 'nx')).toEqual(['2', '0']);
   for (const q of [q1, q2]) expectLegal(await events(q));
 });
+
+it('a dependency failed and retried three times: the dependents are cancelled and brought back each time, released once at the end', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { id } = await submit([{ ref: 'a', queue: q1 }, { ref: 'b', queue: q2, deps: ['a'] }, { ref: 'r', queue: q2, deps: ['a'], run: true }, { ref: 'c', queue: q1, deps: ['b', 'r'] }]);
+  for (let round = 0; round < 3; round++) {
+    expect(await runReady(q1, new Set([id.a]))).toEqual([id.a]);
+    await settle();
+    expect([await status(q2, id.b), await status(q1, id.c)]).toEqual(['cancelled', 'cancelled']);
+    if (round === 0) {
+      expect(await status(q2, id.r)).toBe('waiting'); // the "run" dependent runs after the first failure
+      expect(await runReady(q2)).toEqual([id.r]);
+      await settle();
+    }
+    await t.stores.deadLetters.retry(q1, id.a);
+    await settle();
+    expect([await status(q2, id.b), await status(q1, id.c)]).toEqual(['blocked', 'blocked']);
+  }
+  expect(await runReady(q1)).toEqual([id.a]);
+  await settle();
+  expect(await runReady(q2)).toEqual([id.b]);
+  await settle();
+  expect(await runReady(q1)).toEqual([id.c]);
+  await settle();
+  for (const [q, ref] of [[q2, 'b'], [q1, 'c'], [q2, 'r']] as const) {
+    expect((await events(q, id[ref])).filter((e) => e.e === 'unblocked')).toHaveLength(1);
+  }
+  expect(await t.redis.hmget(`${t.prefix}:{flow:${(await raw(q1, id.c)).fl}}:meta`, 'nc', 'nx')).toEqual(['4', '0']);
+  for (const q of [q1, q2]) expectLegal(await events(q));
+});
