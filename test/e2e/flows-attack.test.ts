@@ -9,7 +9,7 @@ describe('workflows under attack (AUTH off)', () => {
   let api: TestApi;
   beforeAll(async () => {
     api = await startTestApi('e2e-flowatk', { ROLE: 'api,scheduler,audit', PROJECT_MAX_WAITING: '2500' });
-    for (const q of ['fa-a', 'fa-cap', 'fa-r']) expect((await api.http.put(`/queues/${q}`).send({ external: true })).status).toBe(200);
+    for (const q of ['fa-a', 'fa-cap', 'fa-r', 'fa-x']) expect((await api.http.put(`/queues/${q}`).send({ external: true })).status).toBe(200);
   });
   afterAll(async () => {
     await api?.close();
@@ -143,5 +143,26 @@ describe('workflows under attack (AUTH off)', () => {
     expect([retry.status, retry.body.error?.code]).toEqual([409, 'conflict']);
     expect((await api.http.get(`/jobs/${f.id.b}`)).body.status).toBe('cancelled');
     expect((await api.http.delete(`/flows/${f.flowId}`)).status).toBe(200);
+  });
+
+  it('a flow whose record Redis no longer holds (expired after its end, or lost): GET reads the history, and DELETE too (200, its unfinished jobs cancelled), not 404', async () => {
+    const q = 'fa-x';
+    const stores = api.app.get<RedisStores>(REDIS_STORES);
+    const f = await submit([{ ref: 'a', type: 't', queue: q }, { ref: 'b', type: 't', queue: q, dependsOn: ['a'], delayMs: 3_600_000 }]);
+    const [a] = await claim(q);
+    expect(a.id).toBe(f.id.a);
+    expect((await api.http.post(`/jobs/${a.id}/complete`).send({ lockToken: a.lockToken, result: 1 })).status).toBe(200);
+    await waitUntil('b released (delayed)', async () => (await statusOf(f.flowId)).b === 'delayed', 10_000, 20);
+    const history = api.app.get(HistoryQueries);
+    await waitUntil('the mirror caught up', async () => (await history.mirrorLag()).pending === 0, 15_000);
+    await stores.flows.discard(f.flowId); // as the record's expiry would
+    const got = await api.http.get(`/flows/${f.flowId}`);
+    expect([got.status, got.body.status]).toEqual([200, 'running']);
+    const del = await api.http.delete(`/flows/${f.flowId}`);
+    expect([del.status, del.body.status, del.body.counts]).toEqual([200, 'cancelled', expect.objectContaining({ completed: 1, cancelled: 1 })]);
+    expect((await api.http.get(`/jobs/${f.id.b}`)).body.status).toBe('cancelled');
+    expect((await api.http.delete(`/flows/${f.flowId}`)).status).toBe(200);
+    // Another project still sees nothing.
+    expect((await api.http.delete(`/flows/0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f`)).status).toBe(404);
   });
 });
