@@ -9,7 +9,7 @@ describe('workflows under attack (AUTH off)', () => {
   let api: TestApi;
   beforeAll(async () => {
     api = await startTestApi('e2e-flowatk', { ROLE: 'api,scheduler,audit', PROJECT_MAX_WAITING: '2500' });
-    for (const q of ['fa-a', 'fa-cap', 'fa-r', 'fa-x']) expect((await api.http.put(`/queues/${q}`).send({ external: true })).status).toBe(200);
+    for (const q of ['fa-a', 'fa-cap', 'fa-r', 'fa-x', 'fa-s1', 'fa-s2']) expect((await api.http.put(`/queues/${q}`).send({ external: true })).status).toBe(200);
   });
   afterAll(async () => {
     await api?.close();
@@ -164,5 +164,36 @@ describe('workflows under attack (AUTH off)', () => {
     expect((await api.http.delete(`/flows/${f.flowId}`)).status).toBe(200);
     // Another project still sees nothing.
     expect((await api.http.delete(`/flows/0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f`)).status).toBe(404);
+  });
+
+  it('DELETE /flows/:id racing with a worker completing jobs and the flow worker: the flow ends, nothing left blocked or runnable, one "unblocked" per job at most', async () => {
+    const history = api.app.get(HistoryQueries);
+    for (let round = 0; round < 6; round++) {
+      const mids = Array.from({ length: 20 }, (_, i) => ({ ref: `m${i}`, type: 't', queue: i % 2 ? 'fa-s1' : 'fa-s2', dependsOn: ['root'], onDependencyFailure: i % 3 ? 'cancel' : 'run' }));
+      const f = await submit([{ ref: 'root', type: 't', queue: 'fa-s1' }, ...mids, { ref: 'sink', type: 't', queue: 'fa-s2', dependsOn: mids.map((m) => m.ref) }]);
+      let stop = false;
+      const worker = (async () => {
+        while (!stop) {
+          for (const q of ['fa-s1', 'fa-s2']) {
+            const jobs = await claim(q);
+            await Promise.all(jobs.map((j) => api.http.post(`/jobs/${j.id}/complete`).send({ lockToken: j.lockToken, result: null })));
+          }
+        }
+      })();
+      await new Promise((r) => setTimeout(r, 5 + round * 15));
+      const del = await api.http.delete(`/flows/${f.flowId}`);
+      expect(del.status).toBe(200);
+      await waitUntil(`round ${round}: the flow ended`, async () => (await api.http.get(`/flows/${f.flowId}`)).body.status !== 'running', 15_000, 50);
+      await new Promise((r) => setTimeout(r, 300));
+      stop = true;
+      await worker;
+      const view = (await api.http.get(`/flows/${f.flowId}`)).body;
+      expect(view.counts).toMatchObject({ blocked: 0, waiting: 0, delayed: 0, active: 0 });
+      await waitUntil('the mirror caught up', async () => (await history.mirrorLag()).pending === 0, 15_000);
+      for (const j of view.jobs as { id: string; ref: string }[]) {
+        const evs = (await api.http.get(`/jobs/${j.id}/events`)).body.items as { event: string }[];
+        expect([round, j.ref, evs.filter((e) => e.event === 'unblocked').length <= 1]).toEqual([round, j.ref, true]);
+      }
+    }
   });
 });
