@@ -122,8 +122,9 @@ export class RedisFlowRecordStore implements FlowRecordStore {
   async reblock(queue: string, ids: string[]): Promise<{ moved: string[]; at: string }> {
     if (!ids.length) return { moved: [], at: '' };
     const k = this.ctx.keys(queue);
-    const [moved, at] = await this.ctx.scripts.run<[string[], string]>('moveFlowJobs', [k.blocked, k.waiting, k.delayed, k.events, k.wake, k.meta, k.flowOutbox], [k.base, 'reblock', ...ids]);
-    return { moved, at };
+    // A fenced queue (not checked since Redis restarted) answers {}: nothing moved.
+    const [moved, at] = await this.ctx.scripts.run<[string[]?, string?]>('moveFlowJobs', [k.blocked, k.waiting, k.delayed, k.events, k.wake, k.meta, k.flowOutbox], [k.base, 'reblock', ...ids]);
+    return { moved: moved ?? [], at: at ?? '' };
   }
 
   async watch(queue: string): Promise<void> {

@@ -129,3 +129,17 @@ it('a dependency failed and retried three times: the dependents are cancelled an
   expect(await t.redis.hmget(`${t.prefix}:{flow:${(await raw(q1, id.c)).fl}}:meta`, 'nc', 'nx')).toEqual(['4', '0']);
   for (const q of [q1, q2]) expectLegal(await events(q));
 });
+
+it('a reblock on a fenced queue (not checked since Redis restarted) moves nothing and answers so, without throwing', async () => {
+  const q = newQueue();
+  const { id } = await submit([{ ref: 'a', queue: q }, { ref: 'b', queue: q, deps: ['a'] }]);
+  expect(await runReady(q, new Set([id.a]))).toEqual([id.a]);
+  await settle();
+  expect(await status(q, id.b)).toBe('cancelled');
+  await t.redis.hset(t.keys(q).meta, 'vr', 'f'.repeat(40));
+  expect(await t.stores.flows.reblock(q, [id.b])).toEqual({ moved: [], at: '' });
+  expect(await status(q, id.b)).toBe('cancelled');
+  await t.redis.hdel(t.keys(q).meta, 'vr');
+  const r = await t.stores.flows.reblock(q, [id.b]);
+  expect([r.moved, r.at]).toEqual([[id.b], expect.stringMatching(/^\d{16,17}$/)]);
+});
