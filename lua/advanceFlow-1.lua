@@ -22,9 +22,12 @@
     is left alone);
   - cancel: dependents with policy 'c' and no outcome of the 'x' jobs (cancelled
     with reason dependency_failed; their own 'x' goes on down);
-  - reblock: dependents with policy 'c' whose outcome is 'x' of the 'r' jobs
-    (blocked again if their queue cancelled them for a dependency; then the
-    caller applies 'r' to each, and so on down the graph).
+  - reblock: dependents with policy 'c' whose outcome is 'x' (or none yet:
+    their cancellation may still be in their queue's outbox) of the 'r' jobs,
+    none of whose other dependencies is at 'x' (blocked again if their queue
+    cancelled them for a dependency; then the caller applies 'r' to each, and
+    so on down the graph). One with another dependency still failed or
+    cancelled stays cancelled: that one's retry brings it back.
   Counters: 'c' takes one off each dependent's `left`; 'x' only off policy-'r'
   dependents (a 'c' job waits for completions); 'r' gives it back to policy-'r'
   dependents that have no outcome yet. A job not of the flow (or an unknown
@@ -145,10 +148,24 @@ for _, f in ipairs(failed) do
     end
   end
 end
+-- A dependent with another dependency still failed or cancelled stays
+-- cancelled: blocked again, it would wait for good (its policy cancels it).
+local function otherFailed(d, retriedId)
+  local list = redis.call('HGET', base .. 'deps', d)
+  if not list then return false end
+  for dep in string.gmatch(list, '[^,]+') do
+    if dep ~= retriedId and outOf(dep) == 'x' then return true end
+  end
+  return false
+end
 for _, r in ipairs(retried) do
   if not out[r[1]] then
     for _, d in ipairs(r[2]) do
-      if not isRun(d) and outOf(d) == 'x' then add(reblock, 'b', d) end
+      -- No outcome yet: its cancellation for this job's failure may still be
+      -- in its queue's outbox (the retry was applied first); the queue
+      -- blocks it again only if it was cancelled for a dependency.
+      local o = outOf(d)
+      if not isRun(d) and (o == 'x' or not o) and not otherFailed(d, r[1]) then add(reblock, 'b', d) end
     end
   end
 end

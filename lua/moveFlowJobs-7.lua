@@ -14,7 +14,7 @@
   - reblock: a job cancelled for a dependency is blocked again (a DLQ retry of
     that dependency); event 'blocked', reason dependency_retried. A job
     blocked already counts as moved (no event): a repeat goes on down the graph.
-  Returns the ids moved.
+  Returns the ids moved; for 'reblock', {ids moved, this queue's time in µs}.
   Guarantee: fenced like every script that moves jobs (includes/fence.lua):
   nothing moves on a queue not checked since Redis restarted (answers {}).
 ]]
@@ -71,4 +71,11 @@ for i = 3, #ARGV do
   end
 end
 if woke then wake(KEYS[5]) end
+if op == 'reblock' then
+  -- With this queue's time (µs, as includes/flowout.lua writes it): the
+  -- caller applies each 'r' with it, so a cancellation of the job still in
+  -- this queue's outbox (written before) reads as older and is ignored.
+  local t = redis.call('TIME')
+  return {moved, t[1] .. string.format('%06d', tonumber(t[2]))}
+end
 return moved

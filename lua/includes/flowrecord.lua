@@ -16,7 +16,11 @@ local function writeFlowRecord(base, metaKey, project, n, first, stride, created
       deps[#deps + 1] = id; deps[#deps + 1] = d
       for dep in string.gmatch(d, '[^,]+') do
         count = count + 1
-        dnts[dep] = dnts[dep] and (dnts[dep] .. ',' .. id) or id
+        -- A list per dependency, joined once at the end: appending to a string
+        -- copies it each time (quadratic: a 1,000-job complete DAG held Redis 20 s).
+        local list = dnts[dep]
+        if not list then list = {}; dnts[dep] = list end
+        list[#list + 1] = id
       end
     end
     left[#left + 1] = id; left[#left + 1] = count
@@ -31,7 +35,7 @@ local function writeFlowRecord(base, metaKey, project, n, first, stride, created
   hset(base .. 'q', q)
   if #deps > 0 then hset(base .. 'deps', deps) end
   local dn = {}
-  for id, list in pairs(dnts) do dn[#dn + 1] = id; dn[#dn + 1] = list end
+  for id, list in pairs(dnts) do dn[#dn + 1] = id; dn[#dn + 1] = table.concat(list, ',') end
   if #dn > 0 then hset(base .. 'dnts', dn) end
   hset(base .. 'left', left)
   if #pol > 0 then hset(base .. 'pol', pol) end

@@ -63,24 +63,31 @@ export class FlowViewService {
    * first (so none is released by a dependency cancelled meanwhile), then the
    * waiting, delayed and active ones (an active job gets a cancel request: its
    * AbortSignal fires, it ends cancelled). A job that ended meanwhile is left.
+   * A flow whose record Redis no longer holds is read (and its unfinished
+   * jobs found) as GET reads it, from the history.
    * @returns the flow as it is after the cancellations.
    * @throws FlowNotFoundError (404).
    */
   async cancel(flowId: string, project: string): Promise<FlowView> {
-    const rec = await this.record(flowId, project);
-    const before = await this.render(rec);
+    const rec = await this.record(flowId, project).catch((e: Error) => {
+      if (e instanceof FlowNotFoundError && UUID_RE.test(flowId)) return null;
+      throw e;
+    });
+    // No record (expired 7 days after the flow's end, or lost with Redis): the flow as GET reads it from the history.
+    const before = rec ? await this.render(rec) : await this.get(flowId, project);
     const open = before.jobs.filter((j) => j.status !== null && !isTerminal(j.status));
-    const queueOf = new Map(rec.jobs.map((j) => [j.id, j.queue]));
+    const queueOf = new Map(rec ? rec.jobs.map((j) => [j.id, j.queue]) : []);
+    const cancel = async (id: string) => this.store.cancel(queueOf.get(id) ?? (await this.jobs.get(id, project)).queue, id);
     for (const batch of [open.filter((j) => j.status === 'blocked'), open.filter((j) => j.status !== 'blocked')]) {
       await Promise.all(
         batch.map((j) =>
-          this.store.cancel(queueOf.get(j.id) as string, j.id).catch((e: Error) => {
+          cancel(j.id).catch((e: Error) => {
             if (!(e instanceof WrongStateError) && !(e instanceof JobNotFoundError)) throw e;
           }),
         ),
       );
     }
-    return this.render(rec);
+    return rec ? this.render(rec) : this.get(flowId, project);
   }
 
   /**

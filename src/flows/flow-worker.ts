@@ -29,9 +29,10 @@ async function carryOut(store: FlowRecordStore, flowId: string, adv: FlowAdvance
   while (next.length) {
     const more: Ref[] = [];
     for (const [q, ids] of byQueue(next.filter((r) => !seen.has(r.id)))) {
-      for (const id of await store.move(q, 'reblock', ids)) {
+      const { moved, at } = await store.reblock(q, ids);
+      for (const id of moved) {
         seen.add(id);
-        more.push(...(await store.advance(flowId, id, 'retried')).reblock);
+        more.push(...(await store.advance(flowId, id, 'retried', at || undefined)).reblock);
       }
     }
     next = more;

@@ -5,7 +5,8 @@ import { SLUICE_CONFIG } from '../config/config.module';
 import { JobNotFoundError, SluiceError, WrongStateError } from '../core/errors';
 import type { Job, Json } from '../core/job';
 import { PayloadTooLargeError } from '../core/job-options';
-import { DeadLetterStore, QueueStore } from '../core/ports';
+import { DeadLetterStore, FlowRecordStore, QueueStore } from '../core/ports';
+import { isTerminal, type JobStatus } from '../core/job-status';
 import { JobsService } from './jobs.service';
 import { bareQueue, inProject, qualify } from '../core/project-queue';
 
@@ -33,6 +34,7 @@ export class DlqService {
     private readonly queues: QueueStore,
     private readonly history: HistoryQueries,
     private readonly jobs: JobsService,
+    private readonly flows: FlowRecordStore,
   ) {}
 
   /**
@@ -68,6 +70,7 @@ export class DlqService {
     if (payload !== undefined) this.checkSize(payload);
     const job = await this.jobs.get(id, project);
     if (job.status !== 'failed' && job.status !== 'cancelled') throw new WrongStateError(id, job.status, 'retry (only failed or cancelled jobs can be)');
+    if (job.status === 'cancelled' && job.flowId) await this.checkDependencies(job, project);
     try {
       return await this.deadLetters.retryAndGet(job.queue, id, payload);
     } catch (e) {
@@ -139,6 +142,43 @@ export class DlqService {
       }
     }
     return purged;
+  }
+
+  /**
+   * A cancelled flow job may have been cancelled while `blocked` (by hand,
+   * or for a failed dependency): a retry puts it straight into waiting, so it
+   * is refused while its dependencies do not allow it to run — not all
+   * completed (policy `cancel`), not all ended (policy `run`). A dependency
+   * neither Redis nor PostgreSQL knows any more counts as met (as the
+   * restore counts it). A completed dependency stays completed, so an answer
+   * "met" cannot turn stale before the retry.
+   * @throws SluiceError conflict (409) naming the dependencies in the way.
+   */
+  private async checkDependencies(job: Job, project: string): Promise<void> {
+    const spec = (await this.flows.placement(job.queue, job.id)) ?? (await this.history.flowFields([job.id])).get(job.id) ?? null;
+    if (!spec?.dependsOn.length) return;
+    const statuses = await Promise.all(
+      spec.dependsOn.map((d) =>
+        this.jobs.get(d.id, project).then(
+          (j): JobStatus | null => j.status,
+          (e) => {
+            if (e instanceof JobNotFoundError) return null;
+            throw e;
+          },
+        ),
+      ),
+    );
+    const unmet = spec.dependsOn.filter((_, i) => {
+      const s = statuses[i];
+      return s !== null && (spec.policy === 'run' ? !isTerminal(s) : s !== 'completed');
+    });
+    if (!unmet.length) return;
+    const named = unmet.slice(0, 10).map((d) => `${d.ref} (${statuses[spec.dependsOn.indexOf(d)]})`).join(', ');
+    throw new SluiceError(
+      'conflict',
+      `job ${job.id} waits in its flow for dependencies that have not ${spec.policy === 'run' ? 'ended' : 'completed'}: ${named}${unmet.length > 10 ? `, … (${unmet.length})` : ''}; ` +
+        (spec.policy === 'run' ? 'retry it once they have' : 'retry it once they have completed, or retry the failed one (the dependents it cancelled come back with it)'),
+    );
   }
 
   private checkSize(payload: Record<string, Json>): void {

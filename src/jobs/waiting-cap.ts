@@ -11,11 +11,11 @@ export const WAITING_CAP_REFRESH_MS = 1000;
 
 /**
  * PROJECT_MAX_WAITING (docs/security.md, "Limits per credential"): a project may hold at most that
- * many jobs not started yet (waiting or delayed, every queue of the project);
+ * many jobs not started yet (waiting, delayed or blocked in a flow, every queue of the project);
  * an enqueue that would go past it is refused with 429 `rate_limited`
  * (Retry-After 1 s) naming the cap, before anything is written.
  *
- * Not a scan per enqueue: the counts (two ZCARDs per queue, pipelined) are read
+ * Not a scan per enqueue: the counts (ZCARDs per queue, pipelined) are read
  * every {@link WAITING_CAP_REFRESH_MS}, and the jobs this replica accepted since
  * are added to them, so the check is a sum in memory. The slack: jobs accepted
  * by other api replicas within one refresh are not seen yet (a project can go
@@ -64,11 +64,13 @@ export class WaitingCap implements OnModuleInit, OnApplicationShutdown {
       const before = new Map(this.since);
       this.refreshing = (async () => {
         const queues = await this.queues.list();
-        const counts = await Promise.all(queues.map((q) => this.queues.liveCounts(q)));
+        // Blocked flow jobs are not started yet either: a flow's 999 dependents must not escape the cap.
+        const counts = await Promise.all(queues.map(async (q) => [await this.queues.liveCounts(q), await this.queues.blockedCount(q)] as const));
         const next = new Map<string, number>();
         queues.forEach((q, i) => {
           const p = projectOf(q);
-          next.set(p, (next.get(p) ?? 0) + counts[i].waiting + counts[i].delayed);
+          const [live, blocked] = counts[i];
+          next.set(p, (next.get(p) ?? 0) + live.waiting + live.delayed + blocked);
         });
         this.counted = next;
         // What was accepted before the read started is in the counts now.
@@ -87,7 +89,7 @@ export class WaitingCap implements OnModuleInit, OnApplicationShutdown {
     const now = (this.counted.get(project) ?? 0) + (this.since.get(project) ?? 0);
     if (now + n > this.max) {
       throw new RateLimitedError(
-        `project ${project} has ${now} jobs waiting or delayed; its cap is ${this.max} (PROJECT_MAX_WAITING): ${n} more refused, retry once workers have taken some`,
+        `project ${project} has ${now} jobs waiting, delayed or blocked; its cap is ${this.max} (PROJECT_MAX_WAITING): ${n} more refused, retry once workers have taken some`,
         WAITING_CAP_REFRESH_MS,
       );
     }

@@ -37,6 +37,8 @@ export interface JobPlacement {
   ref: string;
   /** Its dependencies as sent to the enqueue: ref, job id, queue (project-qualified). */
   dependsOn: { ref: string; id: string; queue: string }[];
+  /** Its onDependencyFailure (field fp). */
+  policy: 'cancel' | 'run';
 }
 
 /** What a job's outcome set in motion: the jobs to unblock, to cancel, to block again. Each {queue, id}. */
@@ -93,6 +95,13 @@ export abstract class FlowRecordStore {
    * expected state is left alone. @returns the ids moved.
    */
   abstract move(queue: string, op: 'unblock' | 'cancel' | 'reblock', ids: string[]): Promise<string[]>;
+  /**
+   * 'reblock' of {@link move}, with the queue's time when it ran (µs, as
+   * outbox entries carry it): the caller applies each moved job's 'retried'
+   * at that time, so its cancellation still in the queue's outbox (the
+   * cascade the DLQ retry raced with) reads as older and is ignored.
+   */
+  abstract reblock(queue: string, ids: string[]): Promise<{ moved: string[]; at: string }>;
   /**
    * The record of a flow: its project, its jobs with their queues,
    * dependencies and refs. O(jobs). @returns null for an unknown flow.

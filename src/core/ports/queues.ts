@@ -89,6 +89,8 @@ export abstract class QueueStore {
   /** @returns null when the queue does not exist (not in the registry). */
   abstract settings(queue: string): Promise<QueueSettings | null>;
   abstract liveCounts(queue: string): Promise<LiveCounts>;
+  /** Flow jobs of `queue` waiting for their dependencies (status `blocked`): not started yet, not counted as waiting. */
+  abstract blockedCount(queue: string): Promise<number>;
   /**
    * When the oldest waiting job of `queue` became ready (epoch ms), in
    * O(priorities) work whatever the backlog; null when none waits.

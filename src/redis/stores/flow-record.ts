@@ -87,7 +87,7 @@ export class RedisFlowRecordStore implements FlowRecordStore {
   }
 
   async placement(queue: string, id: string): Promise<JobPlacement | null> {
-    const [fl, rf, dp] = await this.ctx.redis.hmget(this.ctx.keys(queue).base + 'job:' + id, 'fl', 'rf', 'dp');
+    const [fl, rf, dp, fp] = await this.ctx.redis.hmget(this.ctx.keys(queue).base + 'job:' + id, 'fl', 'rf', 'dp', 'fp');
     if (!fl) return null;
     let dependsOn: JobPlacement['dependsOn'] = [];
     try {
@@ -96,7 +96,7 @@ export class RedisFlowRecordStore implements FlowRecordStore {
     } catch {
       /* a corrupted field: no dependencies to show */
     }
-    return { flowId: fl, ref: rf ?? '', dependsOn };
+    return { flowId: fl, ref: rf ?? '', dependsOn, policy: fp === 'r' ? 'run' : 'cancel' };
   }
 
   advance(flowId: string, jobId: string, outcome: FlowOutcome, at?: string): Promise<FlowAdvance> {
@@ -113,9 +113,18 @@ export class RedisFlowRecordStore implements FlowRecordStore {
   }
 
   async move(queue: string, op: 'unblock' | 'cancel' | 'reblock', ids: string[]): Promise<string[]> {
+    if (op === 'reblock') return (await this.reblock(queue, ids)).moved;
     if (!ids.length) return [];
     const k = this.ctx.keys(queue);
     return this.ctx.scripts.run<string[]>('moveFlowJobs', [k.blocked, k.waiting, k.delayed, k.events, k.wake, k.meta, k.flowOutbox], [k.base, op, ...ids]);
+  }
+
+  async reblock(queue: string, ids: string[]): Promise<{ moved: string[]; at: string }> {
+    if (!ids.length) return { moved: [], at: '' };
+    const k = this.ctx.keys(queue);
+    // A fenced queue (not checked since Redis restarted) answers {}: nothing moved.
+    const [moved, at] = await this.ctx.scripts.run<[string[]?, string?]>('moveFlowJobs', [k.blocked, k.waiting, k.delayed, k.events, k.wake, k.meta, k.flowOutbox], [k.base, 'reblock', ...ids]);
+    return { moved: moved ?? [], at: at ?? '' };
   }
 
   async watch(queue: string): Promise<void> {

@@ -115,6 +115,10 @@ export class RedisQueueStore implements QueueStore {
     return { waiting: w, delayed: d, active: a, failed: f };
   }
 
+  blockedCount(queue: string): Promise<number> {
+    return this.ctx.redis.zcard(this.ctx.keys(queue).blocked);
+  }
+
   oldestWaitingSince(queue: string): Promise<number | null> {
     return oldestWaitingSince(this.ctx.redis, this.ctx.keys(queue));
   }
