@@ -13,7 +13,6 @@
  * index, src/queues/payload-search.ts, on the drained queue or on another one); LIVE=1 (a console is
  * listening: the writer publishes its job-change notices, src/mirror/job-changes.ts).
  */
-const fs = require('node:fs');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const dist = process.env.DIST || path.resolve(__dirname, '../../dist');
@@ -27,36 +26,12 @@ const { MirrorWriter } = require(`${dist}/mirror/mirror-writer`);
 const { openPostgres } = require(`${dist}/postgres/data-source`);
 const { readBacklog } = require(`${dist}/mirror/backlog`);
 const { deletePrefix, dropDatabase } = require('../lib/cleanup');
+const { postgresCpu, postgresDelta, redisCpu } = require('./proc-cpu');
 
 const N = Number(process.env.N || 20000);
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const PG_URL = process.env.PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const CLOCK_TICKS = 100; // USER_HZ: the unit of utime/stime in /proc/<pid>/stat
-
-/** CPU seconds used so far by every process named `postgres` (server, backends, WAL writer, …). */
-function postgresCpu() {
-  let t = 0;
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const s = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (s.slice(s.indexOf('(') + 1, s.lastIndexOf(')')) !== 'postgres') continue;
-      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-      t += (Number(f[11]) + Number(f[12])) / CLOCK_TICKS;
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return t;
-}
-
-async function redisCpu(redis) {
-  const info = await redis.info('cpu');
-  const get = (k) => Number(new RegExp(`${k}:([\\d.]+)`).exec(info)[1]);
-  return get('used_cpu_sys') + get('used_cpu_user');
-}
-
 async function main() {
   const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
   const stores = createRedisStores(redis, `bench-drain-${process.pid}`);
@@ -99,12 +74,12 @@ async function main() {
       events,
       rate: Math.round(events / secs),
       nodeUs: perEvent((c1.user + c1.system) / 1e6),
-      pgUs: perEvent(postgresCpu() - p0),
+      pgUs: perEvent(postgresDelta(p0, postgresCpu()).all),
       redisUs: perEvent((await redisCpu(redis)) - r0),
     }),
   );
   await w.stop();
-  await deletePrefix(redis, store.prefix);
+  await deletePrefix(redis, stores.ctx.prefix);
   await db.destroy();
   await dropDatabase(url.toString());
   redis.disconnect();

@@ -25,12 +25,14 @@
  * cores it still competes with the server and Redis for CPU, which lowers
  * both endpoints alike (the ratio is the steadier figure).
  */
-const { fork, spawn } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { deletePrefix, dropDatabase } = require('../lib/cleanup');
+const { run: runAutocannon } = require('./autocannon-run');
+const { processCpu } = require('./proc-cpu');
 
 const args = process.argv.slice(2);
 const opt = (name, def) => {
@@ -39,31 +41,6 @@ const opt = (name, def) => {
 };
 /** `--main <file>`: another build to measure (A/B comparisons); default dist/main.js. */
 const MAIN = path.resolve(opt('main', path.resolve(__dirname, '../../dist/main.js')));
-
-// ------------------------------------------------------- load generator ---
-// `node http.js --child '<json>'`: runs one autocannon measurement and sends
-// the summary to the parent over IPC.
-function runChild() {
-  const autocannon = require('autocannon');
-  const o = JSON.parse(args[1]);
-  autocannon(o, (err, r) => {
-    if (err) {
-      process.send({ error: err.message });
-    } else {
-      process.send({
-        rps: r.requests.average,
-        total: r.requests.total,
-        p50: r.latency.p50,
-        p99: r.latency.p99,
-        non2xx: r.non2xx,
-        errors: r.errors,
-        timeouts: r.timeouts,
-        statusCodes: r.statusCodeStats,
-      });
-    }
-    process.exit(0);
-  });
-}
 
 const ROUNDS = Number(opt('rounds', 3));
 const DURATION = Number(opt('duration', 10));
@@ -102,31 +79,16 @@ function freePort() {
   });
 }
 
-/** One autocannon run in a child process; resolves with its summary. */
+/** One autocannon run in a child process (./autocannon-run.js); resolves with its summary. */
 function measure(url, title, extra) {
-  const o = { url, title, connections: CONNECTIONS, duration: DURATION, ...(RATE ? { overallRate: Number(RATE) } : {}), ...extra };
-  return new Promise((res, rej) => {
-    const child = fork(__filename, ['--child', JSON.stringify(o)], { stdio: 'inherit' });
-    child.once('message', (m) => (m.error ? rej(new Error(m.error)) : res(m)));
-    child.once('exit', (code) => code && rej(new Error(`load generator exited ${code}`)));
-  });
-}
-
-/** CPU seconds (user + system) used so far by process `pid` (Linux /proc; NaN elsewhere). */
-function cpuSeconds(pid) {
-  try {
-    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-  } catch {
-    return NaN;
-  }
+  return runAutocannon({ url, title, connections: CONNECTIONS, duration: DURATION, ...(RATE ? { overallRate: Number(RATE) } : {}), ...extra });
 }
 
 /** Runs `measure` and adds the server's CPU time per request (µs): steadier than req/s on a shared machine. */
 async function measureWithCpu(pid, url, title, extra) {
-  const c0 = cpuSeconds(pid);
+  const c0 = processCpu(pid);
   const r = await measure(url, title, extra);
-  r.cpuUs = ((cpuSeconds(pid) - c0) * 1e6) / Math.max(1, r.total);
+  r.cpuUs = ((processCpu(pid) - c0) * 1e6) / Math.max(1, r.total);
   return r;
 }
 
@@ -261,11 +223,7 @@ async function main() {
   if (CPU_PROF) console.log(`server CPU profile written under ${CPU_PROF}`);
 }
 
-if (args[0] === '--child') {
-  runChild();
-} else {
-  main().catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
-}
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
