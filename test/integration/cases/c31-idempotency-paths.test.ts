@@ -54,6 +54,8 @@ test('C31 a batch with the same key twice (same body) makes one job and answers 
   expect(a).toMatchObject({ status: 'waiting', idempotencyKey: 'dup', payload: { n: 1 } });
   expect(b).toMatchObject({ status: 'waiting', idempotencyKey: 'dup', payload: { n: 1 } });
   expect((await api.http.get(`/queues/${Q}`)).body.counts.waiting).toBe(before + 2);
+  // The events read waits up to 2 s for the mirror; a loaded machine may need longer.
+  await waitUntil('the enqueued event mirrored', async () => (await trail(a.id)).length > 0, 20_000, 50);
   expect(await trail(a.id)).toEqual(['enqueued']);
 
   // Clean up for the next tests: run both.
