@@ -106,6 +106,17 @@ describe('normalizeFlow: refs and dependsOn', () => {
     expect(details({ jobs: [job('a'), job('b', long)] })).toEqual([{ path: 'jobs.1.dependsOn', message: 'must list at most 1000 refs' }]);
   });
 
+  it('refuses a flow of more than 20,000 dependencies in all, before reading them; a 999-child fan-in and 20 dependencies a job pass', () => {
+    const refs = Array.from({ length: 1000 }, (_, i) => `j${i}`);
+    // Each job after the 25th depends on the 25 before it: 24,375 edges.
+    const dense = refs.map((r, i) => job(r, i >= 25 ? refs.slice(i - 25, i) : undefined));
+    expect(details({ jobs: dense })).toEqual([{ path: 'jobs', message: 'must hold at most 20000 dependencies in all (dependsOn entries); this flow has 24375' }]);
+    const fanIn = [...refs.slice(0, 999).map((r) => job(r)), job('parent', refs.slice(0, 999))];
+    expect(normalizeFlow({ jobs: fanIn }, MAX).jobs).toHaveLength(1000);
+    const twenty = refs.map((r, i) => job(r, i >= 20 ? refs.slice(i - 20, i) : undefined));
+    expect(normalizeFlow({ jobs: twenty }, MAX).jobs).toHaveLength(1000);
+  });
+
   it('refuses an invalid onDependencyFailure', () => {
     expect(details({ jobs: [job('a', undefined, { onDependencyFailure: 'ignore' })] })).toEqual([{ path: 'jobs.0.onDependencyFailure', message: 'must be "cancel" or "run"' }]);
   });
