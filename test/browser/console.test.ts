@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../support/chromium';
-import { axeViolations, ensureConsoleBuilt, logIn } from '../support/console-browser';
+import { axeViolations, ensureConsoleBuilt, logIn, until } from '../support/console-browser';
 import { startTestApi, type TestApi } from '../support/http';
 import { sleep } from '../support/redis';
 
@@ -28,15 +28,6 @@ let browser: Browser;
 let failedJob: string;
 let externalJob: string;
 
-async function until<T>(f: () => Promise<T | undefined | null | false>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(100);
-  }
-}
 
 beforeAll(async () => {
   // The console as `npm run build` makes it (built here too when a test run skipped `npm run build`).

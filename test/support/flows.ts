@@ -33,3 +33,17 @@ export async function submitFlow(t: TestStore, specs: FlowSpec[], flowId: string
   await submit({ jobs: t.store, flows: t.stores.flows }, flowId, 'default', jobs);
   return { flowId, id };
 }
+
+/**
+ * Claims everything ready in `q` (up to 100) and completes it with result
+ * `{done: id}`, or fails it for good when its id is in `fail`.
+ * @returns the ids run, sorted.
+ */
+export async function runReady(t: TestStore, q: string, fail: Set<string> = new Set()): Promise<string[]> {
+  const c = await t.store.claim(q, 100, 30_000, 'w');
+  for (const j of c.jobs) {
+    if (fail.has(j.id)) await t.store.fail(q, j.id, j.lockToken, { error: 'boom', retryable: false, delayMs: 0, reason: 'error', workerId: 'w' });
+    else await t.store.complete(q, 'w', [{ id: j.id, lockToken: j.lockToken, result: { done: j.id } }]);
+  }
+  return c.jobs.map((j) => j.id).sort();
+}

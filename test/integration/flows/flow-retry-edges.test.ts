@@ -6,7 +6,7 @@
 import { advanceFlows } from '../../../src/flows/flow-worker';
 import { openStore, TestStore } from '../../support/redis';
 import { expectLegal, scriptHelpers } from '../../support/scripts';
-import { FlowSpec, submitFlow } from '../../support/flows';
+import { FlowSpec, runReady as ready, submitFlow } from '../../support/flows';
 
 let t: TestStore;
 beforeAll(async () => {
@@ -19,14 +19,7 @@ const { newQueue, raw, events } = scriptHelpers(() => t, 'flowretryedges');
 const submit = (specs: FlowSpec[]) => submitFlow(t, specs);
 const status = async (q: string, id: string) => (await raw(q, id)).s;
 
-async function runReady(q: string, fail: Set<string> = new Set()): Promise<string[]> {
-  const c = await t.store.claim(q, 100, 30_000, 'w');
-  for (const j of c.jobs) {
-    if (fail.has(j.id)) await t.store.fail(q, j.id, j.lockToken, { error: 'boom', retryable: false, delayMs: 0, reason: 'error', workerId: 'w' });
-    else await t.store.complete(q, 'w', [{ id: j.id, lockToken: j.lockToken, result: { done: j.id } }]);
-  }
-  return c.jobs.map((j) => j.id).sort();
-}
+const runReady = (q: string, fail?: Set<string>) => ready(t, q, fail);
 const settle = async () => {
   while ((await advanceFlows(t.stores.flows)) > 0);
 };

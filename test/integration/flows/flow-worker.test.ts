@@ -9,7 +9,7 @@
 import { advanceFlows, applyBatch } from '../../../src/flows/flow-worker';
 import { openStore, sleep, TestStore } from '../../support/redis';
 import { expectLegal, scriptHelpers } from '../../support/scripts';
-import { FlowSpec, submitFlow } from '../../support/flows';
+import { FlowSpec, runReady as ready, submitFlow } from '../../support/flows';
 
 let t: TestStore;
 beforeAll(async () => {
@@ -24,15 +24,7 @@ const submit = (specs: FlowSpec[]) => submitFlow(t, specs);
 
 const status = async (q: string, id: string) => (await raw(q, id)).s;
 
-/** Claims everything ready in `q` and completes (or fails, for `fail`) it; returns the ids run. */
-async function runReady(q: string, fail: Set<string> = new Set()): Promise<string[]> {
-  const c = await t.store.claim(q, 100, 30_000, 'w');
-  for (const j of c.jobs) {
-    if (fail.has(j.id)) await t.store.fail(q, j.id, j.lockToken, { error: 'boom', retryable: false, delayMs: 0, reason: 'error', workerId: 'w' });
-    else await t.store.complete(q, 'w', [{ id: j.id, lockToken: j.lockToken, result: { done: j.id } }]);
-  }
-  return c.jobs.map((j) => j.id);
-}
+const runReady = (q: string, fail?: Set<string>) => ready(t, q, fail);
 
 it('a diamond across two queues runs in dependency order, released only by the outboxes', async () => {
   const [q1, q2] = [newQueue(), newQueue()];
