@@ -85,11 +85,6 @@ for i, id in ipairs(ids) do
     elseif oc == 'r' and prev == 'x' then
       out[id] = false; written[id] = false
       nx = nx - 1
-      -- A retry without a time (the flow worker bringing back a dependent it
-      -- had cancelled): the cancellation's entry, should it come again, is
-      -- now older than the last outcome applied (times of one job all come
-      -- from its queue's clock; this bump reads no other).
-      if not at and seen[id] then seen[id] = seen[id] + 1; seenWritten[id] = seen[id] end
       for _, d in ipairs(deps) do
         if isRun(d) and not outOf(d) then delta[d] = (delta[d] or 0) + 1 end
       end

@@ -9,6 +9,7 @@ import { DeadLetterStore, FlowRecordStore, QueueStore } from '../core/ports';
 import { isTerminal, type JobStatus } from '../core/job-status';
 import { JobsService } from './jobs.service';
 import { bareQueue, inProject, qualify } from '../core/project-queue';
+import type { RestoreJobFlow } from '../core/ports/restore';
 
 /** A DLQ filter of the API (bare queue name) → the history's: the qualified queue, else the project. */
 function scoped(filter: Omit<ListDlqFilter, 'project'>, project: string): ListDlqFilter {
@@ -70,7 +71,8 @@ export class DlqService {
     if (payload !== undefined) this.checkSize(payload);
     const job = await this.jobs.get(id, project);
     if (job.status !== 'failed' && job.status !== 'cancelled') throw new WrongStateError(id, job.status, 'retry (only failed or cancelled jobs can be)');
-    if (job.status === 'cancelled' && job.flowId) await this.checkDependencies(job, project);
+    // The flow fields the check read serve the revive below too (one read, not two).
+    const spec = job.status === 'cancelled' && job.flowId ? await this.checkDependencies(job, project) : null;
     try {
       return await this.deadLetters.retryAndGet(job.queue, id, payload);
     } catch (e) {
@@ -82,7 +84,7 @@ export class DlqService {
       throw new SluiceError('conflict', `job ${id} is ${copy.status} but no longer in the dead-letter queue (purged); its history stays readable, it cannot be retried`);
     }
     // A flow job keeps its flow fields: its end reaches the flow again, and the retry brings back the dependents it cancelled.
-    const flow = copy.flowId ? ((await this.history.flowFields([id])).get(id) ?? null) : null;
+    const flow = copy.flowId ? (spec ?? (await this.history.flowFields([id])).get(id) ?? null) : null;
     const revived = await this.deadLetters.revive({
       id, queue: copy.queue, type: copy.type, payload: JSON.stringify(payload ?? copy.payload), newPayload: payload !== undefined,
       priority: copy.priority, maxAttempts: copy.maxAttempts, timeoutMs: copy.timeoutMs, backoff: copy.backoff,
@@ -152,11 +154,12 @@ export class DlqService {
    * neither Redis nor PostgreSQL knows any more counts as met (as the
    * restore counts it). A completed dependency stays completed, so an answer
    * "met" cannot turn stale before the retry.
+   * @returns the job's flow fields as read (its hash, else the history), null when neither has them.
    * @throws SluiceError conflict (409) naming the dependencies in the way.
    */
-  private async checkDependencies(job: Job, project: string): Promise<void> {
+  private async checkDependencies(job: Job, project: string): Promise<RestoreJobFlow | null> {
     const spec = (await this.flows.placement(job.queue, job.id)) ?? (await this.history.flowFields([job.id])).get(job.id) ?? null;
-    if (!spec?.dependsOn.length) return;
+    if (!spec?.dependsOn.length) return spec;
     const statuses = await Promise.all(
       spec.dependsOn.map((d) =>
         this.jobs.get(d.id, project).then(
@@ -172,7 +175,7 @@ export class DlqService {
       const s = statuses[i];
       return s !== null && (spec.policy === 'run' ? !isTerminal(s) : s !== 'completed');
     });
-    if (!unmet.length) return;
+    if (!unmet.length) return spec;
     const named = unmet.slice(0, 10).map((d) => `${d.ref} (${statuses[spec.dependsOn.indexOf(d)]})`).join(', ');
     throw new SluiceError(
       'conflict',
