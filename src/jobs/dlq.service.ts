@@ -65,7 +65,8 @@ export class DlqService {
    * @returns the job as the retry left it (status waiting).
    * @throws JobNotFoundError (404); WrongStateError (409) for any other
    *   status; SluiceError conflict (409) for a failed job no longer in Redis
-   *   (purged from the DLQ); PayloadTooLargeError (413).
+   *   (purged from the DLQ) or a cancelled one only the history holds that
+   *   finished more than RETENTION_DAYS less an hour ago; PayloadTooLargeError (413).
    */
   async retry(id: string, project: string, payload?: Record<string, Json>): Promise<Job> {
     if (payload !== undefined) this.checkSize(payload);
@@ -82,6 +83,11 @@ export class DlqService {
     const copy = await this.jobs.get(id, project);
     if (copy.status !== 'cancelled') {
       throw new SluiceError('conflict', `job ${id} is ${copy.status} but no longer in the dead-letter queue (purged); its history stays readable, it cannot be retried`);
+    }
+    // Retention retires the history of jobs finished before its cutoff (src/postgres/partition-retire.ts counts on
+    // such a row never changing again): one finished within an hour of the cutoff is past bringing back.
+    if (copy.finishedAt !== null && copy.finishedAt < Date.now() - this.config.retentionDays * 86_400_000 + 3_600_000) {
+      throw new SluiceError('conflict', `job ${id} was cancelled about ${this.config.retentionDays} days ago (RETENTION_DAYS): its history is leaving the retention window, it cannot be retried`);
     }
     // A flow job keeps its flow fields: its end reaches the flow again, and the retry brings back the dependents it cancelled.
     const flow = copy.flowId ? (spec ?? (await this.history.flowFields([id])).get(id) ?? null) : null;

@@ -3,6 +3,8 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import type { DataSource } from 'typeorm';
 import { POSTGRES_DB } from '../postgres/postgres.module';
 import { pruneFinishes, pruneFinishMinutes, pruneHistory, pruneOperatorAudit } from './retention';
+import { DAY_MS, PARTITION_DAYS_AHEAD, ensureDays } from '../postgres/partitions';
+import { retireExpiredDays } from '../postgres/partition-retire';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
 import type { Logger } from '../logging/logger';
@@ -69,20 +71,39 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
     this.flowLoop = new FlowWorkerLoop(this.flows, this.failureLogger('flows', 0));
     void this.flowLoop.start().catch(this.failureLogger('flows', 0));
     this.every('worker-sweep', 60_000, () => WorkerRegistry.sweep(this.workers, DEAD_WORKER_KEEP_MS));
-    if (this.db) this.every('retention', PRUNE_INTERVAL_MS, () => this.pruneOnce());
+    if (this.db) {
+      this.every('retention', PRUNE_INTERVAL_MS, () => this.pruneOnce());
+      // The days ahead at start too: a server down for days comes back to partitions for today.
+      void this.pruneOnce({ rows: false }).catch(this.failureLogger('retention', 0));
+    }
   }
 
   /**
-   * One retention pass, unless another replica is pruning right now.
-   * @returns rows deleted from `jobs`, or null when skipped (no database, or the lock is held elsewhere).
+   * One retention pass, unless another replica is running one right now:
+   * the history's day partitions made {@link PARTITION_DAYS_AHEAD} days
+   * ahead and the expired ones retired whole (src/postgres/partition-retire.ts),
+   * then the rows below the cutoff left in the `_kept` and `_legacy`
+   * partitions pruned (src/maintenance/retention.ts), and the counters' and
+   * the operator log's old rows.
+   * @param opts.rows false: partitions only (the pass at start).
+   * @returns rows deleted from `jobs` row by row (the retired days' jobs not counted), or null when skipped (no database, or the lock is held elsewhere).
+   * @throws whatever PostgreSQL answers but a lock wait (a partition step that gave way is tried next pass).
    */
-  async pruneOnce(): Promise<number | null> {
+  async pruneOnce(opts: { rows?: boolean } = {}): Promise<number | null> {
     if (!this.db) return null;
     const qr = this.db.createQueryRunner();
     try {
       const [{ got }] = await qr.query('SELECT pg_try_advisory_lock($1) AS got', [RETENTION_LOCK]);
       if (!got) return null;
       try {
+        const now = Date.now();
+        const made = await ensureDays(this.db, now - DAY_MS, now + PARTITION_DAYS_AHEAD * DAY_MS).catch((e: unknown) => {
+          if (lockWait(e)) return [];
+          throw e;
+        });
+        const retired = await retireExpiredDays(this.db, this.config.retentionDays, now);
+        if (made.length || retired.length) this.log.info({ made, retired, retentionDays: this.config.retentionDays }, 'history partitions');
+        if (opts.rows === false) return 0;
         const n = await pruneHistory(this.db, this.config.retentionDays);
         await pruneFinishes(this.db);
         await pruneFinishMinutes(this.db, this.config.retentionDays);
@@ -153,4 +174,10 @@ export class MaintenanceService implements OnApplicationBootstrap, OnApplication
       }
     };
   }
+}
+
+/** PostgreSQL's lock_not_available (55P03): a DDL step that gave way to the writers. */
+function lockWait(e: unknown): boolean {
+  const err = e as { code?: string; driverError?: { code?: string } };
+  return (err.driverError?.code ?? err.code) === '55P03';
 }

@@ -33,11 +33,18 @@ export const PRUNE_CANDIDATES_SQL = `SELECT id FROM jobs
    LIMIT $2
    FOR UPDATE OF jobs SKIP LOCKED`;
 
-const PRUNE_SQL = `WITH old AS MATERIALIZED (${PRUNE_CANDIDATES_SQL}), ev AS (DELETE FROM job_events WHERE job_id IN (SELECT id FROM old)),
-    ex AS (DELETE FROM job_executions WHERE job_id IN (SELECT id FROM old)),
-    lg AS (DELETE FROM job_logs WHERE job_id IN (SELECT id FROM old)),
-    dp AS (DELETE FROM job_dependencies WHERE job_id IN (SELECT id FROM old))
- DELETE FROM jobs WHERE id IN (SELECT id FROM old) RETURNING id`;
+/**
+ * The history tables are partitioned by day of the job id (src/postgres/partitions.ts):
+ * whole expired days are retired by retireExpiredDays; what is left below the
+ * cutoff lives in the `_kept` (default) and `_legacy` partitions, and the
+ * `< cutoff` bound on every statement keeps the others out of the plan (pruned at executor start).
+ */
+const PRUNE_SQL = `WITH old AS MATERIALIZED (${PRUNE_CANDIDATES_SQL}),
+    ev AS (DELETE FROM job_events WHERE job_id < ${CUTOFF_ID} AND job_id IN (SELECT id FROM old)),
+    ex AS (DELETE FROM job_executions WHERE job_id < ${CUTOFF_ID} AND job_id IN (SELECT id FROM old)),
+    lg AS (DELETE FROM job_logs WHERE job_id < ${CUTOFF_ID} AND job_id IN (SELECT id FROM old)),
+    dp AS (DELETE FROM job_dependencies WHERE job_id < ${CUTOFF_ID} AND job_id IN (SELECT id FROM old))
+ DELETE FROM jobs WHERE id < ${CUTOFF_ID} AND id IN (SELECT id FROM old) RETURNING id`;
 
 /**
  * Deletes history older than `retentionDays` from PostgreSQL in small

@@ -215,7 +215,7 @@ const copyOf = (sql: string, copy: string): PlannedStatement => ({ sql, params: 
  */
 export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
   const out: PlannedStatement[] = [];
-  const onEntry = 'ON CONFLICT (queue, stream_ms, stream_seq) DO NOTHING';
+  const onEntry = 'ON CONFLICT (job_id, stream_ms, stream_seq) DO NOTHING';
   const txt = <T>(rows: T[], f: (r: T) => string | null | undefined) => textArray(rows.map(f));
   const num = <T>(rows: T[], f: (r: T) => number | string | null | undefined) => numArray(rows.map(f));
   if (b.events.length && fresh) out.push(copyOf(EVENT_COPY_SQL, eventRows(b.events)));

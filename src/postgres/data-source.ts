@@ -17,6 +17,7 @@ import { ConsoleQueries1796001400000 } from './migrations/1796001400000-ConsoleQ
 import { Projects1796001500000 } from './migrations/1796001500000-Projects';
 import { ConcurrencyKeys1796001600000 } from './migrations/1796001600000-ConcurrencyKeys';
 import { Workflows1796001700000 } from './migrations/1796001700000-Workflows';
+import { PartitionedHistory1796001800000 } from './migrations/1796001800000-PartitionedHistory';
 
 /** Every migration, in order. Append only. */
 export const MIGRATIONS = [
@@ -36,6 +37,7 @@ export const MIGRATIONS = [
   Projects1796001500000,
   ConcurrencyKeys1796001600000,
   Workflows1796001700000,
+  PartitionedHistory1796001800000,
 ];
 
 /** Builds the TypeORM data source (never `synchronize`: migrations only). */

@@ -10,23 +10,33 @@ export function payloadIndexName(queue: string): string {
   return 'jobs_payload_' + createHash('sha256').update(queue, 'utf8').digest('hex').slice(0, 16);
 }
 
+/** The index definition after `ON <table>` (see {@link payloadIndexSql}). */
+function payloadIndexDef(queue: string): string {
+  if (!isQualifiedQueue(queue)) throw new Error(`not a queue name: ${queue}`);
+  return `USING gin (sluice_payload_jsonb(payload) jsonb_path_ops) WHERE queue = '${queue}'`;
+}
+
 /**
- * The DDL of a queue's payload index: GIN (jsonb_path_ops: containment only,
- * smaller and faster than the default opclass) over
- * `sluice_payload_jsonb(payload)` (migration 1796001400000: never an error
- * on a payload that is not JSON), partial `WHERE queue = '<queue>'` with the
- * qualified name (src/core/project-queue.ts: the `queue` column holds it, and
- * a search of the project's queue names it so, which the planner needs to
- * match the predicate). Only
- * rows of that queue pay for it: the predicate is checked first on every
- * insert and non-HOT update of `jobs`, the expression (a jsonb parse of the
- * payload) and the GIN insertion only for rows of the queue.
+ * The DDL of a queue's payload index on the `jobs` parent: GIN
+ * (jsonb_path_ops: containment only, smaller and faster than the default
+ * opclass) over `sluice_payload_jsonb(payload)` (migration 1796001400000:
+ * never an error on a payload that is not JSON), partial `WHERE queue =
+ * '<queue>'` with the qualified name (src/core/project-queue.ts: the
+ * `queue` column holds it, and a search of the project's queue names it
+ * so, which the planner needs to match the predicate). Only rows of that
+ * queue pay for it: the predicate is checked first on every insert and
+ * non-HOT update of `jobs`, the expression (a jsonb parse of the payload)
+ * and the GIN insertion only for rows of the queue.
+ * `jobs` is partitioned (src/postgres/partitions.ts) and PostgreSQL builds
+ * no index CONCURRENTLY on a partitioned table: this makes the parent's
+ * index `ON ONLY` (invalid, nothing built), {@link build} then builds each
+ * partition's CONCURRENTLY and attaches it; the parent's becomes valid with
+ * the last one, and every partition made later gets it at once.
  * @param queue the qualified queue name.
  * @throws Error for a name that is not a qualified queue name (the name is inlined: the pattern allows no quote).
  */
 export function payloadIndexSql(queue: string): string {
-  if (!isQualifiedQueue(queue)) throw new Error(`not a queue name: ${queue}`);
-  return `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${payloadIndexName(queue)} ON jobs USING gin (sluice_payload_jsonb(payload) jsonb_path_ops) WHERE queue = '${queue}'`;
+  return `CREATE INDEX IF NOT EXISTS ${payloadIndexName(queue)} ON ONLY jobs ${payloadIndexDef(queue)}`;
 }
 
 /**
@@ -58,8 +68,14 @@ async function indexValid(db: DataSource, name: string): Promise<boolean | null>
 async function build(db: DataSource, queue: string, name: string): Promise<PayloadIndexState> {
   let state: PayloadIndexState = 'ready';
   try {
-    if ((await indexValid(db, name)) === false) await db.query(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
     await db.query(payloadIndexSql(queue));
+    for (const part of await partitionsWithout(db, name)) {
+      const own = `${name}_${part.slice(part.lastIndexOf('_') + 1)}`;
+      // A build left invalid by a crash is dropped and made again.
+      if ((await indexValid(db, own)) === false) await db.query(`DROP INDEX CONCURRENTLY IF EXISTS ${own}`);
+      await db.query(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${own} ON ${part} ${payloadIndexDef(queue)}`);
+      await db.query(`ALTER INDEX ${name} ATTACH PARTITION ${own}`);
+    }
     if ((await indexValid(db, name)) !== true) state = 'failed';
   } catch {
     state = 'failed';
@@ -68,14 +84,27 @@ async function build(db: DataSource, queue: string, name: string): Promise<Paylo
   return state;
 }
 
+/** The partitions of `jobs` that have no index attached to the parent's index `name`. */
+async function partitionsWithout(db: DataSource, name: string): Promise<string[]> {
+  const rows = (await db.query(
+    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = 'jobs'::regclass
+        AND NOT EXISTS (SELECT 1 FROM pg_index x JOIN pg_inherits xi ON xi.inhrelid = x.indexrelid
+                         WHERE x.indrelid = c.oid AND xi.inhparent = $1::regclass)`,
+    [name],
+  )) as { name: string }[];
+  return rows.map((r) => r.name);
+}
+
 /**
- * `PUT /queues/:name {"payloadSearch": false}`: drops the queue's index (concurrently) and forgets it.
+ * `PUT /queues/:name {"payloadSearch": false}`: drops the queue's index (with every partition's) and forgets it.
  * @param queue the qualified queue name.
  * @throws whatever PostgreSQL answers.
  */
 export async function disablePayloadSearch(db: DataSource, queue: string): Promise<void> {
   await db.query(`DELETE FROM payload_search_queues WHERE queue = $1`, [queue]);
-  await db.query(`DROP INDEX CONCURRENTLY IF EXISTS ${payloadIndexName(queue)}`);
+  // A partitioned index cannot be dropped CONCURRENTLY: a plain DROP, which waits for the writers' current batch.
+  await db.query(`DROP INDEX IF EXISTS ${payloadIndexName(queue)}`);
 }
 
 /** The payload-search state of each queue (qualified names, as the map's keys) that has it enabled. @throws whatever PostgreSQL answers. */

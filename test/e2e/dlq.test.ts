@@ -121,6 +121,19 @@ describe('dead-letter queue (e2e)', () => {
     expect((await api.http.post(`/jobs/${body.id}/retry`)).status).toBe(409);
   });
 
+  it('refuses to bring back a cancelled job whose history is leaving the retention window (retention retires it whole)', async () => {
+    const { body } = await api.http.post('/jobs').send({ type: 'diag.echo', queue: 'dlqold', delayMs: 3_600_000, payload: { v: 1 } });
+    expect((await api.http.delete(`/jobs/${body.id}`)).status).toBe(200);
+    const key = `${api.prefix}:{dlqold}:job:${body.id}`;
+    await waitUntil('cancelled job pruned from Redis', async () => (await redis.exists(key)) === 0, 20000, 50);
+    // As if it had been cancelled 30 days ago (RETENTION_DAYS' default): its day is about to be retired.
+    await api.db.dataSource.query(`UPDATE jobs SET finished_at = now() - interval '30 days' + interval '30 minutes' WHERE id = $1`, [body.id]);
+    const res = await api.http.post(`/jobs/${body.id}/retry`);
+    expect(res.status).toBe(409);
+    expect(res.body.error.message).toMatch(/retention window/);
+    expect(await redis.exists(key)).toBe(0);
+  });
+
   it('POST /jobs/dlq/retry retries by queue and type → {retried: n}', async () => {
     const fail = await deadLetter('dlqbulk', 4);
     const mail = await deadLetter('dlqbulk', 2, 'send_email');

@@ -2,15 +2,17 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**
  * `job_events`: the append-only audit trail, one row per stream entry.
- * The primary key (queue, stream_ms, stream_seq) is the stream entry id,
- * which makes the writer idempotent: a batch written twice inserts nothing twice.
+ * The primary key (job_id, stream_ms, stream_seq) is the stream entry id
+ * (a job's entries are all in its queue's stream) with the partition key
+ * first (src/postgres/partitions.ts), which makes the writer idempotent: a
+ * batch written twice inserts nothing twice.
  */
 @Entity({ name: 'job_events' })
 export class JobEventEntity {
-  @PrimaryColumn('text') queue!: string;
+  @Column('text') queue!: string;
+  @PrimaryColumn('uuid', { name: 'job_id' }) jobId!: string;
   @PrimaryColumn('bigint', { name: 'stream_ms' }) streamMs!: string;
   @PrimaryColumn('bigint', { name: 'stream_seq' }) streamSeq!: string;
-  @Column('uuid', { name: 'job_id' }) jobId!: string;
   @Column('timestamptz') at!: Date;
   @Column('text') event!: string;
   @Column('text', { name: 'from_status', nullable: true }) fromStatus!: string | null;

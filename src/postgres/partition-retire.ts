@@ -1,0 +1,135 @@
+import { DAY_MS, Db, HISTORY_TABLES, PARTITION_LOCK_TIMEOUT_MS, RangePartition, Sql, rangePartitions, uuidFloor, withConnection } from './partitions';
+
+/** What retiring one expired partition did. */
+export interface RetiredDay {
+  /** `d<yyyymmdd>` or `legacy`. */
+  suffix: string;
+  /** Jobs whose rows were moved to the `_kept` partitions (alive, in the DLQ, or finished within the window). */
+  kept: number;
+  /** Jobs whose history went with the partition. */
+  dropped: number;
+  /** Time the five parents were locked (ms): the detach transaction, what writers may have waited. */
+  lockedMs: number;
+}
+
+/**
+ * Retires every range partition whose whole range lies before the
+ * retention cutoff (`nowMs − retentionDays` days): its upper bound is at or
+ * below the cutoff's {@link uuidFloor}. Per expired day ({@link retireDay}).
+ * Stops at the first day that gives way to a lock (PostgreSQL 55P03): the next pass goes on.
+ * @returns what each retired day held.
+ * @throws whatever PostgreSQL answers but a lock timeout.
+ */
+export async function retireExpiredDays(db: Db, retentionDays: number, nowMs = Date.now()): Promise<RetiredDay[]> {
+  const cutoffMs = nowMs - retentionDays * DAY_MS;
+  const cutoff = uuidFloor(Math.max(0, cutoffMs));
+  return withConnection(db, async (c) => {
+    await dropDetached(c);
+    const out: RetiredDay[] = [];
+    for (const p of await rangePartitions(c, 'jobs')) {
+      if (p.to === null || p.to > cutoff) continue;
+      const r = await retireDay(c, p, cutoffMs);
+      if (!r) break;
+      out.push(r);
+    }
+    return out;
+  });
+}
+
+/**
+ * Retires one expired range partition of the five history tables:
+ *  1. Online, in one REPEATABLE READ snapshot (no lock the writers notice:
+ *     ACCESS SHARE on the day's `jobs` partition only): the ids of the jobs
+ *     to keep — not in a terminal state, finished at or after the cutoff, or
+ *     in the dead-letter queue — into a temporary table, and the counts by
+ *     queue and status of the others (the rows leaving `jobs`). Those others
+ *     are terminal, finished before the cutoff and out of the DLQ: no
+ *     transition changes such a row any more (a cancelled job's retry reads
+ *     its history, which src/jobs refuses past the retention window), so
+ *     their counts are still right when step 2 runs.
+ *  2. One short transaction (lock_timeout {@link PARTITION_LOCK_TIMEOUT_MS}):
+ *     the five parents locked ACCESS EXCLUSIVE in the writer's order, each
+ *     day partition detached, the keepers' rows copied into `<table>_kept`
+ *     by primary key (named directly: the counters' statement triggers on
+ *     `jobs` do not fire, the rows stay counted), the counters lowered by
+ *     step 1's counts. Its cost is the catalog work plus the keepers' rows.
+ *  3. The detached tables dropped (no lock on the parents; a crash before
+ *     it leaves them detached, and the next pass drops them: {@link dropDetached}).
+ * @returns null when step 2 gave way to a lock (nothing changed).
+ * @throws whatever else PostgreSQL answers.
+ */
+export async function retireDay(c: Sql, p: RangePartition, cutoffMs: number): Promise<RetiredDay | null> {
+  const part = (t: string) => `${t}_${p.suffix}`;
+  const cutoff = new Date(cutoffMs).toISOString();
+  await c.query(`CREATE TEMP TABLE IF NOT EXISTS sluice_keep (id uuid PRIMARY KEY)`);
+  await c.query(`TRUNCATE sluice_keep`);
+  await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+  let gone: { queue: string; status: string; n: string }[];
+  try {
+    await c.query(
+      `INSERT INTO sluice_keep (id) SELECT id FROM ${part('jobs')} j
+        WHERE j.status NOT IN ('completed', 'cancelled', 'failed') OR j.finished_at IS NULL OR j.finished_at >= $1
+           OR EXISTS (SELECT 1 FROM dead_letter_jobs d WHERE d.job_id = j.id)`,
+      [cutoff],
+    );
+    gone = await c.query(
+      `SELECT queue, status, count(*)::bigint AS n FROM ${part('jobs')} j
+        WHERE NOT EXISTS (SELECT 1 FROM sluice_keep k WHERE k.id = j.id) GROUP BY 1, 2 ORDER BY 1, 2`,
+    );
+    await c.query('COMMIT');
+  } catch (err) {
+    await c.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+  const [{ kept }] = (await c.query(`SELECT count(*)::int AS kept FROM sluice_keep`)) as { kept: number }[];
+  // A table may lack the partition: the migration attached a `_legacy` only to the tables that had rows.
+  const present = new Set(
+    ((await c.query(`SELECT c.relname AS name FROM pg_class c WHERE c.relispartition AND c.relname = ANY($1::text[])`, [HISTORY_TABLES.map((t) => part(t.name))])) as {
+      name: string;
+    }[]).map((r) => r.name),
+  );
+  const tables = HISTORY_TABLES.filter((t) => present.has(part(t.name)));
+  const t0 = Date.now();
+  await c.query('BEGIN');
+  try {
+    await c.query(`SET LOCAL lock_timeout = '${PARTITION_LOCK_TIMEOUT_MS}ms'`);
+    await c.query(`LOCK TABLE ${HISTORY_TABLES.map((t) => t.name).join(', ')} IN ACCESS EXCLUSIVE MODE`);
+    for (const t of tables) {
+      await c.query(`ALTER TABLE ${t.name} DETACH PARTITION ${part(t.name)}`);
+      if (kept) await c.query(`INSERT INTO ${t.name}_kept SELECT * FROM ${part(t.name)} WHERE ${t.key} IN (SELECT id FROM sluice_keep)`);
+    }
+    if (gone.length) {
+      await c.query(
+        `INSERT INTO job_counts AS c (queue, status, n) SELECT q, s, -n FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(q, s, n)
+         ON CONFLICT (queue, status) DO UPDATE SET n = c.n + EXCLUDED.n`,
+        [gone.map((g) => g.queue), gone.map((g) => g.status), gone.map((g) => g.n)],
+      );
+    }
+    await c.query('COMMIT');
+  } catch (err) {
+    await c.query('ROLLBACK').catch(() => undefined);
+    if ((err as { code?: string }).code === '55P03' || (err as { driverError?: { code?: string } }).driverError?.code === '55P03') return null;
+    throw err;
+  }
+  const lockedMs = Date.now() - t0;
+  for (const t of tables) await c.query(`DROP TABLE IF EXISTS ${part(t.name)}`);
+  return { suffix: p.suffix, kept, dropped: gone.reduce((s, g) => s + Number(g.n), 0), lockedMs };
+}
+
+/**
+ * Drops the history partitions left detached by a pass that stopped
+ * between detaching and dropping: tables named `<table>_d<8 digits>` or
+ * `<table>_legacy` that are no partition of anything.
+ * @returns the tables dropped.
+ */
+export async function dropDetached(c: Sql): Promise<string[]> {
+  const names = HISTORY_TABLES.map((t) => t.name);
+  const rows = (await c.query(
+    `SELECT c.relname AS name FROM pg_class c
+      WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace AND NOT c.relispartition
+        AND c.relname ~ ('^(' || array_to_string($1::text[], '|') || ')_(d[0-9]{8}|legacy)$')`,
+    [names],
+  )) as { name: string }[];
+  for (const r of rows) await c.query(`DROP TABLE IF EXISTS ${r.name}`);
+  return rows.map((r) => r.name);
+}
