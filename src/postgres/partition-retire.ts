@@ -26,9 +26,13 @@ export async function retireExpiredDays(db: Db, retentionDays: number, nowMs = D
   return withConnection(db, async (c) => {
     await dropDetached(c);
     const out: RetiredDay[] = [];
-    for (const p of await rangePartitions(c, 'jobs')) {
-      if (p.to === null || p.to > cutoff) continue;
-      const r = await retireDay(c, p, cutoffMs);
+    const parts = await rangePartitions(c, 'jobs');
+    let kept = parts.some((p) => p.suffix === 'kept');
+    // Lowest first: the one retired is always the one just above `_kept`.
+    for (const p of parts) {
+      if (p.suffix === 'kept' || p.suffix === 'ahead' || p.to === null || p.to > cutoff) continue;
+      const r = await retireDay(c, p, cutoffMs, kept);
+      kept = true;
       if (!r) break;
       out.push(r);
     }
@@ -48,17 +52,21 @@ export async function retireExpiredDays(db: Db, retentionDays: number, nowMs = D
  *     its history, which src/jobs refuses past the retention window), so
  *     their counts are still right when step 2 runs.
  *  2. One short transaction (lock_timeout {@link PARTITION_LOCK_TIMEOUT_MS}):
- *     the five parents locked ACCESS EXCLUSIVE in the writer's order, each
- *     day partition detached, the keepers' rows copied into `<table>_kept`
- *     by primary key (named directly: the counters' statement triggers on
- *     `jobs` do not fire, the rows stay counted), the counters lowered by
- *     step 1's counts. Its cost is the catalog work plus the keepers' rows.
+ *     the five parents locked ACCESS EXCLUSIVE in the writer's order; per
+ *     table the day and `<table>_kept` (made when absent: the first day
+ *     retired after an upgrade) detached, the keepers' rows copied into
+ *     `_kept` by primary key (named directly: the counters' statement
+ *     triggers on `jobs` do not fire, the rows stay counted), `_kept`
+ *     attached again over the day's range too (FROM MINVALUE TO the day's
+ *     end: its check scans `_kept`, which holds keepers only); the counters
+ *     lowered by step 1's counts. Its cost is the catalog work plus the
+ *     keepers' rows and `_kept`'s check.
  *  3. The detached tables dropped (no lock on the parents; a crash before
  *     it leaves them detached, and the next pass drops them: {@link dropDetached}).
  * @returns null when step 2 gave way to a lock (nothing changed).
  * @throws whatever else PostgreSQL answers.
  */
-export async function retireDay(c: Sql, p: RangePartition, cutoffMs: number): Promise<RetiredDay | null> {
+export async function retireDay(c: Sql, p: RangePartition, cutoffMs: number, keptExists: boolean): Promise<RetiredDay | null> {
   const part = (t: string) => `${t}_${p.suffix}`;
   const cutoff = new Date(cutoffMs).toISOString();
   await c.query(`CREATE TEMP TABLE IF NOT EXISTS sluice_keep (id uuid PRIMARY KEY)`);
@@ -81,22 +89,19 @@ export async function retireDay(c: Sql, p: RangePartition, cutoffMs: number): Pr
     await c.query('ROLLBACK').catch(() => undefined);
     throw err;
   }
-  const [{ kept }] = (await c.query(`SELECT count(*)::int AS kept FROM sluice_keep`)) as { kept: number }[];
-  // A table may lack the partition: the migration attached a `_legacy` only to the tables that had rows.
-  const present = new Set(
-    ((await c.query(`SELECT c.relname AS name FROM pg_class c WHERE c.relispartition AND c.relname = ANY($1::text[])`, [HISTORY_TABLES.map((t) => part(t.name))])) as {
-      name: string;
-    }[]).map((r) => r.name),
-  );
-  const tables = HISTORY_TABLES.filter((t) => present.has(part(t.name)));
+  const [{ keep }] = (await c.query(`SELECT count(*)::int AS keep FROM sluice_keep`)) as { keep: number }[];
   const t0 = Date.now();
   await c.query('BEGIN');
   try {
     await c.query(`SET LOCAL lock_timeout = '${PARTITION_LOCK_TIMEOUT_MS}ms'`);
     await c.query(`LOCK TABLE ${HISTORY_TABLES.map((t) => t.name).join(', ')} IN ACCESS EXCLUSIVE MODE`);
-    for (const t of tables) {
+    for (const t of HISTORY_TABLES) {
+      const kept = `${t.name}_kept`;
       await c.query(`ALTER TABLE ${t.name} DETACH PARTITION ${part(t.name)}`);
-      if (kept) await c.query(`INSERT INTO ${t.name}_kept SELECT * FROM ${part(t.name)} WHERE ${t.key} IN (SELECT id FROM sluice_keep)`);
+      if (keptExists) await c.query(`ALTER TABLE ${t.name} DETACH PARTITION ${kept}`);
+      else await c.query(`CREATE TABLE ${kept} (LIKE ${t.name} INCLUDING DEFAULTS)`);
+      if (keep) await c.query(`INSERT INTO ${kept} SELECT * FROM ${part(t.name)} WHERE ${t.key} IN (SELECT id FROM sluice_keep)`);
+      await c.query(`ALTER TABLE ${t.name} ATTACH PARTITION ${kept} FOR VALUES FROM (MINVALUE) TO ('${p.to}')`);
     }
     if (gone.length) {
       await c.query(
@@ -112,8 +117,8 @@ export async function retireDay(c: Sql, p: RangePartition, cutoffMs: number): Pr
     throw err;
   }
   const lockedMs = Date.now() - t0;
-  for (const t of tables) await c.query(`DROP TABLE IF EXISTS ${part(t.name)}`);
-  return { suffix: p.suffix, kept, dropped: gone.reduce((s, g) => s + Number(g.n), 0), lockedMs };
+  for (const t of HISTORY_TABLES) await c.query(`DROP TABLE IF EXISTS ${part(t.name)}`);
+  return { suffix: p.suffix, kept: keep, dropped: gone.reduce((s, g) => s + Number(g.n), 0), lockedMs };
 }
 
 /**

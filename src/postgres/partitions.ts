@@ -8,12 +8,17 @@
  * partition without a global index. Per table:
  *  - `<table>_d<yyyymmdd>`: one UTC day, `FROM (uuidFloor(day)) TO (uuidFloor(day + 1))`,
  *    made {@link PARTITION_DAYS_AHEAD} days ahead by the maintenance loop;
- *  - `<table>_legacy`: `FROM (MINVALUE) TO (…)`, the rows of an installation
- *    that ran before this version (migration 1796001800000), retired whole like a day;
- *  - `<table>_kept`: the DEFAULT partition — rows of jobs that outlived their
- *    day's partition (still waiting or running, in the dead-letter queue, or
- *    finished within the retention window when the day expired), and any row
- *    whose day has no partition yet. Pruned row by row (src/maintenance/retention.ts); small.
+ *  - `<table>_kept`: `FROM (MINVALUE) TO (the first day)` — rows of jobs that
+ *    outlived their day's partition (still waiting or running, in the
+ *    dead-letter queue, or finished within the retention window when the day
+ *    expired). Pruned row by row (src/maintenance/retention.ts); small;
+ *  - `<table>_legacy`: instead of `_kept` after an upgrade, `FROM (MINVALUE)
+ *    TO (…)`: the rows of an installation that ran before this version
+ *    (migration 1796001800000), retired whole like a day (its keepers then start `_kept`);
+ *  - `<table>_ahead`: `FROM (the end of the last day) TO (MAXVALUE)`: rows of
+ *    days not made yet (a clock ahead); empty while the maintenance runs.
+ * No DEFAULT partition: the ranges are contiguous and ordered, so a page in
+ * id order reads the newest days first and stops.
  * Retention ({@link retireExpiredDays}) never deletes rows of a day partition:
  * it moves the day's keepers to `_kept`, detaches the day from all five
  * tables in one short transaction and drops the detached tables.
@@ -95,7 +100,7 @@ export function daySuffix(dayMs: number): string {
 /** One attached range partition of a history table: its name and its bounds (null = MINVALUE / MAXVALUE). */
 export interface RangePartition {
   name: string;
-  /** `d<yyyymmdd>` or `legacy`: the part after `<table>_`. */
+  /** `d<yyyymmdd>`, `kept`, `legacy` or `ahead`: the part after `<table>_`. */
   suffix: string;
   from: string | null;
   to: string | null;
@@ -104,7 +109,7 @@ export interface RangePartition {
 const BOUND_RE = /^FOR VALUES FROM \((MINVALUE|'[0-9a-f-]{36}')\) TO \((MAXVALUE|'[0-9a-f-]{36}')\)$/;
 
 /**
- * The range partitions attached to `table` (not its default), by lower bound.
+ * The range partitions attached to `table`, by lower bound (MINVALUE first).
  * @throws whatever PostgreSQL answers.
  */
 export async function rangePartitions(db: Sql, table: string): Promise<RangePartition[]> {
@@ -126,12 +131,21 @@ export async function rangePartitions(db: Sql, table: string): Promise<RangePart
 
 /**
  * Makes the day partitions of every history table for each UTC day from
- * `fromMs`'s to `toMs`'s (inclusive) that no range partition covers yet. A
- * day is made in one transaction for the five tables: each new table is
- * created standalone, takes over the rows of its day that the default
- * partition holds (rows written while the day had no partition), then is
- * attached (SHARE UPDATE EXCLUSIVE on the parent: the writers go on).
- * @param db a DataSource (each day its own transaction) or a QueryRunner
+ * `fromMs`'s to `toMs`'s (inclusive) that no partition but `_kept` or
+ * `_ahead` covers yet, in one transaction for the five tables (nothing when
+ * every day exists). The layout stays contiguous and ordered —
+ * `_kept` (or `_legacy`) from MINVALUE, then one partition per day, then
+ * `_ahead` to MAXVALUE — with no DEFAULT partition, so a page by id reads
+ * the newest days first and stops (an ordered Append; PostgreSQL cannot
+ * order the scan of a table that has a DEFAULT partition):
+ *  - days above the last one are carved out of `_ahead` (rows a host whose
+ *    clock ran ahead wrote there move into their day), `_ahead` re-attached
+ *    above them;
+ *  - days below the first one are carved out of `_kept` (tests and
+ *    benchmarks that make past days; `_legacy` is never split).
+ * The parents are locked ACCESS EXCLUSIVE for the transaction (a detach needs
+ * it): catalog work and empty index builds, tens of ms per day.
+ * @param db a DataSource (one connection is taken) or a QueryRunner
  *   already inside a transaction (the migration): then `inTransaction`.
  * @returns the suffixes of the days made.
  * @throws whatever PostgreSQL answers (a lock wait longer than {@link PARTITION_LOCK_TIMEOUT_MS}: 55P03; try next pass).
@@ -140,27 +154,54 @@ export async function ensureDays(db: Db, fromMs: number, toMs: number, inTransac
   return withConnection(db, (c) => ensureDaysOn(c, fromMs, toMs, inTransaction));
 }
 
-async function ensureDaysOn(db: Sql, fromMs: number, toMs: number, inTransaction: boolean): Promise<string[]> {
-  const have = await rangePartitions(db, 'jobs');
+async function ensureDaysOn(c: Sql, fromMs: number, toMs: number, inTransaction: boolean): Promise<string[]> {
+  const parts = await rangePartitions(c, 'jobs');
+  const bottom = parts.find((p) => p.from === null);
+  const top = parts.find((p) => p.to === null);
+  if (!bottom?.to || !top?.from || top.suffix !== 'ahead') throw new Error('the history tables are not laid out as migration 1796001800000 makes them');
+  const statements: string[] = [];
   const made: string[] = [];
-  for (let day = dayStart(fromMs); day <= dayStart(toMs); day += DAY_MS) {
-    const lo = uuidFloor(day);
-    const hi = uuidFloor(day + DAY_MS);
-    if (have.some((p) => (p.from === null || p.from < hi) && (p.to === null || p.to > lo))) continue;
-    const suffix = daySuffix(day);
-    const statements: string[] = [];
-    for (const t of HISTORY_TABLES) {
-      const part = `${t.name}_${suffix}`;
-      statements.push(
+  const low = dayStart(fromMs);
+  const keptTo = uuidMs(bottom.to);
+  if (bottom.suffix === 'kept' && low < keptTo) {
+    statements.push(...carve('kept', low, keptTo, made));
+  }
+  const aheadFrom = uuidMs(top.from);
+  const end = dayStart(toMs) + DAY_MS;
+  if (end > aheadFrom) statements.push(...carve('ahead', aheadFrom, end, made));
+  if (!statements.length) return [];
+  await inTx(c, inTransaction, [`LOCK TABLE ${HISTORY_TABLES.map((t) => t.name).join(', ')} IN ACCESS EXCLUSIVE MODE`, ...statements]);
+  return made;
+}
+
+/**
+ * Statements that carve the days [lo, hi) (ms, day-aligned) out of the
+ * `holder` partition of each table: detach it, move its rows of each day
+ * into a new table attached as that day, re-attach it beside them
+ * (`_kept` below lo, `_ahead` above hi). Pushes each day's suffix to `made`.
+ */
+function carve(holder: 'kept' | 'ahead', lo: number, hi: number, made: string[]): string[] {
+  const out: string[] = [];
+  for (let day = lo; day < hi; day += DAY_MS) made.push(daySuffix(day));
+  for (const t of HISTORY_TABLES) {
+    const h = `${t.name}_${holder}`;
+    out.push(`ALTER TABLE ${t.name} DETACH PARTITION ${h}`);
+    for (let day = lo; day < hi; day += DAY_MS) {
+      const part = `${t.name}_${daySuffix(day)}`;
+      const [a, b] = [uuidFloor(day), uuidFloor(day + DAY_MS)];
+      out.push(
         `CREATE TABLE ${part} (LIKE ${t.name} INCLUDING DEFAULTS)`,
-        `WITH moved AS (DELETE FROM ${t.name}_kept WHERE ${t.key} >= '${lo}' AND ${t.key} < '${hi}' RETURNING *) INSERT INTO ${part} SELECT * FROM moved`,
-        `ALTER TABLE ${t.name} ATTACH PARTITION ${part} FOR VALUES FROM ('${lo}') TO ('${hi}')`,
+        `WITH moved AS (DELETE FROM ${h} WHERE ${t.key} >= '${a}' AND ${t.key} < '${b}' RETURNING *) INSERT INTO ${part} SELECT * FROM moved`,
+        `ALTER TABLE ${t.name} ATTACH PARTITION ${part} FOR VALUES FROM ('${a}') TO ('${b}')`,
       );
     }
-    await inTx(db, inTransaction, statements);
-    made.push(suffix);
+    out.push(
+      holder === 'kept'
+        ? `ALTER TABLE ${t.name} ATTACH PARTITION ${h} FOR VALUES FROM (MINVALUE) TO ('${uuidFloor(lo)}')`
+        : `ALTER TABLE ${t.name} ATTACH PARTITION ${h} FOR VALUES FROM ('${uuidFloor(hi)}') TO (MAXVALUE)`,
+    );
   }
-  return made;
+  return out;
 }
 
 async function inTx(db: Sql, inTransaction: boolean, statements: string[]): Promise<void> {

@@ -4,8 +4,9 @@ import { DAY_MS, HISTORY_TABLES, PARTITION_DAYS_AHEAD, dayStart, ensureDays, uui
 /**
  * The history tables become time-partitioned (issue 22; src/postgres/partitions.ts):
  * `jobs` by RANGE (id), `job_events`, `job_logs`, `job_executions` and
- * `job_dependencies` by RANGE (job_id) — a UUIDv7's creation day — with a
- * DEFAULT partition `<table>_kept` each and day partitions made ahead.
+ * `job_dependencies` by RANGE (job_id) — a UUIDv7's creation day — laid
+ * out `_kept` (MINVALUE up to yesterday), one partition per day up to
+ * {@link PARTITION_DAYS_AHEAD} days ahead, `_ahead` (to MAXVALUE).
  *
  * Keys: `job_events` and `job_logs` were keyed by their stream entry
  * (queue, stream_ms, stream_seq) with a second index (job_id, stream_ms,
@@ -22,14 +23,15 @@ import { DAY_MS, HISTORY_TABLES, PARTITION_DAYS_AHEAD, dayStart, ensureDays, uui
  * and constraints too), stripped of what a partition may not have (the
  * counters' triggers with transition tables, the key the parent does not
  * share) and attached as the partition FROM (MINVALUE) TO (the UTC day after
- * its newest row, or after now): the rows stay where they are, readable
+ * its newest row, or after now; `_ahead` above it, the days carved out of
+ * it): the rows stay where they are, readable
  * throughout by the same queries; only the new key of the events and logs
  * and `jobs_queue_updated_at` are built over them (the migration's cost is
  * those builds, minutes per hundred million rows, under ACCESS EXCLUSIVE:
  * docs/history-partitions.md gives the numbers and an online path).
- * An empty table (a fresh install) is dropped instead. The legacy
- * partition retires whole when its bound passes the retention window;
- * until then retention prunes it row by row as before.
+ * Empty tables (a fresh install) are dropped instead. The legacy
+ * partition retires whole when its bound passes the retention window (its
+ * keepers start `_kept`); until then retention prunes it row by row as before.
  * Payload-search indexes (src/queues/payload-search.ts) are recreated on
  * the parent, attaching the legacy table's existing ones.
  */
@@ -50,9 +52,11 @@ export class PartitionedHistory1796001800000 implements MigrationInterface {
     await q.query(`DROP STATISTICS IF EXISTS jobs_queue_type_dep`);
     const payloadIndexes = (await q.query(`SELECT queue, index_name FROM payload_search_queues`)) as { queue: string; index_name: string }[];
 
+    // Rows in any history table: an upgrade (every table keeps its old rows as `_legacy`, even an empty one, so the five stay laid out alike).
+    const upgrade = ((await q.query(`SELECT 1 FROM jobs LIMIT 1`)) as unknown[]).length + ((await q.query(`SELECT 1 FROM job_events LIMIT 1`)) as unknown[]).length > 0;
+    const low = uuidFloor(dayStart(Date.now() - DAY_MS));
     for (const t of HISTORY_TABLES) {
       const legacy = `${t.name}_legacy`;
-      const empty = !((await q.query(`SELECT 1 FROM ${t.name} LIMIT 1`)) as unknown[]).length;
       await q.query(`ALTER TABLE ${t.name} RENAME TO ${legacy}`);
       const indexes = (await q.query(
         `SELECT ic.relname AS name FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid WHERE i.indrelid = $1::regclass`,
@@ -61,14 +65,16 @@ export class PartitionedHistory1796001800000 implements MigrationInterface {
       for (const ix of indexes) await q.query(`ALTER INDEX ${ix.name} RENAME TO ${ix.name}_legacy`);
       await q.query(`CREATE TABLE ${t.name} (LIKE ${legacy} INCLUDING DEFAULTS) PARTITION BY RANGE (${t.key})`);
       for (const ddl of PARENT_DDL[t.name]) await q.query(ddl);
-      if (empty) {
-        await q.query(`DROP TABLE ${legacy}`);
-      } else {
+      if (upgrade) {
         // What the parent does not share would be kept and written for nothing (the old keys, the old recent-jobs index).
         for (const ix of LEGACY_DROPS[t.name] ?? []) await q.query(ix);
         await q.query(`ALTER TABLE ${t.name} ATTACH PARTITION ${legacy} FOR VALUES FROM (MINVALUE) TO ('${boundId}')`);
+        await q.query(`CREATE TABLE ${t.name}_ahead PARTITION OF ${t.name} FOR VALUES FROM ('${boundId}') TO (MAXVALUE)`);
+      } else {
+        await q.query(`DROP TABLE ${legacy}`);
+        await q.query(`CREATE TABLE ${t.name}_kept PARTITION OF ${t.name} FOR VALUES FROM (MINVALUE) TO ('${low}')`);
+        await q.query(`CREATE TABLE ${t.name}_ahead PARTITION OF ${t.name} FOR VALUES FROM ('${low}') TO (MAXVALUE)`);
       }
-      await q.query(`CREATE TABLE ${t.name}_kept PARTITION OF ${t.name} DEFAULT`);
     }
 
     await q.query(`CREATE STATISTICS jobs_queue_type_dep (dependencies) ON queue, type FROM jobs`);

@@ -45,13 +45,21 @@ describe('partitioned history', () => {
     expect(plan).not.toContain('job_events_kept');
   });
 
-  it('a day made late takes over the rows the default partition caught for it', async () => {
+  it('days made late take over the rows `_ahead` caught for them; the layout stays contiguous, no DEFAULT partition', async () => {
     const later = today + 20 * DAY_MS;
     const { id, entries } = jobEntries('px', later + 1000);
     await mirror(db.dataSource, entries);
-    expect(await partitionsOf(db.dataSource, 'jobs', 'id', id)).toEqual(['jobs_kept']);
+    expect(await partitionsOf(db.dataSource, 'jobs', 'id', id)).toEqual(['jobs_ahead']);
     const before = await countsAndTruth(db.dataSource);
-    expect(await ensureDays(db.dataSource, later, later)).toEqual([daySuffix(later)]);
+    const made = await ensureDays(db.dataSource, later, later);
+    // Every day between the last one made and `later`, carved out of `_ahead` in one transaction.
+    expect(made[made.length - 1]).toBe(daySuffix(later));
+    expect(made).toHaveLength(20 - 3);
+    const parts = await rangePartitions(db.dataSource, 'jobs');
+    expect(parts[0]).toMatchObject({ suffix: 'kept', from: null });
+    expect(parts[parts.length - 1]).toMatchObject({ suffix: 'ahead', to: null });
+    for (let i = 1; i < parts.length; i++) expect(parts[i].from).toBe(parts[i - 1].to);
+    expect(await db.dataSource.query(`SELECT 1 FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid WHERE p.partdefid <> 0`)).toEqual([]);
     expect(await partitionsOf(db.dataSource, 'jobs', 'id', id)).toEqual([`jobs_${daySuffix(later)}`]);
     expect(await partitionsOf(db.dataSource, 'job_events', 'job_id', id)).toEqual([`job_events_${daySuffix(later)}`]);
     expect(await countsAndTruth(db.dataSource)).toEqual(before);
@@ -101,14 +109,21 @@ describe('partitioned history', () => {
       stop = true;
       await writer;
     }
-    expect(retired.map((r) => r.suffix)).toEqual([daySuffix(older), daySuffix(old)]);
-    expect(retired[1]).toMatchObject({ kept: 3, dropped: 300 });
-    expect(retired[0]).toMatchObject({ kept: 0, dropped: 1 });
+    // Every day up to the cutoff, oldest first: the two that held jobs and the empty ones around them.
+    const bySuffix = new Map(retired.map((r) => [r.suffix, r]));
+    expect(retired[0].suffix).toBe(daySuffix(older));
+    expect(retired[retired.length - 1].suffix).toBe(daySuffix(today - 31 * DAY_MS));
+    expect(bySuffix.get(daySuffix(old))).toMatchObject({ kept: 3, dropped: 300 });
+    expect(bySuffix.get(daySuffix(older))).toMatchObject({ kept: 0, dropped: 1 });
+    expect(retired.reduce((n, r) => n + r.dropped, 0)).toBe(301);
     expect(written).toBeGreaterThan(0);
     expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE queue = 'pw'`))[0].n).toBe(written);
 
-    // The expired days are gone from every table, the detached tables dropped; the recent day is whole.
-    const suffixes = (await rangePartitions(db.dataSource, 'jobs')).map((p) => p.suffix);
+    // The expired days are gone from every table, the detached tables dropped; `_kept` now ends where the first day left begins.
+    const layout = await rangePartitions(db.dataSource, 'jobs');
+    expect(layout[0]).toMatchObject({ suffix: 'kept', to: layout[1].from });
+    expect(layout[1].suffix).toBe(daySuffix(today - 30 * DAY_MS));
+    const suffixes = layout.map((p) => p.suffix);
     expect(suffixes).not.toContain(daySuffix(old));
     expect(suffixes).toContain(daySuffix(recent));
     for (const t of HISTORY_TABLES) {
