@@ -27,6 +27,7 @@ const { pickPort, isolation, startServer, waitReady, cleanup } = require('../lib
 
 const dist = (p) => require(path.resolve(__dirname, '../../dist', p));
 const { openPostgres } = dist('postgres/data-source');
+const { ensureDays, DAY_MS, PARTITION_DAYS_AHEAD } = dist('postgres/partitions');
 
 const JOBS = Number(process.env.JOBS || 1_000_000);
 const LOADS = Number(process.env.LOADS || 7);
@@ -42,6 +43,8 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 async function seed(databaseUrl) {
   const t0 = Date.now();
   const { dataSource } = await openPostgres(databaseUrl, 2);
+  // The day partitions of the 30 days the rows span (src/postgres/partitions.ts).
+  await ensureDays(dataSource, Date.now() - 31 * DAY_MS, Date.now() + PARTITION_DAYS_AHEAD * DAY_MS);
   await dataSource.destroy();
   const c = new Client({ connectionString: databaseUrl });
   await c.connect();
