@@ -22,6 +22,8 @@ import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { QueueRestorer } from '../../../src/restore/restore';
+import { retireExpiredDays } from '../../../src/postgres/partition-retire';
+import { DAY_MS } from '../../../src/postgres/partitions';
 import type { Job } from '../../../src/core/job';
 import { normalizeEnqueue, EnqueueInput } from '../../../src/core/job-options';
 import { queuesKey } from '../../../src/redis/keys';
@@ -214,6 +216,13 @@ describe('restore in process', () => {
     expect(prio0Before.slice(0, 3)).toEqual(active);
     expect(prio0Before[prio0Before.length - 1]).toBe(toRetry);
     await w.stop();
+    // Restore reads the partitioned history (src/postgres/partitions.ts) wherever the rows are: as if two days had
+    // passed with a one-day retention, today's partition is retired and the living jobs' rows are in `_kept` now.
+    const retired = await retireExpiredDays(db.dataSource, 1, Date.now() + 2 * DAY_MS);
+    expect(retired.map((r) => r.kept)).toContain(live.length);
+    expect(
+      (await db.dataSource.query(`SELECT DISTINCT tableoid::regclass::text AS t FROM jobs WHERE id = ANY($1::uuid[])`, [live])).map((r: { t: string }) => r.t),
+    ).toEqual(['jobs_kept']);
 
     await t.redis.flushall();
     // As if the lost Redis's clock had been a minute ahead: PostgreSQL holds a
