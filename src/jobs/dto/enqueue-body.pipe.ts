@@ -4,7 +4,7 @@ import { ValidationError } from '../../core/errors';
 import { nullFieldDetails } from '../../http/null-fields';
 import { flattenValidationErrors } from '../../http/validation';
 import { BackoffDto, DebounceDto, EnqueueBatchDto, EnqueueJobDto } from './enqueue-job.dto';
-import { isValidBatchBody, isValidJobBody } from './enqueue-schema';
+import { compileEnqueueValidators, isValidBatchBody, isValidJobBody } from './enqueue-schema';
 
 /** The same options as the global ValidationPipe (src/http/validation.ts). */
 const OPTIONS: ValidatorOptions = {
@@ -70,6 +70,10 @@ export function requireObject(body: unknown): asserts body is Record<string, unk
  * @throws ValidationError (400) with `{path, message}` per failed rule.
  */
 export class EnqueueJobPipe implements PipeTransform<unknown, EnqueueJobBody> {
+  constructor() {
+    compileEnqueueValidators();
+  }
+
   transform(body: unknown): EnqueueJobBody {
     if (isValidJobBody(body)) return body as EnqueueJobBody;
     requireObject(body);
@@ -80,6 +84,10 @@ export class EnqueueJobPipe implements PipeTransform<unknown, EnqueueJobBody> {
 
 /** {@link EnqueueJobPipe} for `POST /jobs/batch` (`{jobs: [...]}`; paths `jobs.<i>.<field>`). */
 export class EnqueueBatchPipe implements PipeTransform<unknown, EnqueueBatchBody> {
+  constructor() {
+    compileEnqueueValidators();
+  }
+
   transform(body: unknown): EnqueueBatchBody {
     if (isValidBatchBody(body)) return body as EnqueueBatchBody;
     requireObject(body);
