@@ -65,8 +65,9 @@ export class JobsService {
       const prefix = batch ? `jobs.${i}.` : '';
       try {
         const n = normalizeEnqueue(toInput(bodies[i]), this.config.maxPayloadBytes, prefix);
-        // Below the API a queue is named with its project (src/core/project-queue.ts).
-        normalized.push({ ...n, queue: qualify(project, n.queue) });
+        // Below the API a queue is named with its project (src/core/project-queue.ts); `n` is this call's own object.
+        n.queue = qualify(project, n.queue);
+        normalized.push(n);
       } catch (e) {
         if (e instanceof PayloadTooLargeError) {
           throw batch ? Object.assign(new PayloadTooLargeError(e.limitBytes), { message: `jobs.${i}: ${e.message}` }) : e;
@@ -79,17 +80,22 @@ export class JobsService {
     if (details.length) throw new ValidationError(`invalid ${batch ? 'batch' : 'job'}: ${details.map((d) => d.path).join(', ')}`, details);
     this.cap.admit(project, normalized.length);
     const results = await this.store.enqueue(normalized, trace);
-    return Promise.all(
-      results.map(async (r, i) => {
-        // A new or debounced job is rendered from what the enqueue resolved (no read-back: the hot
-        // path; a debounced job is never-claimed and now holds this request's spec); a replayed one
-        // is read, since it may have moved on since it was created.
-        const job = r.created
-          ? createdJob(r.id, r.status as JobStatus, normalized[i], bodies[i].payload as Record<string, Json> | undefined, r.created)
-          : await this.mustGet(r.id, normalized[i].queue);
-        return { job, replayed: r.replayed, debounced: r.debounced === true };
-      }),
-    );
+    const out: Enqueued[] = new Array(results.length);
+    const reads: Promise<void>[] = [];
+    for (let i = 0; i < results.length; i++) {
+      const r = results[i];
+      // A new or debounced job is rendered from what the enqueue resolved (no read-back: the hot
+      // path; a debounced job is never-claimed and now holds this request's spec); a replayed one
+      // is read, since it may have moved on since it was created.
+      if (r.created) {
+        const job = createdJob(r.id, r.status as JobStatus, normalized[i], bodies[i].payload as Record<string, Json> | undefined, r.created);
+        out[i] = { job, replayed: r.replayed, debounced: r.debounced === true };
+      } else {
+        reads.push(this.mustGet(r.id, normalized[i].queue).then((job) => void (out[i] = { job, replayed: r.replayed, debounced: r.debounced === true })));
+      }
+    }
+    if (reads.length) await Promise.all(reads);
+    return out;
   }
 
   /**

@@ -4,6 +4,7 @@ import { ValidationError } from '../../core/errors';
 import { nullFieldDetails } from '../../http/null-fields';
 import { flattenValidationErrors } from '../../http/validation';
 import { BackoffDto, DebounceDto, EnqueueBatchDto, EnqueueJobDto } from './enqueue-job.dto';
+import { compileEnqueueValidators, isValidBatchBody, isValidJobBody } from './enqueue-schema';
 
 /** The same options as the global ValidationPipe (src/http/validation.ts). */
 const OPTIONS: ValidatorOptions = {
@@ -62,11 +63,19 @@ export function requireObject(body: unknown): asserts body is Record<string, unk
  * (its deep copy of the payload was the largest single cost of the enqueue
  * hot path; the DTO only needs its nested `backoff` and `debounce` as class instances),
  * and the same `null` rule (src/http/null-fields.ts).
+ * A body the compiled validator (./enqueue-schema.ts) accepts is returned as
+ * parsed, a plain object (the hot path: no DTO instances, no class-validator
+ * walk); any other goes through class-validator, which names every problem.
  * The route's parameter is typed with an interface so the global pipe skips it.
  * @throws ValidationError (400) with `{path, message}` per failed rule.
  */
-export class EnqueueJobPipe implements PipeTransform<unknown, EnqueueJobDto> {
-  transform(body: unknown): EnqueueJobDto {
+export class EnqueueJobPipe implements PipeTransform<unknown, EnqueueJobBody> {
+  constructor() {
+    compileEnqueueValidators();
+  }
+
+  transform(body: unknown): EnqueueJobBody {
+    if (isValidJobBody(body)) return body as EnqueueJobBody;
     requireObject(body);
     const extra: Details = [];
     return check(toJobDto(body, '', extra) as EnqueueJobDto, extra);
@@ -74,8 +83,13 @@ export class EnqueueJobPipe implements PipeTransform<unknown, EnqueueJobDto> {
 }
 
 /** {@link EnqueueJobPipe} for `POST /jobs/batch` (`{jobs: [...]}`; paths `jobs.<i>.<field>`). */
-export class EnqueueBatchPipe implements PipeTransform<unknown, EnqueueBatchDto> {
-  transform(body: unknown): EnqueueBatchDto {
+export class EnqueueBatchPipe implements PipeTransform<unknown, EnqueueBatchBody> {
+  constructor() {
+    compileEnqueueValidators();
+  }
+
+  transform(body: unknown): EnqueueBatchBody {
+    if (isValidBatchBody(body)) return body as EnqueueBatchBody;
     requireObject(body);
     const extra: Details = [];
     const dto = assign(new EnqueueBatchDto(), body, '', extra);

@@ -21,15 +21,18 @@ import {
 import { flowKeyProblem, LIMITS, NAMED_PRIORITIES } from '../../core/job-options';
 import { IntInRange } from '../../http/validation';
 
-/** `priority`: an integer −100..100 or one of the named priorities. */
+/** The `priority` rule: an integer −100..100 or one of the named priorities (also ./enqueue-schema.ts). */
+export function isPriority(v: unknown): boolean {
+  return (typeof v === 'number' && Number.isInteger(v) && v >= LIMITS.minPriority && v <= LIMITS.maxPriority) || (typeof v === 'string' && Object.hasOwn(NAMED_PRIORITIES, v));
+}
+
+/** `priority`: {@link isPriority}. */
 export function IsPriority(opts?: ValidationOptions): PropertyDecorator {
   return ValidateBy(
     {
       name: 'isPriority',
       validator: {
-        validate: (v: unknown) =>
-          (typeof v === 'number' && Number.isInteger(v) && v >= LIMITS.minPriority && v <= LIMITS.maxPriority) ||
-          (typeof v === 'string' && Object.hasOwn(NAMED_PRIORITIES, v)),
+        validate: isPriority,
         defaultMessage: () => 'must be an integer -100..100 or "high", "normal", "low"',
       },
     },
@@ -54,17 +57,24 @@ export function IsFlowKey(opts?: ValidationOptions): PropertyDecorator {
   );
 }
 
-/** `debounce.maxWaitMs`: an integer from the `windowMs` sent (else its minimum) up to one week. */
+/**
+ * The `debounce.maxWaitMs` rule: an integer from the `windowMs` sent (else
+ * its minimum) up to one week. Shared by the DTO and the compiled validator
+ * (./enqueue-schema.ts).
+ */
+export function isMaxWait(v: unknown, windowMs: unknown): boolean {
+  const w = windowMs;
+  const min = typeof w === 'number' && Number.isInteger(w) && w >= LIMITS.minDebounceWindowMs ? w : LIMITS.minDebounceWindowMs;
+  return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= LIMITS.maxDebounceMaxWaitMs;
+}
+
+/** `debounce.maxWaitMs`: {@link isMaxWait}. */
 function IsMaxWait(opts?: ValidationOptions): PropertyDecorator {
   return ValidateBy(
     {
       name: 'isMaxWait',
       validator: {
-        validate: (v: unknown, args) => {
-          const w = (args?.object as { windowMs?: unknown } | undefined)?.windowMs;
-          const min = typeof w === 'number' && Number.isInteger(w) && w >= LIMITS.minDebounceWindowMs ? w : LIMITS.minDebounceWindowMs;
-          return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= LIMITS.maxDebounceMaxWaitMs;
-        },
+        validate: (v: unknown, args) => isMaxWait(v, (args?.object as { windowMs?: unknown } | undefined)?.windowMs),
         defaultMessage: () => `must be an integer windowMs..${LIMITS.maxDebounceMaxWaitMs}`,
       },
     },
