@@ -17,10 +17,10 @@
  * 3. Retiring a day while the writer runs: a mirror writer (project() +
  *    writeBatch(), the batch writer's own message, 500 fresh jobs per batch,
  *    each with its enqueued/claimed/completed events and execution)
- *    writes for --window s, then retireExpiredDays(retention = 29 days) runs
- *    (the oldest day is due), then the writer goes on --window s. Printed:
- *    jobs/s of the writer per second before / during / after, the slowest
- *    batch of each phase, the retire's total time, its locked time (the
+ *    writes three windows of --window s; 1 s into the second,
+ *    retireExpiredDays(retention = --retain-days, default 29: the oldest day is
+ *    due) runs. Printed: the writer's jobs/s in each window (before / around
+ *    the retire / after), its median and slowest batch in each, the retire's total time, its locked time (the
  *    detach transaction: what the writers may wait on), the day's jobs, and
  *    the keepers it moved.
  * The database is dropped at the end unless KEEP_DB=1 (or --db was given).
@@ -45,6 +45,7 @@ function arg(name, def) {
 const JOBS = Number(arg('jobs', 10_000_000));
 const ROUNDS = Number(arg('rounds', 10));
 const WINDOW_S = Number(arg('window', 10));
+const RETAIN_DAYS = Number(arg('retain-days', 29));
 const BATCH = 500;
 
 const median = (xs) => {
@@ -112,50 +113,44 @@ async function timeQueries(ds) {
 }
 
 async function retireUnderWrites(ds) {
-  const phases = { before: [], during: [], after: [] };
+  // Three windows of WINDOW_S each: before; "around" (the retire starts 1 s in and runs inside it); after.
+  const windows = { before: [], around: [], after: [] };
   let phase = 'before';
   let stop = false;
-  const perSecond = { before: new Map(), during: new Map(), after: new Map() };
-  const t0 = Date.now();
   const writer = (async () => {
     while (!stop) {
       const b = freshBatch();
       const s = Date.now();
       await writeBatch(ds, b, true);
-      const e = Date.now();
-      phases[phase].push(e - s);
-      const sec = Math.floor((e - t0) / 1000);
-      perSecond[phase].set(sec, (perSecond[phase].get(sec) ?? 0) + BATCH);
+      windows[phase].push(Date.now() - s);
     }
   })();
-  await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
-  phase = 'during';
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  await sleep(WINDOW_S * 1000);
+  phase = 'around';
+  const aroundStart = Date.now();
+  await sleep(1000);
   const parts = await rangePartitions(ds, 'jobs');
   const r0 = Date.now();
-  const retired = await retireExpiredDays(ds, 29);
+  const retired = await retireExpiredDays(ds, RETAIN_DAYS);
   const retireMs = Date.now() - r0;
+  await sleep(Math.max(0, aroundStart + WINDOW_S * 1000 - Date.now()));
   phase = 'after';
-  await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
+  await sleep(WINDOW_S * 1000);
   stop = true;
   await writer;
-  const rate = (p) => {
-    const secs = [...perSecond[p].values()];
-    // the first and last second of a phase are partial
-    const full = secs.length > 2 ? secs.slice(1, -1) : secs;
-    return full.length ? Math.round(median(full)) : NaN;
-  };
-  console.log(`\nRetire while the writer runs (partitions before: ${parts.length}; batches of ${BATCH} jobs, 3 events + 1 execution each)`);
-  for (const r of retired) {
-    console.log(`  retired ${r.suffix}: ${r.dropped.toLocaleString('en')} jobs dropped, ${r.kept} kept; locked ${r.lockedMs} ms`);
-  }
+  console.log(`\nRetire while the writer runs (retention ${RETAIN_DAYS} days; ${parts.length} partitions before; batches of ${BATCH} fresh jobs, 3 events + 1 execution each)`);
+  for (const r of retired) console.log(`  retired ${r.suffix}: ${r.dropped.toLocaleString('en')} jobs dropped, ${r.kept} kept; parents locked ${r.lockedMs} ms`);
   console.log(`  retire total ${retireMs} ms (online keeper scan + locked detach + drop)`);
-  for (const p of ['before', 'during', 'after']) {
-    const lat = phases[p];
+  const rates = {};
+  for (const p of ['before', 'around', 'after']) {
+    const lat = windows[p];
+    rates[p] = Math.round((lat.length * BATCH) / WINDOW_S);
     console.log(
-      `  writer ${p.padEnd(6)}: ${String(rate(p)).padStart(6)} jobs/s median per second; batches ${lat.length}, median ${median(lat)} ms, slowest ${lat.length ? Math.max(...lat) : NaN} ms`,
+      `  writer ${p.padEnd(6)} (${WINDOW_S} s): ${String(rates[p]).padStart(6)} jobs/s; batches ${lat.length}, median ${median(lat)} ms, slowest ${lat.length ? Math.max(...lat) : NaN} ms`,
     );
   }
-  return { retired, retireMs, rates: { before: rate('before'), during: rate('during'), after: rate('after') } };
+  return { retired, retireMs, rates };
 }
 
 async function main() {
