@@ -1,5 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { DAY_MS, HISTORY_TABLES, PARTITION_DAYS_AHEAD, dayStart, ensureDays, uuidFloor, uuidMs } from '../partitions';
+import { DAY_MS, HISTORY_TABLES, PARTITION_DAYS_AHEAD, dayStart, ensureDays, uuidFloor } from '../partitions';
 
 /**
  * The history tables become time-partitioned (issue 22; src/postgres/partitions.ts):
@@ -22,9 +22,9 @@ import { DAY_MS, HISTORY_TABLES, PARTITION_DAYS_AHEAD, dayStart, ensureDays, uui
  * Upgrade with data: each table is renamed `<table>_legacy` (its indexes
  * and constraints too), stripped of what a partition may not have (the
  * counters' triggers with transition tables, the key the parent does not
- * share) and attached as the partition FROM (MINVALUE) TO (the UTC day after
- * its newest row, or after now; `_ahead` above it, the days carved out of
- * it): the rows stay where they are, readable
+ * share) and attached as the partition FROM (MINVALUE) TO (tomorrow, UTC;
+ * `_ahead` above it, holding the rows of later days — ids of a clock that
+ * ran ahead — and the days carved out of it): the rows stay where they are, readable
  * throughout by the same queries; only the new key of the events and logs
  * and `jobs_queue_updated_at` are built over them (the migration's cost is
  * those builds, minutes per hundred million rows, under ACCESS EXCLUSIVE:
@@ -40,11 +40,10 @@ export class PartitionedHistory1796001800000 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`LOCK TABLE ${HISTORY_TABLES.map((t) => t.name).join(', ')} IN ACCESS EXCLUSIVE MODE`);
-    const [newest] = (await q.query(
-      `SELECT greatest((SELECT id FROM jobs ORDER BY id DESC LIMIT 1), (SELECT job_id FROM job_events ORDER BY job_id DESC LIMIT 1))::text AS id`,
-    )) as { id: string | null }[];
-    const bound = dayStart(Math.max(Date.now(), newest.id ? uuidMs(newest.id) : 0)) + DAY_MS;
-    const boundId = uuidFloor(bound);
+    // The legacy partition ends with today (UTC): rows of later days (ids made by a clock running
+    // ahead, up to the top of the 48-bit range) move to `_ahead`, as the writer would have put them, so
+    // the days after today are carved as usual and the legacy partition retires on time.
+    const boundId = uuidFloor(dayStart(Date.now()) + DAY_MS);
 
     for (const t of ['jobs_count_ins', 'jobs_count_upd', 'jobs_count_del', 'jobs_count_trunc', 'jobs_finishes_ins', 'jobs_finishes_upd', 'jobs_finishes_trunc']) {
       await q.query(`DROP TRIGGER IF EXISTS ${t} ON jobs`);
@@ -52,8 +51,9 @@ export class PartitionedHistory1796001800000 implements MigrationInterface {
     await q.query(`DROP STATISTICS IF EXISTS jobs_queue_type_dep`);
     const payloadIndexes = (await q.query(`SELECT queue, index_name FROM payload_search_queues`)) as { queue: string; index_name: string }[];
 
-    // Rows in any history table: an upgrade (every table keeps its old rows as `_legacy`, even an empty one, so the five stay laid out alike).
-    const upgrade = ((await q.query(`SELECT 1 FROM jobs LIMIT 1`)) as unknown[]).length + ((await q.query(`SELECT 1 FROM job_events LIMIT 1`)) as unknown[]).length > 0;
+    // Rows in any of the five history tables: an upgrade (every table keeps its old rows as `_legacy`, even an empty one, so the five stay laid out alike).
+    let upgrade = false;
+    for (const t of HISTORY_TABLES) if (((await q.query(`SELECT 1 FROM ${t.name} LIMIT 1`)) as unknown[]).length) upgrade = true;
     const low = uuidFloor(dayStart(Date.now() - DAY_MS));
     for (const t of HISTORY_TABLES) {
       const legacy = `${t.name}_legacy`;
@@ -66,10 +66,13 @@ export class PartitionedHistory1796001800000 implements MigrationInterface {
       await q.query(`CREATE TABLE ${t.name} (LIKE ${legacy} INCLUDING DEFAULTS) PARTITION BY RANGE (${t.key})`);
       for (const ddl of PARENT_DDL[t.name]) await q.query(ddl);
       if (upgrade) {
+        // Rows of the days after today leave for `_ahead` (normally none; by the old key's index, before it goes).
+        await q.query(`CREATE TABLE ${t.name}_ahead (LIKE ${t.name} INCLUDING DEFAULTS)`);
+        await q.query(`WITH moved AS (DELETE FROM ${legacy} WHERE ${t.key} >= '${boundId}' RETURNING *) INSERT INTO ${t.name}_ahead SELECT * FROM moved`);
         // What the parent does not share would be kept and written for nothing (the old keys, the old recent-jobs index).
         for (const ix of LEGACY_DROPS[t.name] ?? []) await q.query(ix);
         await q.query(`ALTER TABLE ${t.name} ATTACH PARTITION ${legacy} FOR VALUES FROM (MINVALUE) TO ('${boundId}')`);
-        await q.query(`CREATE TABLE ${t.name}_ahead PARTITION OF ${t.name} FOR VALUES FROM ('${boundId}') TO (MAXVALUE)`);
+        await q.query(`ALTER TABLE ${t.name} ATTACH PARTITION ${t.name}_ahead FOR VALUES FROM ('${boundId}') TO (MAXVALUE)`);
       } else {
         await q.query(`DROP TABLE ${legacy}`);
         await q.query(`CREATE TABLE ${t.name}_kept PARTITION OF ${t.name} FOR VALUES FROM (MINVALUE) TO ('${low}')`);
