@@ -71,17 +71,45 @@ async function build(db: DataSource, queue: string, name: string): Promise<Paylo
     await db.query(payloadIndexSql(queue));
     for (const part of await partitionsWithout(db, name)) {
       const own = `${name}_${part.slice(part.lastIndexOf('_') + 1)}`;
-      // A build left invalid by a crash is dropped and made again.
-      if ((await indexValid(db, own)) === false) await db.query(`DROP INDEX CONCURRENTLY IF EXISTS ${own}`);
-      await db.query(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${own} ON ${part} ${payloadIndexDef(queue)}`);
-      await db.query(`ALTER INDEX ${name} ATTACH PARTITION ${own}`);
+      // The retention re-attaches `_kept` (and may drop a day) while this goes on: a partition
+      // (re)attached meanwhile got its index from the attach, built under the retention's lock.
+      if (!(await partitionsWithout(db, name)).includes(part)) continue;
+      try {
+        // A build left invalid by a crash is dropped and made again.
+        if ((await indexValid(db, own)) === false) await db.query(`DROP INDEX CONCURRENTLY IF EXISTS ${own}`);
+        await db.query(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${own} ON ${part} ${payloadIndexDef(queue)}`);
+        await db.query(`ALTER INDEX ${name} ATTACH PARTITION ${own}`);
+      } catch (err) {
+        // Turned off meanwhile (the parent's index dropped): the partition's own would stay, written for nothing.
+        if ((await indexValid(db, name)) === null) {
+          await db.query(`DROP INDEX CONCURRENTLY IF EXISTS ${own}`).catch(() => undefined);
+          throw err;
+        }
+        // The day retired meanwhile (src/postgres/partition-retire.ts): nothing to build there.
+        if (!(await isJobsPartition(db, part))) continue;
+        // Re-attached meanwhile, with an index of its own from the attach: this one is a duplicate.
+        if (!(await partitionsWithout(db, name)).includes(part)) {
+          await db.query(`DROP INDEX CONCURRENTLY IF EXISTS ${own}`);
+          continue;
+        }
+        throw err;
+      }
     }
     if ((await indexValid(db, name)) !== true) state = 'failed';
   } catch {
     state = 'failed';
   }
+  // Turned off before the parent's index was made: it would be made (and built) for a queue that no longer asks for it.
+  const [still] = (await db.query(`SELECT 1 AS on FROM payload_search_queues WHERE queue = $1`, [queue]).catch(() => [{ on: 1 }])) as unknown[];
+  if (!still) await db.query(`DROP INDEX IF EXISTS ${name}`).catch(() => undefined);
   await db.query(`UPDATE payload_search_queues SET state = $2, updated_at = now() WHERE queue = $1 AND state <> 'ready'`, [queue, state]).catch(() => undefined);
   return state;
+}
+
+/** Whether `table` is (still) a partition of `jobs`. */
+async function isJobsPartition(db: DataSource, table: string): Promise<boolean> {
+  const rows = (await db.query(`SELECT 1 FROM pg_inherits WHERE inhrelid = to_regclass($1) AND inhparent = 'jobs'::regclass`, [table])) as unknown[];
+  return rows.length > 0;
 }
 
 /** The partitions of `jobs` that have no index attached to the parent's index `name`. */
