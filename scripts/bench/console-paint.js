@@ -71,7 +71,8 @@ async function main() {
   const server = startServer({ port, env: { ROLE: 'all', AUTH: 'off', REDIS_PREFIX: prefix, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' } });
   let browser;
   try {
-    await waitReady(server);
+    // A fresh prefix: the audit role restores every unfinished and dead-lettered job from PostgreSQL first (300,000 at 10M rows).
+    await waitReady(server, Number(process.env.READY_TIMEOUT_MS || 900_000));
     const api = (method, p, body) => fetch(`${server.url}${p}`, { method, headers: { 'content-type': 'application/json' }, body: body && JSON.stringify(body) });
     for (const q of QUEUES) {
       await api('PUT', `/queues/${q}`, { external: true });
