@@ -53,9 +53,11 @@ local now = nowMs()
 -- caller ever gets, and a rate-limit counter without expiry.
 local n = clamp(ARGV[2], 1, 1000, 1)
 local lease = now + clamp(ARGV[3], 1, MAX_LEASE_MS, 30000)
-local meta = redis.call('HMGET', KEYS[4], 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'vr')
+-- One read of meta: the claim's own fields, then the lane settings (lanesCtx).
+local meta = redis.call('HMGET', KEYS[4], 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'vr', unpack(LANE_FIELDS))
 -- Not checked against PostgreSQL since Redis restarted: claim nothing yet (answered as paused).
 if fenced(meta[6]) then return {1, FENCE_RETRY_MS} end
+lanesCtx(prefix, meta, 6)
 -- A limit that is not a number (a hand-edited hash) is no limit.
 local mc = clamp(meta[2], 1, 1e9, nil)
 local rlMax = clamp(meta[3], 1, 1e9, nil)
@@ -108,6 +110,8 @@ end
 local L = lanesCtx(prefix)
 local out = {0, -1}
 local claimed = 0
+-- The claimed jobs' active-set entries (score, id, ...): one ZADD per call (addActive).
+local act = {}
 -- Integers as strings for redis.call (see int() in now.lua).
 local nowS, leaseS = int(now), int(lease)
 local solo = false
@@ -137,11 +141,13 @@ local function claimJob(id, noSlot)
     else
       redis.call('HSET', jk, 's', 'active', 'a', aS, 'x', xS, 'lt', token, 'w', ARGV[4], 'sa', nowS)
     end
-    redis.call('ZADD', KEYS[3], leaseS, id)
+    act[#act + 1] = leaseS
+    act[#act + 1] = id
     -- Slots are counted while the queue has a concurrency limit (lanes.lua kt);
     -- the lanes path counts them once per lane (noSlot).
     if f[11] and L.kt and not noSlot then redis.call('HINCRBY', L.act, f[11], 1) end
-    emit(KEYS[5], nowS, 'claimed', id, 'waiting', 'active', aS, {'x', xS, 'w', ARGV[4]})
+    -- emit() inlined (includes/emit.lua: the same entry; ms empty).
+    redis.call('XADD', KEYS[5], '*', 'h', 'claimed|waiting|active|' .. aS .. '|' .. nowS .. '|' .. id .. '|' .. xS .. '|', 'w', ARGV[4])
     claimed = claimed + 1
     if not L.on then
       -- The plain path while lanes are being built: the job leaves its lane
@@ -173,6 +179,12 @@ local function claimJob(id, noSlot)
   end
   -- else: a stale entry (job gone or already moved on); dropping it is correct.
   return 'skip'
+end
+
+-- The claimed jobs join the active set (before the script returns; nothing
+-- in between reads it).
+local function addActive()
+  if #act > 0 then redis.call('ZADD', KEYS[3], unpack(act)) end
 end
 
 if L.on then
@@ -291,6 +303,7 @@ if L.on then
     if #rot > 0 then redis.call('ZADD', L.ring, unpack(rot)) end
   end
   if #gone > 0 then redis.call('ZREM', KEYS[1], unpack(gone)) end
+  addActive()
   if multi then
     -- Round robin in the answer too: each lane's first job, then the seconds…
     local jobs = {}
@@ -335,6 +348,7 @@ for i = 1, #popped, 2 do
     break
   end
 end
+addActive()
 if claimed > 0 and rlMax then
   redis.call('INCRBY', KEYS[7], claimed)
   boundWindow()

@@ -28,6 +28,16 @@ local nowS = int(now) -- integers as strings for redis.call (see int() in now.lu
 local out = {}
 local freed = false -- a key's lane rejoined the ring (lanes.lua slotFree)
 local slots = {} -- key -> its jobs that left the active set: freed once per key
+-- Jobs without a concurrency key leave the active set in one ZREM per call
+-- (nothing reads it in between); a keyed job's own ZREM says whether its slot frees.
+local gone = {}
+local function leave(id, ck)
+  if not ck then
+    gone[#gone + 1] = id
+  elseif redis.call('ZREM', KEYS[1], id) == 1 then
+    slots[ck] = (slots[ck] or 0) + 1
+  end
+end
 for i = 3, #ARGV, 3 do
   local id, token = ARGV[i], ARGV[i + 1]
   local jk = jobKey(ARGV[1], id)
@@ -43,7 +53,7 @@ for i = 3, #ARGV, 3 do
     else out[#out + 1] = ERR_LEASE_LOST end
   elseif f[6] == '1' then
     redis.call('HSET', jk, 's', 'cancelled', 'fa', nowS)
-    if redis.call('ZREM', KEYS[1], id) == 1 and f[7] then slots[f[7]] = (slots[f[7]] or 0) + 1 end
+    leave(id, f[7])
     emit(KEYS[2], nowS, 'cancelled', id, 'active', 'cancelled', f[3], {'x', f[4], 'w', ARGV[2], 'r', 'cancel_requested'})
     flowOut(ARGV[1], f[8], id, 'x')
     out[#out + 1] = 2
@@ -51,13 +61,17 @@ for i = 3, #ARGV, 3 do
     -- lt stays: every fenced script also requires s == 'active', so a
     -- leftover token is inert, and not deleting saves a listpack rewrite.
     redis.call('HSET', jk, 's', 'completed', 'r', ARGV[i + 2], 'fa', nowS)
-    if redis.call('ZREM', KEYS[1], id) == 1 and f[7] then slots[f[7]] = (slots[f[7]] or 0) + 1 end
-    emit(KEYS[2], nowS, 'completed', id, 'active', 'completed', f[3],
-      {'x', f[4], 'w', ARGV[2], 'd', ARGV[i + 2], 'ms', int(now - (tonumber(f[5]) or now))})
+    leave(id, f[7])
+    -- emit() inlined (includes/emit.lua: the same entry): attempt and
+    -- executionSeq as integers, '0' and '' when the hash holds no number.
+    local a, x = tonumber(f[3]), tonumber(f[4])
+    redis.call('XADD', KEYS[2], '*', 'h', 'completed|active|completed|' .. (a and int(a) or '0') .. '|' .. nowS .. '|' .. id
+      .. '|' .. (x and int(x) or '') .. '|' .. int(now - (tonumber(f[5]) or now)), 'w', ARGV[2], 'd', ARGV[i + 2])
     flowOut(ARGV[1], f[8], id, 'c')
     out[#out + 1] = 1
   end
 end
+if #gone > 0 then redis.call('ZREM', KEYS[1], unpack(gone)) end
 for k, c in pairs(slots) do
   if slotFree(ARGV[1], k, c) then freed = true end
 end

@@ -60,10 +60,21 @@ local AGING_T0 = 1767225600000
 local TURN_MAX = 17592186044415
 local LANE_CTX = nil
 
--- The queue's lane settings, read once per script call.
-local function lanesCtx(prefix)
+-- The meta fields lanesCtx reads, in its order (a caller that reads meta
+-- anyway may read these in the same HMGET and pass them: lanesCtx(prefix, m, i)).
+local LANE_FIELDS = {'km', 'kmig', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag', 'kt', 'ksp', 'kv'}
+
+-- The queue's lane settings, read once per script call. m, i: the values of
+-- LANE_FIELDS already read, at m[i + 1]... (else read here).
+local function lanesCtx(prefix, m, i)
   if LANE_CTX then return LANE_CTX end
-  local m = redis.call('HMGET', prefix .. 'meta', 'km', 'kmig', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag', 'kt', 'ksp', 'kv')
+  if m then
+    local t = {}
+    for j = 1, #LANE_FIELDS do t[j] = m[i + j] end
+    m = t
+  else
+    m = redis.call('HMGET', prefix .. 'meta', unpack(LANE_FIELDS))
+  end
   LANE_CTX = {
     prefix = prefix,
     on = m[1] == '1',

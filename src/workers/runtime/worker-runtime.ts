@@ -124,6 +124,19 @@ function isStoreAnswer(e: unknown): boolean {
 const CLAIM_STALL_MS = 500;
 /** After a queue's claim failed, how long before that queue is tried again, ms. */
 const CLAIM_RETRY_MS = 250;
+/**
+ * With `*`, how long a queue whose claim found nothing to take (drained,
+ * paused, at its limit) is left out of the passes of a busy worker, ms.
+ * Each pass claimed from every known queue, and an empty claim costs Redis
+ * a whole script (tens of µs) and Node a round trip: with a few idle queues
+ * beside a busy one that was most of the processing cost. A job that arrives
+ * in such a queue meanwhile starts at most this much later; once the worker
+ * goes idle it blocks on every queue's wake list, which holds the tokens of
+ * whatever arrived since (the empty claim emptied it), and claims them all.
+ * Only with `*`: an explicit QUEUES list is in priority order, which a
+ * skipped queue would not keep.
+ */
+const EMPTY_RECHECK_MS = 20;
 
 
 /**
@@ -169,6 +182,13 @@ export class WorkerRuntime {
   private soloRunning = false;
   /** A job that must run alone is next: claim nothing until idle (claim said `isolate`). */
   private isolating = false;
+  /**
+   * `*` only: queues whose last claim took nothing, with when they are
+   * claimed again (epoch ms) and when their claim's hint (next delayed job,
+   * rate-limit window) is due: see {@link EMPTY_RECHECK_MS}. Cleared when the
+   * worker blocks on the wake lists.
+   */
+  private readonly emptyQueues = new Map<string, { until: number; hintAt: number }>();
   private readonly random: () => number;
   private readonly store: JobStore;
   private readonly queues: QueueStore;
@@ -308,10 +328,20 @@ export class WorkerRuntime {
         await new Promise((r) => setTimeout(r, CLAIM_RETRY_MS));
         continue;
       }
+      const passAt = Date.now();
       for (const queue of queues) {
         const free = this.options.concurrency - this.running.size;
         if (free <= 0 || this.stopping) break;
         if (this.lateClaims.has(queue)) continue;
+        const empty = this.emptyQueues.get(queue);
+        if (empty) {
+          if (empty.until > passAt) {
+            // Not claimed now: its hint still bounds the idle wait below.
+            if (empty.hintAt < Infinity) waitMs = Math.min(waitMs, Math.max(1, empty.hintAt - passAt));
+            continue;
+          }
+          this.emptyQueues.delete(queue);
+        }
         const retryAt = this.failing.get(queue);
         if (retryAt !== undefined && retryAt > Date.now()) continue;
         let res: WorkerClaimResult | null;
@@ -332,6 +362,9 @@ export class WorkerRuntime {
         }
         for (const job of res.jobs) this.startJob(queue, job);
         claimed += res.jobs.length;
+        if (res.jobs.length === 0 && res.retryInMs !== 0 && res.block !== 'isolate' && res.block !== 'external' && this.options.queues.includes('*')) {
+          this.emptyQueues.set(queue, { until: passAt + EMPTY_RECHECK_MS, hintAt: res.retryInMs > 0 ? passAt + res.retryInMs : Infinity });
+        }
         if (res.retryInMs >= 0) waitMs = Math.min(waitMs, Math.max(1, res.retryInMs));
         if (res.block === 'solo') this.soloRunning = true;
         if (res.block === 'isolate') this.isolating = true;
@@ -351,6 +384,8 @@ export class WorkerRuntime {
       }
       // Block on the queues that answered; come back soon for the ones set aside.
       if (healthy.length < queues.length) waitMs = Math.min(waitMs, CLAIM_RETRY_MS);
+      // Blocking covers the queues left out as empty: their wake lists say what arrived since.
+      this.emptyQueues.clear();
       await this.waiter.wait(healthy, waitMs);
     }
   }
