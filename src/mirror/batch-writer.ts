@@ -291,6 +291,17 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
     }
   }
   if (b.patches.length) out.push(planPatches(b.patches));
+  const tops = streamTops(b);
+  if (tops.length) {
+    // The newest entry per queue (restore and the loss watch read it: src/restore); only ever moved forward.
+    out.push({
+      sql: `INSERT INTO queue_stream_tops AS t (queue, stream_ms, stream_seq)
+       SELECT q, sm, ss FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(q, sm, ss)
+       ON CONFLICT (queue) DO UPDATE SET stream_ms = EXCLUDED.stream_ms, stream_seq = EXCLUDED.stream_seq
+       WHERE (t.stream_ms, t.stream_seq) < (EXCLUDED.stream_ms, EXCLUDED.stream_seq)`,
+      params: [textArray(tops.map((t) => t.queue)), numArray(tops.map((t) => t.ms)), numArray(tops.map((t) => t.seq))],
+    });
+  }
   if (b.starts.length) {
     const s = dedupe(b.starts, (r) => `${r.jobId}/${r.executionSeq}`);
     if (fresh) out.push(copyOf(START_COPY_SQL, startRows(s)));
@@ -424,4 +435,18 @@ export function idSpan(ids: string[]): string {
     if (id > max) max = id;
   }
   return textArray([min, max]);
+}
+
+/** The newest entry id (ms, seq as decimal strings) of each queue among a batch's events and logs, queues sorted (a fixed lock order). */
+export function streamTops(b: MirrorBatch): { queue: string; ms: string; seq: string }[] {
+  const top = new Map<string, { ms: string; seq: string }>();
+  const newer = (a: { ms: string; seq: string }, ms: string, seq: string) =>
+    ms.length !== a.ms.length ? ms.length > a.ms.length : ms !== a.ms ? ms > a.ms : seq.length !== a.seq.length ? seq.length > a.seq.length : seq > a.seq;
+  for (const rows of [b.events, b.logs] as { queue: string; streamMs: string; streamSeq: string }[][]) {
+    for (const r of rows) {
+      const t = top.get(r.queue);
+      if (!t || newer(t, r.streamMs, r.streamSeq)) top.set(r.queue, { ms: r.streamMs, seq: r.streamSeq });
+    }
+  }
+  return [...top.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([queue, t]) => ({ queue, ...t }));
 }

@@ -264,13 +264,11 @@ export class RedisLossWatch {
     return known;
   }
 
-  /** The newest stream id ("ms-seq") PostgreSQL holds for each queue's events (absent: none), one query (an index probe per queue). */
+  /** The newest stream id ("ms-seq") PostgreSQL holds for each queue's entries (absent: none): `queue_stream_tops`, which the mirror writer keeps. */
   private async newestMirroredAll(queues: string[]): Promise<Map<string, string>> {
     if (!queues.length) return new Map();
     const rows = (await this.db.query(
-      `SELECT q.name, e.m, e.s FROM unnest($1::text[]) AS q(name)
-       CROSS JOIN LATERAL (SELECT stream_ms::text AS m, stream_seq::text AS s FROM job_events
-                           WHERE queue = q.name ORDER BY stream_ms DESC, stream_seq DESC LIMIT 1) e`,
+      `SELECT queue AS name, stream_ms::text AS m, stream_seq::text AS s FROM queue_stream_tops WHERE queue = ANY($1::text[])`,
       [queues],
     )) as { name: string; m: string; s: string }[];
     return new Map(rows.map((r) => [r.name, `${r.m}-${r.s}`]));
@@ -279,7 +277,7 @@ export class RedisLossWatch {
   /** The newest stream id ("ms-seq") PostgreSQL holds for the queue's events, or null. */
   private async newestMirrored(queue: string): Promise<string | null> {
     const [top] = (await this.db.query(
-      `SELECT stream_ms::text AS m, stream_seq::text AS s FROM job_events WHERE queue = $1 ORDER BY stream_ms DESC, stream_seq DESC LIMIT 1`,
+      `SELECT stream_ms::text AS m, stream_seq::text AS s FROM queue_stream_tops WHERE queue = $1`,
       [queue],
     )) as { m: string; s: string }[];
     return top ? `${top.m}-${top.s}` : null;

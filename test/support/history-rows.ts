@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { entryFields, project, StreamEntry } from '../../src/mirror/projection';
-import { writeBatch } from '../../src/mirror/batch-writer';
+import { batchMessage, planBatch, writeBatch } from '../../src/mirror/batch-writer';
+import { sendBatch } from '../../src/postgres/pg-batch';
 import { v7At } from './postgres';
 
 /**
@@ -40,6 +41,16 @@ export function jobEntries(queue: string, createdAt: number, runAt = createdAt +
 /** Writes entries through the mirror's projection and batch writer (fresh: COPY; else the idempotent form). */
 export async function mirror(db: DataSource, entries: StreamEntry[], fresh = true): Promise<void> {
   await writeBatch(db, project(entries), fresh);
+}
+
+/**
+ * Writes entries as the writer of the schema before migration 1796001800000
+ * did (the fresh COPY form, without the `queue_stream_tops` row that table
+ * did not exist for): rows for the upgrade tests.
+ */
+export async function mirrorAsBefore(db: DataSource, entries: StreamEntry[]): Promise<void> {
+  const plan = planBatch(project(entries), true).filter((st) => !st.sql.includes('queue_stream_tops'));
+  await sendBatch(db, batchMessage(plan));
 }
 
 /** Which partition (table name) holds each row of `table` whose `col` is `id`. */

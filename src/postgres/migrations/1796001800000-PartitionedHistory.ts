@@ -50,6 +50,16 @@ export class PartitionedHistory1796001800000 implements MigrationInterface {
     }
     await q.query(`DROP STATISTICS IF EXISTS jobs_queue_type_dep`);
     const payloadIndexes = (await q.query(`SELECT queue, index_name FROM payload_search_queues`)) as { queue: string; index_name: string }[];
+    // The newest stream entry mirrored per queue (restore and the loss watch read it: src/restore). It was the top of
+    // job_events' key (queue, stream_ms, stream_seq), which the partitioned table no longer has; the writer keeps this
+    // row per queue instead (src/mirror/batch-writer.ts), seeded here from the rows so far (one pass over the events, by that key).
+    await q.query(`CREATE TABLE queue_stream_tops (queue text PRIMARY KEY, stream_ms bigint NOT NULL, stream_seq bigint NOT NULL)`);
+    await q.query(
+      `INSERT INTO queue_stream_tops (queue, stream_ms, stream_seq)
+       SELECT DISTINCT ON (queue) queue, stream_ms, stream_seq FROM (
+         SELECT queue, stream_ms, stream_seq FROM job_events UNION ALL SELECT queue, stream_ms, stream_seq FROM job_logs) e
+       ORDER BY queue, stream_ms DESC, stream_seq DESC`,
+    );
 
     // Rows in any of the five history tables: an upgrade (every table keeps its old rows as `_legacy`, even an empty one, so the five stay laid out alike).
     let upgrade = false;

@@ -30,7 +30,13 @@ describe('partitioned history', () => {
     const { id, entries } = jobEntries('px', created, today + 5_000);
     await mirror(db.dataSource, entries.slice(0, 2));
     await mirror(db.dataSource, entries.slice(2));
-    // A replay (the idempotent form, keyed by job_id and the entry id) adds nothing.
+    // The queue's newest mirrored entry (restore and the loss watch read it: job_events has no per-queue key any more).
+    const newest = entries.map((e) => e.id.split('-').map(Number)).sort((a, b) => a[0] - b[0] || a[1] - b[1]).pop()!;
+    const top = async () => (await db.dataSource.query(`SELECT stream_ms::float8 AS ms, stream_seq::float8 AS seq FROM queue_stream_tops WHERE queue = 'px'`))[0];
+    expect(await top()).toEqual({ ms: newest[0], seq: newest[1] });
+    // A replay (the idempotent form, keyed by job_id and the entry id) adds nothing, and never moves the top back.
+    await mirror(db.dataSource, entries.slice(0, 1), false);
+    expect(await top()).toEqual({ ms: newest[0], seq: newest[1] });
     await mirror(db.dataSource, entries, false);
     const day = daySuffix(today - DAY_MS);
     expect(await partitionsOf(db.dataSource, 'jobs', 'id', id)).toEqual([`jobs_${day}`]);

@@ -3,7 +3,7 @@ import { MIGRATIONS, createDataSource, ensureDatabase } from '../../../src/postg
 import { POSTGRES_ENTITIES } from '../../../src/postgres/entities';
 import { DAY_MS, PARTITION_DAYS_AHEAD, dayStart, daySuffix, ensureDays, rangePartitions } from '../../../src/postgres/partitions';
 import { dropDatabase, freshDatabaseUrl, v7At } from '../../support/postgres';
-import { countsAndTruth, jobEntries, mirror, partitionsOf } from '../../support/history-rows';
+import { countsAndTruth, jobEntries, mirror, mirrorAsBefore, partitionsOf } from '../../support/history-rows';
 
 /**
  * Upgrades (migration 1796001800000) of histories with odd data: rows in
@@ -56,7 +56,7 @@ async function cloneRow(db: DataSource, table: string, key: string, id: string, 
 it('keeps the rows of an installation whose only history is in job_logs / job_executions / job_dependencies', async () => {
   const ds = await upgraded('pupodd1', async (before) => {
     const j = jobEntries('orders', Date.now() - 5 * DAY_MS);
-    await mirror(before, j.entries);
+    await mirrorAsBefore(before, j.entries);
     // jobs and job_events emptied (pruned, or never mirrored); the logs and executions of the job stay.
     await before.query(`DELETE FROM job_events`);
     await before.query(`DELETE FROM jobs`);
@@ -70,7 +70,7 @@ it('keeps the rows of an installation whose only history is in job_logs / job_ex
 it('upgrades when a table other than jobs / job_events holds the newest id', async () => {
   const ds = await upgraded('pupodd2', async (before) => {
     const j = jobEntries('orders', Date.now() - 5 * DAY_MS);
-    await mirror(before, j.entries);
+    await mirrorAsBefore(before, j.entries);
     // A log line of a job made by a host whose clock ran 10 days ahead (its jobs row pruned or never written).
     await cloneRow(before, 'job_logs', 'job_id', v7At(Date.now() + 10 * DAY_MS), ', stream_seq = stream_seq + 1000');
   });
@@ -81,9 +81,9 @@ it('a job id from a clock a year ahead does not stop the day partitions: today\'
   const ahead = v7At(Date.now() + 365 * DAY_MS);
   const ds = await upgraded('pupodd3', async (before) => {
     const j = jobEntries('orders', Date.now() - 5 * DAY_MS);
-    await mirror(before, j.entries);
+    await mirrorAsBefore(before, j.entries);
     const f = jobEntries('orders', Date.now() + 365 * DAY_MS);
-    await mirror(before, f.entries.map((e) => ({ ...e, fields: e.fields })));
+    await mirrorAsBefore(before, f.entries.map((e) => ({ ...e, fields: e.fields })));
     await before.query(`UPDATE jobs SET id = $1 WHERE id = $2`, [ahead, f.id]);
     for (const t of ['job_events', 'job_logs', 'job_executions']) await before.query(`UPDATE ${t} SET job_id = $1 WHERE job_id = $2`, [ahead, f.id]);
   });
@@ -103,7 +103,7 @@ it('a job id from a clock a year ahead does not stop the day partitions: today\'
 it('upgrades a history holding an id at the top of the 48-bit time range', async () => {
   const ds = await upgraded('pupodd4', async (before) => {
     const j = jobEntries('orders', Date.now() - 5 * DAY_MS);
-    await mirror(before, j.entries);
+    await mirrorAsBefore(before, j.entries);
     await cloneRow(before, 'jobs', 'id', 'ffffffff-ffff-7fff-bfff-ffffffffffff');
   });
   expect(await count(ds, 'jobs')).toBe(2);

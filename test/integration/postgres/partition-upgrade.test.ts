@@ -7,7 +7,7 @@ import { payloadIndexName } from '../../../src/queues/payload-search';
 import { DAY_MS, dayStart, daySuffix, rangePartitions, uuidFloor } from '../../../src/postgres/partitions';
 import { retireExpiredDays } from '../../../src/postgres/partition-retire';
 import { dropDatabase, freshDatabaseUrl } from '../../support/postgres';
-import { countsAndTruth, jobEntries, mirror, partitionsOf } from '../../support/history-rows';
+import { countsAndTruth, jobEntries, mirror, mirrorAsBefore, partitionsOf } from '../../support/history-rows';
 
 /**
  * An installation on the schema before migration 1796001800000 (plain
@@ -42,7 +42,7 @@ it('upgrades a history written by the previous schema with its data, and retires
   const waiting = jobEntries('orders', old + 30_000, 0, false);
   const failed = jobEntries('orders', old + 31_000, old + 32_000, 'failed');
   const recent = jobEntries('orders', Date.now() - 60_000);
-  await mirror(before, [...done, waiting, failed, recent].flatMap((j) => j.entries));
+  await mirrorAsBefore(before, [...done, waiting, failed, recent].flatMap((j) => j.entries));
   await before.query(
     `CREATE INDEX ${payloadIndexName('orders')} ON jobs USING gin (sluice_payload_jsonb(payload) jsonb_path_ops) WHERE queue = 'orders'`,
   );
@@ -56,6 +56,12 @@ it('upgrades a history written by the previous schema with its data, and retires
   const applied = await ds.runMigrations({ transaction: 'each' });
   expect(applied.map((m) => m.name)).toEqual(['PartitionedHistory1796001800000']);
 
+  // The queue's newest mirrored entry, seeded from the old rows (restore and the loss watch read it).
+  const all = [...done, waiting, failed, recent].flatMap((j) => j.entries).map((e) => e.id.split('-').map(Number));
+  const newest = all.sort((a, b) => a[0] - b[0] || a[1] - b[1]).pop()!;
+  expect(await ds.query(`SELECT stream_ms::float8 AS ms, stream_seq::float8 AS seq FROM queue_stream_tops WHERE queue = 'orders'`)).toEqual([
+    { ms: newest[0], seq: newest[1] },
+  ]);
   // Every row is where it was, in the legacy partition, readable as before.
   const legacy = (await rangePartitions(ds, 'jobs')).find((p) => p.suffix === 'legacy');
   expect(legacy).toMatchObject({ from: null, to: uuidFloor(dayStart(Date.now()) + DAY_MS) });

@@ -232,6 +232,12 @@ describe('restore in process', () => {
       `INSERT INTO job_events (queue, stream_ms, stream_seq, job_id, at, event) VALUES ($1, $2, 7, $3, now(), 'progress')`,
       [q, futureMs, toComplete],
     );
+    // As the writer does with every batch (src/mirror/batch-writer.ts): the queue's newest mirrored entry, which restore reads.
+    await db.dataSource.query(
+      `INSERT INTO queue_stream_tops (queue, stream_ms, stream_seq) VALUES ($1, $2, 7)
+       ON CONFLICT (queue) DO UPDATE SET stream_ms = EXCLUDED.stream_ms, stream_seq = EXCLUDED.stream_seq`,
+      [q, futureMs],
+    );
 
     const reports = await restorer.checkAll();
     expect(reports).toEqual([
