@@ -364,7 +364,11 @@ async function main() {
     }
     // How PostgreSQL reached the history tables (a growing seq_tup_read means scans that grow with the tables).
     const st = await ctx.pg.query(
-      `SELECT relname, n_live_tup, seq_scan, seq_tup_read, idx_scan, last_autoanalyze IS NOT NULL AS analyzed FROM pg_stat_user_tables WHERE relname IN ('jobs', 'job_events', 'job_executions') ORDER BY relname`,
+      // The tables are partitioned by day (src/postgres/partitions.ts): summed over each parent's partitions.
+      `SELECT p.relname, sum(s.n_live_tup) AS n_live_tup, sum(s.seq_scan) AS seq_scan, sum(s.seq_tup_read) AS seq_tup_read, sum(s.idx_scan) AS idx_scan,
+              bool_or(s.last_autoanalyze IS NOT NULL) AS analyzed
+       FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent JOIN pg_stat_user_tables s ON s.relid = i.inhrelid
+       WHERE p.relname IN ('jobs', 'job_events', 'job_executions') GROUP BY p.relname ORDER BY p.relname`,
     );
     for (const t of st.rows) console.log(`# pg ${t.relname}: ${fmt(t.n_live_tup)} rows, ${fmt(t.seq_scan)} seq scans reading ${fmt(t.seq_tup_read)} rows, ${fmt(t.idx_scan ?? 0)} index scans, auto-analyzed ${t.analyzed}`);
     for (const r of HTTP_DURATION > 0 ? rows : []) {
