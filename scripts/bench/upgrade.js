@@ -16,13 +16,11 @@
 const path = require('node:path');
 const crypto = require('node:crypto');
 const { Client } = require('pg');
-const { DataSource } = require('typeorm');
 const { generateSql } = require('../explain-queries');
 const { dropDatabase } = require('../lib/cleanup');
 
 const dist = (p) => require(path.resolve(__dirname, '../../dist', p));
-const { MIGRATIONS, createDataSource, ensureDatabase } = dist('postgres/data-source');
-const { POSTGRES_ENTITIES } = dist('postgres/entities');
+const { createDataSource, ensureDatabase } = dist('postgres/data-source');
 const { GET_JOB_SQL } = dist('history/get-job');
 
 const i = process.argv.indexOf('--jobs');
@@ -38,14 +36,7 @@ async function main() {
   url.pathname = `/sluice_upgrade_${crypto.randomBytes(3).toString('hex')}`;
   await ensureDatabase(url.toString());
   try {
-    const before = new DataSource({
-      type: 'postgres',
-      url: url.toString(),
-      entities: POSTGRES_ENTITIES,
-      migrations: MIGRATIONS.slice(0, MIGRATIONS.findIndex((m) => m.name === 'PartitionedHistory1796001800000')),
-      migrationsTableName: 'sluice_migrations',
-      logging: false,
-    });
+    const before = createDataSource(url.toString(), 2, 'PartitionedHistory1796001800000');
     await before.initialize();
     await before.runMigrations({ transaction: 'each' });
     await before.destroy();

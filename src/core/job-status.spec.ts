@@ -172,8 +172,9 @@ function luaEmits(): LuaEmit[] {
       if (!v) throw new Error(`unknown variable in an emit call: ${key}; add it to VARIABLE_VALUES`);
       return v;
     };
-    for (const m of text.matchAll(/\bemit\(([^)]*)/g)) {
+    for (const m of text.matchAll(/^(?!\s*--).*?\bemit\(([^)]*)/gm)) {
       const args = m[1].split(',');
+      if (args.length < 6) continue; // `emit()` named in a comment
       if (args[0].trim() === 'eventsKey' && args[2].trim() === 'event') continue; // the definition
       const event = lit(args[2]);
       if (event === undefined) throw new Error(`${file}: emit with a non-literal event: ${m[0]}`);
@@ -185,6 +186,10 @@ function luaEmits(): LuaEmit[] {
     for (const m of text.matchAll(/'XADD',\s*KEYS\[\d+\],\s*'\*',\s*'h',\s*'([a-z_]+)\|(\w*)\|'\s*\.\.\s*(\w+)\s*\.\./g)) {
       const event = m[1];
       for (const from of values(event, 'from', `'${m[2]}'`)) for (const to of values(event, 'to', m[3])) out.push({ file, event, from, to: to as string });
+    }
+    // ... or with a literal from and to: "event|from|to|" .. attempt .. "|" .. at.
+    for (const m of text.matchAll(/'XADD',\s*KEYS\[\d+\],\s*'\*',\s*'h',\s*'([a-z_]+)\|(\w*)\|(\w+)\|'/g)) {
+      out.push({ file, event: m[1], from: m[2] === '' ? null : m[2], to: m[3] });
     }
     if (/'XADD',\s*KEYS\[\d+\],\s*'\*',\s*'e',\s*'(?!log')/.test(text)) throw new Error(`${file}: an event XADD without the header (see includes/emit.lua)`);
     for (const m of text.matchAll(/\bdeadLetterCorrupt\(([^)]*)\)/g)) {

@@ -201,7 +201,8 @@ test(`${JOBS} diag.sleep jobs through a Sentinel failover (master SIGKILLed mid-
       const info = await oldNode.info('replication');
       return /role:slave/.test(info) && new RegExp(`master_port:${set.replica.port}\\b`).test(info) && /master_link_status:up/.test(info);
     },
-    30_000,
+    // Sentinel converts the restarted old master on its own timers; once, under the loaded full suite, 30 s was not enough.
+    60_000,
     200,
   );
   const lateIds = (await store.jobs.enqueue(Array.from({ length: 10 }, (_, i) => normalizeEnqueue({ queue: AFTER, type: 'diag.sleep', payload: { ms: 1, n: i } }, 1e6)))).map(

@@ -1,6 +1,5 @@
 import { DataSource } from 'typeorm';
-import { MIGRATIONS, createDataSource, ensureDatabase } from '../../../src/postgres/data-source';
-import { POSTGRES_ENTITIES } from '../../../src/postgres/entities';
+import { createDataSource, ensureDatabase } from '../../../src/postgres/data-source';
 import { DAY_MS, PARTITION_DAYS_AHEAD, dayStart, daySuffix, ensureDays, rangePartitions } from '../../../src/postgres/partitions';
 import { dropDatabase, freshDatabaseUrl, v7At } from '../../support/postgres';
 import { countsAndTruth, jobEntries, mirror, mirrorAsBefore, partitionsOf } from '../../support/history-rows';
@@ -24,14 +23,7 @@ async function upgraded(name: string, seed: (before: DataSource) => Promise<void
   const o: { url: string; ds?: DataSource } = { url };
   opened.push(o);
   await ensureDatabase(url);
-  const before = new DataSource({
-    type: 'postgres',
-    url,
-    entities: POSTGRES_ENTITIES,
-    migrations: MIGRATIONS.slice(0, MIGRATIONS.findIndex((m) => m.name === 'PartitionedHistory1796001800000')),
-    migrationsTableName: 'sluice_migrations',
-    logging: false,
-  });
+  const before = createDataSource(url, 2, 'PartitionedHistory1796001800000');
   await before.initialize();
   await before.runMigrations({ transaction: 'each' });
   await seed(before);

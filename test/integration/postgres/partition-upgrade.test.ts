@@ -1,6 +1,5 @@
 import { DataSource } from 'typeorm';
-import { MIGRATIONS, createDataSource, ensureDatabase } from '../../../src/postgres/data-source';
-import { POSTGRES_ENTITIES } from '../../../src/postgres/entities';
+import { createDataSource, ensureDatabase } from '../../../src/postgres/data-source';
 import { jobEvents } from '../../../src/history/job-events';
 import { GET_JOB_SQL } from '../../../src/history/get-job';
 import { payloadIndexName } from '../../../src/queues/payload-search';
@@ -26,14 +25,7 @@ afterAll(async () => {
 it('upgrades a history written by the previous schema with its data, and retires it whole later', async () => {
   url = freshDatabaseUrl('pupgrade');
   await ensureDatabase(url);
-  const before = new DataSource({
-    type: 'postgres',
-    url,
-    entities: POSTGRES_ENTITIES,
-    migrations: MIGRATIONS.slice(0, MIGRATIONS.findIndex((m) => m.name === 'PartitionedHistory1796001800000')),
-    migrationsTableName: 'sluice_migrations',
-    logging: false,
-  });
+  const before = createDataSource(url, 2, 'PartitionedHistory1796001800000');
   await before.initialize();
   await before.runMigrations({ transaction: 'each' });
   // Rows as the previous writer wrote them: its COPY form inserts into the plain tables alike.
