@@ -1,22 +1,6 @@
-import { jobFingerprint } from '../core/error-fingerprint';
 import type { Job } from '../core/job';
 import { createdJob } from '../jobs/jobs.service';
-import { iso, toApiJob } from './api-job';
-import { bareQueue } from '../core/project-queue';
-
-/** toApiJob as it was written before its literal fast path: the spread. */
-function spread(j: Job) {
-  return {
-    ...j,
-    queue: bareQueue(j.queue),
-    fingerprint: jobFingerprint(j),
-    createdAt: iso(j.createdAt),
-    runAt: iso(j.runAt),
-    startedAt: iso(j.startedAt),
-    finishedAt: iso(j.finishedAt),
-    updatedAt: iso(j.updatedAt),
-  };
-}
+import { iso, renderBySpread, toApiJob } from './api-job';
 
 const created = createdJob(
   '0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f',
@@ -37,8 +21,8 @@ describe('toApiJob', () => {
   ];
   it.each(cases)('%s: the same object and JSON, key order included, as the spread', (_name, j) => {
     const out = toApiJob(j);
-    expect(out).toStrictEqual(spread(j));
-    expect(JSON.stringify(out)).toBe(JSON.stringify(spread(j)));
+    expect(out).toStrictEqual(renderBySpread(j));
+    expect(JSON.stringify(out)).toBe(JSON.stringify(renderBySpread(j)));
   });
 
   it('iso renders each time right when runs of equal times alternate', () => {

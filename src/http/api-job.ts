@@ -42,7 +42,11 @@ export type ApiJob = WithIsoTimes<Job, 'createdAt' | 'runAt' | 'startedAt' | 'fi
  * job's fingerprint is computed from lastError unless the DLQ copy stored one.
  */
 export function toApiJob(j: Job): ApiJob {
-  if (hasJobKeys(j)) return renderJob(j);
+  return hasJobKeys(j) ? renderJob(j) : renderBySpread(j);
+}
+
+/** {@link toApiJob} for any job (extra keys, another order): a spread copy; the reference the literal fast path must equal (api-job.spec.ts). */
+export function renderBySpread(j: Job): ApiJob {
   return {
     ...j,
     queue: bareQueue(j.queue),

@@ -39,7 +39,7 @@ export async function retireExpiredDays(db: Db, retentionDays: number, nowMs = D
     // Lowest first: the one retired is always the one just above `_kept`.
     for (const p of parts) {
       if (p.suffix === 'kept' || p.suffix === 'ahead' || p.to === null || p.to > cutoff) continue;
-      const r = await retireDay(c, p, cutoffMs, kept);
+      const r = await retireDay(c, p, cutoffMs, kept, nowMs);
       kept = true;
       if (!r) break;
       out.push(r);
@@ -80,7 +80,7 @@ export async function retireExpiredDays(db: Db, retentionDays: number, nowMs = D
  * @returns null when step 2 gave way to a lock (nothing changed).
  * @throws whatever else PostgreSQL answers.
  */
-export async function retireDay(c: Sql, p: RangePartition, cutoffMs: number, keptExists: boolean): Promise<RetiredDay | null> {
+export async function retireDay(c: Sql, p: RangePartition, cutoffMs: number, keptExists: boolean, nowMs = Date.now()): Promise<RetiredDay | null> {
   const part = (t: string) => `${t}_${p.suffix}`;
   const cutoff = new Date(cutoffMs).toISOString();
   await c.query(`CREATE TEMP TABLE IF NOT EXISTS sluice_keep (id uuid PRIMARY KEY)`);
@@ -93,7 +93,7 @@ export async function retireDay(c: Sql, p: RangePartition, cutoffMs: number, kep
         WHERE j.status NOT IN ('completed', 'cancelled', 'failed') OR j.finished_at IS NULL OR j.finished_at >= $1
            OR (j.flow_id IS NOT NULL AND j.status = 'cancelled' AND j.finished_at >= $2)
            OR EXISTS (SELECT 1 FROM dead_letter_jobs d WHERE d.job_id = j.id)`,
-      [cutoff, new Date(Date.now() - FLOW_DEPENDENT_KEEP_MS).toISOString()],
+      [cutoff, new Date(nowMs - FLOW_DEPENDENT_KEEP_MS).toISOString()],
     );
     gone = await c.query(
       `SELECT queue, status, count(*)::bigint AS n FROM ${part('jobs')} j
