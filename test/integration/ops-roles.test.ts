@@ -38,7 +38,11 @@ interface Answer {
 }
 
 async function get(p: SluiceProcess, path: string): Promise<Answer> {
-  const r = await fetch(p.url() + path, { signal: AbortSignal.timeout(15_000) });
+  const r = await fetch(p.url() + path, { signal: AbortSignal.timeout(15_000) }).catch((e: Error) => {
+    // A refused connection means the process is gone: say how it ended and what it printed last.
+    const ended = p.proc.exitCode !== null || p.proc.signalCode !== null;
+    throw ended ? new Error(`${path}: process exited (${p.proc.exitCode ?? p.proc.signalCode}): ${p.output().slice(-3000)}`) : e;
+  });
   const text = await r.text();
   return { status: r.status, requestId: r.headers.get('x-request-id'), text, json: () => JSON.parse(text) };
 }

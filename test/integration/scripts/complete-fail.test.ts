@@ -251,9 +251,10 @@ describe('fail', () => {
   });
 
   it('records the reason (timeout, decode_error)', async () => {
+    // The retry is a minute away: the second claim must not promote it before its events are read.
     const q = newQueue();
     const a = await claimOne(q, { maxAttempts: 5 });
-    await t.store.fail(q, a.id, a.token, failInput({ reason: 'timeout', error: 'timed out after 10 ms', delayMs: 10 }));
+    await t.store.fail(q, a.id, a.token, failInput({ reason: 'timeout', error: 'timed out after 10 ms', delayMs: 60_000 }));
     const b = await claimOne(q, { maxAttempts: 5, priority: 1 });
     await t.store.fail(q, b.id, b.token, failInput({ reason: 'decode_error', retryable: false }));
     expect((await events(q, a.id)).pop()).toMatchObject({ e: 'retry_scheduled', r: 'timeout', er: 'timed out after 10 ms' });
