@@ -69,7 +69,7 @@ const { Client } = require('pg');
 const IORedis = require('ioredis');
 const systems = require('./systems');
 const { median, fmt, sleep, redisQuiet, pct } = systems;
-const { processCpu, postgresCpu, postgresDelta, redisCpu } = require('./proc-cpu');
+const { processCpu, postgresCpu, postgresDelta, redisCpu, redisCommands, commandsPerJob } = require('./proc-cpu');
 const { run: autocannon } = require('./autocannon-run');
 const { freePort, startServer, waitReady, cleanup } = require('../lib/server');
 const { client } = require('../lib/http');
@@ -126,6 +126,7 @@ async function cpuSnapshot(ctx) {
   return {
     servers: ctx.servers.map((s) => processCpu(s.proc.pid)),
     redis: await redisCpu(ctx.redis),
+    commands: await redisCommands(ctx.redis),
     pg: postgresCpu(ctx.database),
     client: (c.user + c.system) / 1e6,
   };
@@ -140,6 +141,8 @@ function cpuPerJob(a, b, n) {
   out.pg = us(pg.all);
   out.pgOurs = us(pg.ours);
   out.client = us(b.client - a.client);
+  // Not a number: printed with the round (calls per job × µs per call).
+  Object.defineProperty(out, 'commands', { value: commandsPerJob(a.commands, b.commands, n), enumerable: false });
   return out;
 }
 const cpuLine = (c) => [...SERVER_NAMES, 'redis', 'pg'].map((k) => `${k} ${Math.round(c[k])}`).join(' ');
@@ -361,6 +364,7 @@ async function main() {
           `processing Sluice ${fmt(r.sProc.rate)}/s BullMQ ${fmt(r.bProc.rate)}/s; ` +
           `Sluice CPU µs/job enqueue ${cpuLine(r.sEnq.cpu)}, processing ${cpuLine(r.sProc.cpu)}; ${load()}`,
       );
+      console.log(`  Redis per job, processing: Sluice ${r.sProc.cpu.commands}; BullMQ ${r.bProc.cpu.commands}`);
     }
     // How PostgreSQL reached the history tables (a growing seq_tup_read means scans that grow with the tables).
     const st = await ctx.pg.query(

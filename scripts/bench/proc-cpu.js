@@ -71,4 +71,24 @@ async function redisCpu(redis) {
   return get('used_cpu_sys') + get('used_cpu_user');
 }
 
-module.exports = { processCpu, postgresCpu, postgresDelta, redisCpu };
+/** INFO commandstats as { command: { calls, usec } } (Redis' own per-command counters, µs of CPU). */
+async function redisCommands(redis) {
+  const out = {};
+  for (const m of (await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) out[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
+  return out;
+}
+
+/**
+ * The commands run between two redisCommands snapshots, per job: "evalsha 0.10×41µs xack 0.05×3µs …"
+ * (calls per job × µs per call), the `top` commands by CPU.
+ */
+function commandsPerJob(a, b, n, top = 6) {
+  const rows = Object.entries(b)
+    .map(([cmd, v]) => ({ cmd, calls: v.calls - (a[cmd]?.calls ?? 0), usec: v.usec - (a[cmd]?.usec ?? 0) }))
+    .filter((r) => r.calls > 0 && !['info', 'ping'].includes(r.cmd))
+    .sort((x, y) => y.usec - x.usec)
+    .slice(0, top);
+  return rows.map((r) => `${r.cmd} ${(r.calls / n).toFixed(3)}×${(r.usec / r.calls).toFixed(1)}µs`).join(' ');
+}
+
+module.exports = { processCpu, postgresCpu, postgresDelta, redisCpu, redisCommands, commandsPerJob };

@@ -66,7 +66,9 @@ function isolation(kind) {
  */
 function startServer({ port, host = '127.0.0.1', env, quiet = false, onLog }) {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} missing: run \`npm run build\` first`);
-  const proc = spawn(process.execPath, [MAIN], {
+  // SLUICE_NODE_ARGS: extra node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`; NODE_OPTIONS refuses --cpu-prof).
+  const nodeArgs = (process.env.SLUICE_NODE_ARGS || '').split(/\s+/).filter(Boolean);
+  const proc = spawn(process.execPath, [...nodeArgs, MAIN], {
     env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: host },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

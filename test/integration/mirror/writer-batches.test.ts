@@ -79,3 +79,50 @@ test('a batch over maxBatchChars is cut into several transactions, in order, not
   for (const r of rows) expect(r.payload).toBe(JSON.stringify(payload));
   expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
 });
+
+test('under a steady trickle, short reads are paced: batches hold what the pace gathered; a backlog drains without waiting', async () => {
+  /** Enqueues one job every 2 ms for `ms`, with the writer running; @returns the batches written and the jobs enqueued. */
+  const trickle = async (q: string, paceMs: number, ms: number) => {
+    const w = new MirrorWriter(t.stores, db.dataSource, { writerId: `pace-${paceMs}`, batchPaceMs: paceMs, idleMs: 1 });
+    await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]); // the queue exists before the writer looks
+    w.start();
+    try {
+      await sleep(300); // taken over
+      const b0 = w.stats.batches;
+      const until = Date.now() + ms;
+      let n = 0;
+      while (Date.now() < until) {
+        await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
+        n++;
+        await sleep(2);
+      }
+      for (let i = 0; i < 100 && (await t.redis.xlen(t.keys(q).events)) > 0; i++) await sleep(20);
+      expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
+      return { batches: w.stats.batches - b0, jobs: n };
+    } finally {
+      await w.stop();
+    }
+  };
+  const paced = await trickle('pace-on', 100, 1000);
+  const eager = await trickle('pace-off', 0, 1000);
+  // 1 s at one job per ~2–3 ms: paced every 100 ms, about ten batches (slack for a slow machine); unpaced, a batch every few jobs.
+  expect(paced.batches).toBeLessThanOrEqual(14);
+  expect(eager.batches).toBeGreaterThan(paced.batches * 3);
+  const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE queue = 'pace-on'`);
+  expect(n).toBe(paced.jobs + 1);
+
+  // A backlog: 3,000 entries waiting; paced at 1 s, a full read is followed at once.
+  const q = 'pace-backlog';
+  await t.store.enqueue(Array.from({ length: 3000 }, () => normalizeEnqueue({ type: 'x', queue: q }, 1e6)));
+  const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'pace-backlog', batchPaceMs: 1000 });
+  await (w as any).refreshOwnership();
+  const t0 = Date.now();
+  const sizes: number[] = [];
+  for (let k; (k = await w.runOnce()) > 0; ) sizes.push(k);
+  await w.stop();
+  // The writer owns every queue of this file: a read takes up to 1000 / queues entries of each, and a read that filled its share is full.
+  expect(sizes.reduce((a, b) => a + b, 0)).toBe(3000);
+  expect(sizes.length).toBeGreaterThanOrEqual(3);
+  // Paced at 1 s each, these reads would take several seconds; only the last (short) read and the empty one after it waited.
+  expect(Date.now() - t0).toBeLessThan(2000 + 1500);
+});
