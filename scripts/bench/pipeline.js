@@ -40,14 +40,16 @@
  *     printed too, and at the end how PostgreSQL reached the history tables
  *     (pg_stat_user_tables: sequential vs index scans).
  *
- * The server: `node dist/main.js`, ROLE=all, defaults otherwise (so
- * WORKER_CONCURRENCY 10, the writer in a thread of its own), DIAGNOSTIC_HANDLERS,
- * LOG_LEVEL=warn, a REDIS_PREFIX and a database of its own. --audit-process:
- * ROLE=api,worker,scheduler and a second process ROLE=audit (as docker-compose
- * deploys it), each measured apart. --worker-concurrency sets WORKER_CONCURRENCY.
+ * The server: `node dist/main.js`, ROLE=all, defaults otherwise (the writer in
+ * a thread of its own), DIAGNOSTIC_HANDLERS, LOG_LEVEL=warn, a REDIS_PREFIX and
+ * a database of its own; WORKER_CONCURRENCY is BullMQ's Worker concurrency
+ * (--concurrency, 50) so both run as many jobs at once, as issue 22's own
+ * table was measured (--worker-concurrency default keeps the server's 10).
+ * --audit-process: ROLE=api,worker,scheduler and a second process ROLE=audit
+ * (as docker-compose deploys it), each measured apart.
  *
  * Options: --n 20000 --rounds 3 --batch 1000 --concurrency 50 (BullMQ's
- * worker) --worker-concurrency (Sluice's; default: the server's default)
+ * worker, and Sluice's) --worker-concurrency (Sluice's, a number or `default`)
  * --http-duration 5 --connections 50 --samples 300 --timeout 180 (s, per
  * phase) --audit-process --shared-redis --queue-per-round (rows 1–2 in a
  * queue of their own each round; default: one queue, `pipe`, counts relative).
@@ -81,7 +83,8 @@ const N = Number(opt('n', 20000));
 const ROUNDS = Number(opt('rounds', 3));
 const BATCH = Number(opt('batch', 1000));
 const CONC = Number(opt('concurrency', 50));
-const WORKER_CONC = opt('worker-concurrency', null);
+/** Sluice's WORKER_CONCURRENCY: BullMQ's unless given; `default` leaves the server's own (null). */
+const WORKER_CONC = ((w) => (w === 'default' ? null : w))(opt('worker-concurrency', String(CONC)));
 const HTTP_DURATION = Number(opt('http-duration', 5));
 const CONNECTIONS = Number(opt('connections', 50));
 const SAMPLES = Number(opt('samples', 300));
