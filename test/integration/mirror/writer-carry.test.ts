@@ -59,8 +59,14 @@ test('short jobs straddling a paced batch boundary: one jobs update each, whole 
   const q = 'carry-short';
   await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]); // the queue exists before the writer looks
   const first = (await t.store.claim(q, 1, 30_000, 'w1')).jobs[0];
-  await t.store.complete(q, 'w1', [{ id: first.id, lockToken: first.lockToken, result: undefined }]);
-  const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'carry-w', batchPaceMs: PACE_MS, idleMs: 1 });
+  await t.store.complete(q, 'w1', [
+    { id: first.id, lockToken: first.lockToken, result: undefined },
+  ]);
+  const w = new MirrorWriter(t.stores, db.dataSource, {
+    writerId: 'carry-w',
+    batchPaceMs: PACE_MS,
+    idleMs: 1,
+  });
   w.start();
   const ids: string[] = [first.id];
   try {
@@ -74,7 +80,9 @@ test('short jobs straddling a paced batch boundary: one jobs update each, whole 
       const j = (await t.store.claim(q, 1, 30_000, 'w1')).jobs[0];
       expect(j.id).toBe(r.id);
       await sleep(Math.random() * 40);
-      await t.store.complete(q, 'w1', [{ id: j.id, lockToken: j.lockToken, result: { i: ids.length } }]);
+      await t.store.complete(q, 'w1', [
+        { id: j.id, lockToken: j.lockToken, result: { i: ids.length } },
+      ]);
       ids.push(j.id);
     }
     for (let i = 0; i < 100 && (await t.redis.xlen(t.keys(q).events)) > 0; i++) await sleep(20);
@@ -83,21 +91,30 @@ test('short jobs straddling a paced batch boundary: one jobs update each, whole 
     await w.stop();
   }
   // Each job's claimed and completed went to PostgreSQL in one batch (so one row write of the job and a whole execution).
-  const batchOf = (id: string, event: string) => planned.findIndex((b) => b.events.some((e) => e.jobId === id && e.event === event));
+  const batchOf = (id: string, event: string) =>
+    planned.findIndex((b) => b.events.some((e) => e.jobId === id && e.event === event));
   const straddled = ids.filter((id) => batchOf(id, 'claimed') !== batchOf(id, 'completed'));
   expect({ jobs: ids.length > 20, straddled }).toEqual({ jobs: true, straddled: [] });
   // Folded, the execution started and finished arrives whole: no execution is started in one batch and ended in another.
   const starts = new Set(planned.flatMap((b) => b.starts.map((s) => s.jobId)));
   expect(ids.filter((id) => starts.has(id))).toEqual([]);
   // The history is whole: three events each, in order, once; one whole execution; the row completed.
-  const rows: { id: string; evs: string[]; status: string; outcome: string; n: number }[] = await db.dataSource.query(
-    `SELECT j.id::text, j.status, (SELECT array_agg(e.event ORDER BY e.stream_ms, e.stream_seq) FROM job_events e WHERE e.job_id = j.id) AS evs,
+  const rows: { id: string; evs: string[]; status: string; outcome: string; n: number }[] =
+    await db.dataSource.query(
+      `SELECT j.id::text, j.status, (SELECT array_agg(e.event ORDER BY e.stream_ms, e.stream_seq) FROM job_events e WHERE e.job_id = j.id) AS evs,
             x.outcome, (SELECT count(*)::int FROM job_executions y WHERE y.job_id = j.id) AS n
      FROM jobs j LEFT JOIN job_executions x ON x.job_id = j.id WHERE j.id = ANY($1::uuid[])`,
-    [ids],
-  );
+      [ids],
+    );
   expect(rows).toHaveLength(ids.length);
-  for (const r of rows) expect({ id: r.id, evs: r.evs, status: r.status, outcome: r.outcome, n: r.n }).toEqual({ id: r.id, evs: ['enqueued', 'claimed', 'completed'], status: 'completed', outcome: 'completed', n: 1 });
+  for (const r of rows)
+    expect({ id: r.id, evs: r.evs, status: r.status, outcome: r.outcome, n: r.n }).toEqual({
+      id: r.id,
+      evs: ['enqueued', 'claimed', 'completed'],
+      status: 'completed',
+      outcome: 'completed',
+      n: 1,
+    });
   const [pending] = (await t.redis.xpending(t.keys(q).events, MIRROR_GROUP)) as [number];
   expect(pending).toBe(0);
 });
@@ -105,7 +122,11 @@ test('short jobs straddling a paced batch boundary: one jobs update each, whole 
 test('a job that stays active: its held claimed is written by the next batch, nothing else arriving', async () => {
   const q = 'carry-long';
   await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
-  const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'carry-long-w', batchPaceMs: PACE_MS, idleMs: 1 });
+  const w = new MirrorWriter(t.stores, db.dataSource, {
+    writerId: 'carry-long-w',
+    batchPaceMs: PACE_MS,
+    idleMs: 1,
+  });
   logReads(w);
   w.start();
   try {
@@ -120,13 +141,21 @@ test('a job that stays active: its held claimed is written by the next batch, no
       await sleep(10);
     }
     // Read within one pace, held once, written by the next read (≤ one more pace): with slack for a slow machine.
-    expect({ status, withinMs: Date.now() - t0 < 4 * PACE_MS + 500 }).toEqual({ status: 'active', withinMs: true });
+    expect({ status, withinMs: Date.now() - t0 < 4 * PACE_MS + 500 }).toEqual({
+      status: 'active',
+      withinMs: true,
+    });
     // It was held: the batch planned right after the read that brought it did not hold it; the one after the next read did.
     const readIdx = log.findIndex((l) => l.kind === 'read' && l.claim === j.id);
     const planIdx = log.findIndex((l) => l.kind === 'plan' && l.claim === j.id);
-    expect({ readIdx: readIdx >= 0, planIdx: planIdx > readIdx }).toEqual({ readIdx: true, planIdx: true });
+    expect({ readIdx: readIdx >= 0, planIdx: planIdx > readIdx }).toEqual({
+      readIdx: true,
+      planIdx: true,
+    });
     expect(log.slice(readIdx + 1, planIdx).some((l) => l.kind === 'read')).toBe(true);
-    expect(planned.filter((b) => b.events.some((e) => e.jobId === j.id && e.event === 'claimed'))).toHaveLength(1);
+    expect(
+      planned.filter((b) => b.events.some((e) => e.jobId === j.id && e.event === 'claimed')),
+    ).toHaveLength(1);
     await t.store.complete(q, 'w1', [{ id: j.id, lockToken: j.lockToken, result: undefined }]);
     for (let i = 0; i < 100 && (await t.redis.xlen(t.keys(q).events)) > 0; i++) await sleep(20);
   } finally {
