@@ -33,6 +33,9 @@
  * PostgreSQL) per job, µs; and this process' CPU spent building the
  * statements (the writer's Node share), µs per job. Medians over rounds.
  * The database is created on DATABASE_URL's server and dropped at the end.
+ * --models today,row,append and --shapes together,split pick what runs;
+ * --setup-sql "<sql>" runs after the migrations, to measure what a schema
+ * change would save (e.g. "DROP TRIGGER jobs_count_update ON jobs").
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -53,6 +56,9 @@ function arg(name, def) {
 const JOBS = Number(arg('jobs', 20000));
 const BATCH = Number(arg('batch', 500));
 const ROUNDS = Number(arg('rounds', 3));
+const MODELS = arg('models', 'today,row,append').split(',');
+const SHAPES = arg('shapes', 'together,split').split(',');
+const SETUP_SQL = arg('setup-sql', null);
 const PG_BASE = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const TICK_US = 1e6 / 100; // /proc/<pid>/stat counts in clock ticks (USER_HZ 100)
 
@@ -211,11 +217,12 @@ async function main() {
     await ds.runMigrations();
     await ds.query(`ALTER TABLE jobs ADD COLUMN timeline text`);
     await ds.query(`CREATE TABLE xm_timeline (job_id uuid NOT NULL, stream_id text NOT NULL, lines text NOT NULL, PRIMARY KEY (job_id, stream_id))`);
+    if (SETUP_SQL) await ds.query(SETUP_SQL);
     const [{ pid }] = await ds.query(`SELECT pg_backend_pid() AS pid`);
     console.log(`# ${JOBS} jobs per round, batches of ${BATCH} jobs, ${ROUNDS} rounds; database ${db} on ${url.host}; backend pid ${pid}`);
     for (let r = 1; r <= ROUNDS; r++) {
-      for (const shape of ['together', 'split']) {
-        for (const model of r % 2 ? ['today', 'row', 'append'] : ['append', 'row', 'today']) {
+      for (const shape of SHAPES) {
+        for (const model of r % 2 ? MODELS : [...MODELS].reverse()) {
           const w = workload(shape);
           w.enqueue.phase = 'enqueue';
           w.processing.phase = 'process';

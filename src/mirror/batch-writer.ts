@@ -408,8 +408,12 @@ const JOB_UPSERT = `ON CONFLICT (id) DO UPDATE SET
 function planPatches(patches: JobPatch[]): PlannedStatement {
   const masks = patches.map((p) => PATCH_COLUMNS.reduce((acc, c, i) => (p[c] !== undefined ? acc | (1 << i) : acc), 0));
   const set = (i: number, col: string, val: string) => `${col} = CASE WHEN u.m & ${1 << i} <> 0 THEN ${val} ELSE j.${col} END`;
-  const txt = (f: (p: JobPatch) => string | null | undefined) => textArray(patches.map(f));
-  const num = (f: (p: JobPatch) => number | string | null | undefined) => numArray(patches.map(f));
+  // A column no patch of the batch sets is sent as '{}': unnest pads the shorter arrays with NULLs (manual 9.19,
+  // unnest with several arguments), so it reads NULL for every row — as its mask bit says to ignore it — without
+  // a NULL per row to build, send and parse (most of the 22 arrays, for a batch of claims and completions).
+  const none = (v: readonly unknown[]) => v.every((x) => x === null || x === undefined);
+  const txt = (f: (p: JobPatch) => string | null | undefined) => ((v) => (none(v) ? '{}' : textArray(v)))(patches.map(f));
+  const num = (f: (p: JobPatch) => number | string | null | undefined) => ((v) => (none(v) ? '{}' : numArray(v)))(patches.map(f));
   return {
     sql: `UPDATE jobs j SET
        ${set(0, 'status', 'u.s')}, ${set(1, 'attempts', 'u.a')}, ${set(2, 'worker_id', 'u.w')}, ${set(3, 'execution_seq', 'u.x')},

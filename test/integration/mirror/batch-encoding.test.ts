@@ -184,6 +184,32 @@ describe('through the writer', () => {
     expect(dlq.last_error).toBe(text);
   });
 
+  test("a patch column no job of the batch sets goes as '{}' (unnest pads it with NULLs); one every patch sets to null still clears it", async () => {
+    const q = 'enc-none';
+    const rs = await t.store.enqueue([0, 1, 2].map((i) => normalizeEnqueue({ type: 'x', queue: q, payload: { i } }, 1e6)));
+    const { jobs } = await t.store.claim(q, 3, 5000, 'w1');
+    for (const j of jobs) await t.store.fail(q, j.id, j.lockToken, { error: 'boom', retryable: false, delayMs: 0, reason: 'error', workerId: 'w1' });
+    const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'enc-none' });
+    await (w as any).refreshOwnership();
+    while ((await w.runOnce()) > 0);
+    const rows = async () =>
+      db.dataSource.query(`SELECT status, finished_at IS NULL AS unfinished, last_error, result, payload FROM jobs WHERE id = ANY($1::uuid[]) ORDER BY id`, [
+        rs.map((r) => r.id),
+      ]);
+    expect(await rows()).toEqual([0, 1, 2].map((i) => ({ status: 'failed', unfinished: false, last_error: 'boom', result: null, payload: JSON.stringify({ i }) })));
+    // Retried from the DLQ: every patch sets finished_at (and result) to null, and none sets last_error, progress or the spec columns.
+    const t0 = await captureStreams(t.redis, t, [q]);
+    for (const r of rs) await t.stores.deadLetters.retry(q, r.id);
+    const retries = project((await captureStreams(t.redis, t, [q])).filter((e) => !t0.some((o) => o.id === e.id))).patches;
+    expect(retries.map((p) => p.finishedAt)).toEqual([null, null, null]);
+    const update = planBatch({ ...project([]), patches: retries }).find((st) => st.sql.startsWith('UPDATE jobs'))!;
+    expect(update.params.filter((p) => p === '{}').length).toBeGreaterThanOrEqual(10);
+    expect(update.params.slice(0, 5)).not.toContain('{}'); // ids, masks, stream ids, updated_at: one per row
+    while ((await w.runOnce()) > 0);
+    await w.stop();
+    expect(await rows()).toEqual([0, 1, 2].map((i) => ({ status: 'waiting', unfinished: true, last_error: 'boom', result: null, payload: JSON.stringify({ i }) })));
+  });
+
   test('a runAt past year 9999 goes in with the fresh batch (COPY), not after a refusal', async () => {
     const q = 'enc-far';
     const runAt = 3e14; // year 11,476
