@@ -27,7 +27,6 @@
  */
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { randomBytes } = require('node:crypto');
 
 const dist = (p) => require(path.resolve(__dirname, '../../dist', p));
 const { createDataSource } = dist('postgres/data-source');
@@ -37,21 +36,13 @@ const { writeBatch } = dist('mirror/batch-writer');
 const { project, entryFields } = dist('mirror/projection');
 const { RECENT_JOBS_SQL, RECENT_LIMIT, recentJobsSql } = dist('dashboard/recent-jobs');
 const { dropDatabase } = require('../lib/cleanup');
+const { arg, median, v7, ENQUEUE_OPTS: OPTS } = require('../lib/bench-common');
 
-function arg(name, def) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? def : process.argv[i + 1];
-}
 const JOBS = Number(arg('jobs', 10_000_000));
 const ROUNDS = Number(arg('rounds', 10));
 const WINDOW_S = Number(arg('window', 10));
 const RETAIN_DAYS = Number(arg('retain-days', 29));
 const BATCH = 500;
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN;
-};
 
 function makeData() {
   const out = arg('plans-out', 'docs/query-plans.md');
@@ -68,12 +59,6 @@ function makeData() {
 }
 
 let seq = 0;
-const OPTS = '3;1000;exponential|2000|3600000|equal';
-function v7(ms) {
-  const r = randomBytes(10).toString('hex');
-  const h = ms.toString(16).padStart(12, '0') + '7' + r.slice(0, 3) + ((parseInt(r[3], 16) & 3) | 8).toString(16) + r.slice(4, 19);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}
 /** One fresh batch: BATCH jobs enqueued, claimed and completed now (queue `emails`). */
 function freshBatch() {
   const now = Date.now();

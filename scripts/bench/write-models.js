@@ -39,7 +39,6 @@
  */
 const fs = require('node:fs');
 const path = require('node:path');
-const { randomBytes } = require('node:crypto');
 
 const dist = (p) => require(path.resolve(__dirname, '../../dist', p));
 const { createDataSource } = dist('postgres/data-source');
@@ -48,11 +47,8 @@ const { sendBatch } = dist('postgres/pg-batch');
 const { textArray, numArray } = dist('postgres/pg-array');
 const { project, entryFields } = dist('mirror/projection');
 const { dropDatabase } = require('../lib/cleanup');
+const { arg, median, v7, ENQUEUE_OPTS: OPTS } = require('../lib/bench-common');
 
-function arg(name, def) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? def : process.argv[i + 1];
-}
 const JOBS = Number(arg('jobs', 20000));
 const BATCH = Number(arg('batch', 500));
 const ROUNDS = Number(arg('rounds', 3));
@@ -62,11 +58,6 @@ const SETUP_SQL = arg('setup-sql', null);
 const PG_BASE = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const TICK_US = 1e6 / 100; // /proc/<pid>/stat counts in clock ticks (USER_HZ 100)
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN;
-};
-
 function backendCpuUs(pid) {
   const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
@@ -74,12 +65,6 @@ function backendCpuUs(pid) {
 }
 
 let seq = 0;
-const OPTS = '3;1000;exponential|2000|3600000|equal';
-function v7(ms) {
-  const r = randomBytes(10).toString('hex');
-  const h = ms.toString(16).padStart(12, '0') + '7' + r.slice(0, 3) + ((parseInt(r[3], 16) & 3) | 8).toString(16) + r.slice(4, 19);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}
 
 /** The stream entries of one job's three transitions (lua/includes/emit.lua's header), as the writer reads them. */
 function jobEntries(id, now) {
