@@ -209,7 +209,7 @@ async function sluiceLatency(ctx, queue) {
     noop.push(now() - h0);
     await sleep(5); // let the worker go idle again
   }
-  return { p50: pct(lat, 50), p99: pct(lat, 99), postP50: pct(post, 50), noopP50: pct(noop, 50) };
+  return { p50: pct(lat, 50), p99: pct(lat, 99), postP50: pct(post, 50), postP99: pct(post, 99), noopP50: pct(noop, 50), noopP99: pct(noop, 99) };
 }
 
 // ------------------------------------------------------------- BullMQ ---
@@ -387,7 +387,7 @@ async function main() {
       await redisQuiet();
       const q = `pipe-lat${r.round}`;
       [r.sLat, r.bLat] = r.round % 2 ? [await sluiceLatency(ctx, q), await bullLatency(ctx)] : [await bullLatency(ctx), await sluiceLatency(ctx, q)].reverse();
-      console.log(`round ${r.round}: idle latency p50/p99 Sluice ${r.sLat.p50}/${r.sLat.p99} ms (round trips p50: POST /jobs ${r.sLat.postP50.toFixed(2)} ms, GET /healthz ${r.sLat.noopP50.toFixed(2)} ms) BullMQ ${r.bLat.p50}/${r.bLat.p99} ms; ${load()}`);
+      console.log(`round ${r.round}: idle latency p50/p99 Sluice ${r.sLat.p50}/${r.sLat.p99} ms (round trips p50/p99: POST /jobs ${r.sLat.postP50.toFixed(2)}/${r.sLat.postP99.toFixed(2)} ms, GET /healthz ${r.sLat.noopP50.toFixed(2)}/${r.sLat.noopP99.toFixed(2)} ms) BullMQ ${r.bLat.p50}/${r.bLat.p99} ms; ${load()}`);
     }
   } finally {
     await finish();
