@@ -53,7 +53,8 @@ function logReads(w: MirrorWriter): void {
 }
 afterEach(() => jest.restoreAllMocks());
 
-const PACE_MS = 200;
+/** Batches this far apart: a completion comes 0–60 ms after its claim, so a stall of ~340 ms would be needed to split one. */
+const PACE_MS = 400;
 
 test('short jobs straddling a paced batch boundary: one jobs update each, whole executions, every event mirrored once', async () => {
   const q = 'carry-short';
@@ -71,15 +72,15 @@ test('short jobs straddling a paced batch boundary: one jobs update each, whole 
   const ids: string[] = [first.id];
   try {
     await sleep(300); // taken over
-    // Jobs one after another for 2 s, each completed 0–40 ms after its claim:
-    // with batches 200 ms apart, about one in ten is claimed before a read and
-    // completed after it.
-    const until = Date.now() + 2000;
+    // Jobs one after another for 3 s, each completed 0–60 ms after its claim:
+    // with batches 400 ms apart, about one in thirteen is claimed before a read
+    // and completed after it.
+    const until = Date.now() + 3000;
     while (Date.now() < until) {
       const [r] = await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: q }, 1e6)]);
       const j = (await t.store.claim(q, 1, 30_000, 'w1')).jobs[0];
       expect(j.id).toBe(r.id);
-      await sleep(Math.random() * 40);
+      await sleep(Math.random() * 60);
       await t.store.complete(q, 'w1', [
         { id: j.id, lockToken: j.lockToken, result: { i: ids.length } },
       ]);
