@@ -466,21 +466,37 @@ export class MirrorWriter {
   /** When the last read started (ms) and whether it came back full: {@link BATCH_PACE_MS}. */
   private lastRead = { at: 0, full: false };
 
+  /** Reads so far: which queue's share gets the budget's remainder turns with it. */
+  private reads = 0;
+
+  /**
+   * The next read: up to batchSize entries less what is held (withCarry puts
+   * those into the same batch), split over the owned queues so the shares add
+   * up to exactly that (the first `budget mod queues` of them, turning, take
+   * one more). Nothing to read for when the held entries fill a batch: they go
+   * alone.
+   */
   private async read(): Promise<StreamEntry[]> {
-    // What is held goes into the same batch (withCarry): the batch stays within batchSize.
-    const budget = Math.max(1, this.batchSize() - this.carry.length);
     const queues = [...this.owned];
     if (!queues.length) return [];
+    const budget = this.batchSize() - this.carry.length;
+    if (budget <= 0) {
+      this.lastRead.full = true;
+      return [];
+    }
     const wait = this.lastRead.at + (this.opts.batchPaceMs ?? BATCH_PACE_MS) - Date.now();
     if (wait > 0 && !this.lastRead.full) await sleep(wait);
     this.lastRead.at = Date.now();
-    const per = Math.max(1, Math.ceil(budget / queues.length));
-    const replies = await Promise.all(queues.map((q) => this.stores.mirror.readNew(q, this.opts.writerId, per)));
+    const base = Math.floor(budget / queues.length);
+    const extra = budget % queues.length;
+    const turn = this.reads++ % queues.length;
+    const shares = queues.map((_, i) => base + ((i - turn + queues.length) % queues.length < extra ? 1 : 0));
+    const replies = await Promise.all(queues.map((q, i) => (shares[i] > 0 ? this.stores.mirror.readNew(q, this.opts.writerId, shares[i]) : [])));
     const out: StreamEntry[] = [];
     replies.forEach((r, i) => {
       for (const { id, fields } of r) out.push({ queue: queues[i], id, fields: entryFields(fields) });
     });
-    this.lastRead.full = replies.some((r) => r.length >= per);
+    this.lastRead.full = replies.some((r, i) => shares[i] > 0 && r.length >= shares[i]);
     return out;
   }
 

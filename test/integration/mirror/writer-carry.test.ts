@@ -165,3 +165,57 @@ test('a job that stays active: its held claimed is written by the next batch, no
   const [pending] = (await t.redis.xpending(t.keys(q).events, MIRROR_GROUP)) as [number];
   expect(pending).toBe(0);
 });
+
+test('batches stay within batchSize: a read of nothing but trailing claims, and reads over several queues', async () => {
+  const B = 10;
+  const [qa, qb, qc] = ['carry-size-a', 'carry-size-b', 'carry-size-c'];
+  // A: B jobs claimed (each claim its job's last entry), then one more job; B and C: 7 jobs each.
+  await t.store.enqueue(
+    Array.from({ length: B }, () => normalizeEnqueue({ type: 'x', queue: qa }, 1e6)),
+  );
+  expect((await t.store.claim(qa, B, 30_000, 'w1')).jobs).toHaveLength(B);
+  await t.store.enqueue([normalizeEnqueue({ type: 'x', queue: qa }, 1e6)]);
+  for (const q of [qb, qc])
+    await t.store.enqueue(
+      Array.from({ length: 7 }, () => normalizeEnqueue({ type: 'x', queue: q }, 1e6)),
+    );
+  const acked: number[] = [];
+  const ack = t.stores.mirror.ack.bind(t.stores.mirror);
+  jest.spyOn(t.stores.mirror, 'ack').mockImplementation(async (q, ids) => {
+    acked.push(ids.length);
+    return ack(q, ids);
+  });
+  const w = new MirrorWriter(t.stores, db.dataSource, {
+    writerId: 'carry-size-w',
+    batchSize: B,
+    batchPaceMs: 50,
+    idleMs: 1,
+  });
+  // The writer owns only these three queues.
+  const list = t.stores.queues.list.bind(t.stores.queues);
+  jest
+    .spyOn(t.stores.queues, 'list')
+    .mockImplementation(async () => (await list()).filter((q) => q.startsWith('carry-size-')));
+  w.start();
+  try {
+    for (let i = 0; i < 200; i++) {
+      const left = await Promise.all([qa, qb, qc].map((q) => t.redis.xlen(t.keys(q).events)));
+      if (left.every((n) => n === 0)) break;
+      await sleep(20);
+    }
+  } finally {
+    await w.stop();
+  }
+  const sizes = planned.map((b) => b.events.length);
+  expect({ largest: Math.max(...sizes) <= B, acked: Math.max(...acked) <= B }).toEqual({
+    largest: true,
+    acked: true,
+  });
+  // Every entry written once, none left pending.
+  expect(sizes.reduce((a, b) => a + b, 0)).toBe(2 * B + 1 + 14);
+  for (const q of [qa, qb, qc]) {
+    expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
+    const [pending] = (await t.redis.xpending(t.keys(q).events, MIRROR_GROUP)) as [number];
+    expect(pending).toBe(0);
+  }
+});
