@@ -430,9 +430,9 @@ export class MirrorWriter {
    * for the next batch: a short job's `completed` comes within milliseconds,
    * so its `claimed` and `completed` then land in one batch — one row write of
    * `jobs` and one whole execution row instead of two updates and an
-   * execution started, then finished (scripts/bench/write-models.js: 72 against
-   * 42.5 µs of PostgreSQL per job; at 10,000 jobs/s about 40 % of the jobs
-   * straddled a paced batch's boundary). An entry is held once: the next batch
+   * execution started, then finished (scripts/bench/write-models.js: 74 against
+   * 46 µs of PostgreSQL per job; at 12,000 jobs/s 40 % of the jobs straddled a
+   * paced batch's boundary, 0.5 % with holding: docs/benchmarks.md). An entry is held once: the next batch
    * writes it whatever comes, and a read that brings nothing flushes it, so the
    * history trails by at most one more batch ({@link BATCH_PACE_MS}). Held
    * entries are read but not acknowledged: a crash leaves them pending, taken
