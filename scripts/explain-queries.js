@@ -93,22 +93,25 @@ function generateSql(n) {
      FROM g ORDER BY i`,
     `INSERT INTO dead_letter_jobs (job_id, queue, type, payload, last_error, attempts, failed_at)
      SELECT id, queue, type, payload, last_error, attempts, finished_at FROM jobs WHERE status = 'failed'`,
-    // Timeline: enqueued, claimed, then the final event (3 per finished job).
+    // Timeline: enqueued, claimed, then the final event (3 per finished job). As the writer stores them
+    // (migration 1796001900000): the claim and a completion in the execution row, the rest job_events rows.
     `INSERT INTO job_events (queue, stream_ms, stream_seq, job_id, at, event, from_status, to_status, attempt, execution_seq, worker_id, reason, error, data)
      SELECT q, ms + off, 0, id, to_timestamp((ms + off) / 1000.0), ev, f, tt, a, x, w, NULL, er, d
      FROM g CROSS JOIN LATERAL (VALUES
        (0, 'enqueued', NULL, CASE WHEN s = 'delayed' THEN 'delayed' ELSE 'waiting' END, 0, NULL::int, NULL, NULL, '{"n":' || i || '}'),
-       (50, CASE WHEN s NOT IN ('waiting','delayed') THEN 'claimed' END, 'waiting', 'active', 1, 1, 'w-' || h3 % 16, NULL, NULL),
-       (50 + dur, CASE WHEN s IN ('completed','failed','cancelled') THEN s END, 'active', s, 1, 1, 'w-' || h3 % 16,
-        CASE WHEN s = 'failed' THEN 'Error: upstream said 500' END, CASE WHEN s = 'completed' THEN '{"ok":true}' END)
+       (50 + dur, CASE WHEN s IN ('failed','cancelled') THEN s END, 'active', s, 1, 1, 'w-' || h3 % 16,
+        CASE WHEN s = 'failed' THEN 'Error: upstream said 500' END, NULL)
      ) v(off, ev, f, tt, a, x, w, er, d)
      WHERE ev IS NOT NULL
      ORDER BY i, off`,
-    `INSERT INTO job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms)
+    `INSERT INTO job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms,
+                                 claim_ms, claim_seq, end_ms, end_seq, result)
      SELECT id, 1, q, 1, 'w-' || h3 % 16, to_timestamp((ms + 50) / 1000.0),
             CASE WHEN s IN ('completed','failed','cancelled') THEN to_timestamp((ms + 50 + dur) / 1000.0) END,
             CASE WHEN s IN ('completed','failed','cancelled') THEN s ELSE 'running' END,
-            CASE WHEN s = 'failed' THEN 'Error: upstream said 500' END, CASE WHEN s IN ('completed','failed','cancelled') THEN dur END
+            CASE WHEN s = 'failed' THEN 'Error: upstream said 500' END, CASE WHEN s IN ('completed','failed','cancelled') THEN dur END,
+            ms + 50, 0, CASE WHEN s = 'completed' THEN ms + 50 + dur END, CASE WHEN s = 'completed' THEN 0 END,
+            CASE WHEN s = 'completed' THEN '{"ok":true}' END
      FROM g WHERE s NOT IN ('waiting','delayed')`,
     // Two log lines for one job in ten.
     `INSERT INTO job_logs (queue, stream_ms, stream_seq, job_id, at, attempt, level, message)
@@ -160,7 +163,7 @@ async function hotQueries(c) {
     { name: 'listDlq ?queue= with cursor', purpose: '`GET /jobs/dlq/all?queue=emails&cursor=`', ...dlq({ queue: 'emails' }, dlqAfter) },
     { name: 'listDlq ?type=', purpose: '`GET /jobs/dlq/all?type=reports.sync`', ...dlq({ type: 'reports.sync' }) },
     { name: 'listDlq ?queue=&type=', purpose: '`GET /jobs/dlq/all?queue=reports&type=reports.sync`', ...dlq({ queue: 'reports', type: 'reports.sync' }) },
-    { name: 'jobEvents (timeline)', purpose: '`GET /jobs/:id/events`', sql: JOB_EVENTS_SQL, params: [sample] },
+    { name: 'jobEvents (timeline)', purpose: '`GET /jobs/:id/events`', sql: JOB_EVENTS_SQL, params: [sample], sortOk: 'the sort is of the one job\'s events' },
     { name: 'jobExecutions', purpose: '`GET /jobs/:id/executions`', sql: JOB_EXECUTIONS_SQL, params: [sample] },
     { name: 'jobLogs', purpose: '`GET /jobs/:id/logs`', sql: JOB_LOGS_SQL, params: [logged] },
     { name: 'counts: completed/cancelled per queue', purpose: '`counts` of `GET /queues` and `/dashboard/stats` (terminal part)', sql: TERMINAL_COUNTS_SQL, params: [queues] },

@@ -34,6 +34,8 @@
  * statements (the writer's Node share), µs per job. Medians over rounds.
  * The database is created on DATABASE_URL's server and dropped at the end.
  * --models today,row,append and --shapes together,split pick what runs;
+ * --replayed writes today's batches in the idempotent form (a takeover's, a
+ * replay's) instead of the fresh one of first reads (COPY where it can);
  * --setup-sql "<sql>" runs after the migrations, to measure what a schema
  * change would save (e.g. "DROP TRIGGER jobs_count_update ON jobs").
  */
@@ -55,6 +57,7 @@ const ROUNDS = Number(arg('rounds', 3));
 const MODELS = arg('models', 'today,row,append').split(',');
 const SHAPES = arg('shapes', 'together,split').split(',');
 const SETUP_SQL = arg('setup-sql', null);
+const REPLAYED = process.argv.includes('--replayed');
 const PG_BASE = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const TICK_US = 1e6 / 100; // /proc/<pid>/stat counts in clock ticks (USER_HZ 100)
 
@@ -150,7 +153,8 @@ const candidates = {
 
 /** Writes one batch of entries the model's way. `phase` is enqueue or process. */
 async function write(ds, model, phase, entries) {
-  if (model === 'today') return writeBatch(ds, project(entries), phase === 'enqueue');
+  // Fresh, as the writer's loop writes entries it reads for the first time (XREADGROUP '>'); --replayed: the idempotent form of takeovers and replays.
+  if (model === 'today') return writeBatch(ds, project(entries), !REPLAYED);
   return candidates[phase](ds, model, entries);
 }
 

@@ -24,12 +24,14 @@ export interface JobEvent {
 }
 
 /**
- * One job's timeline in stream order: a range scan of the `job_events_job`
- * index (job_id, stream_ms, stream_seq), no sort; `seq` numbers the rows.
- * $1 = job id.
+ * One job's timeline in stream order, from the view `job_timeline` (the
+ * job's `job_events` rows and the claimed / completed events its execution
+ * rows hold: migration 1796001900000-FoldedExecutionEvents): a primary-key
+ * range scan of the job's partition of each table, then a sort of the
+ * job's few events; `seq` numbers the rows. $1 = job id.
  */
 export const JOB_EVENTS_SQL = `SELECT row_number() OVER (ORDER BY stream_ms, stream_seq)::float8 AS seq, ${epochMs('at')} AS at_ms, event, from_status, to_status, attempt, worker_id, reason, error, data
-  FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`;
+  FROM job_timeline WHERE job_id = $1 ORDER BY stream_ms, stream_seq`;
 
 function parseData(text: string | null): Json | null {
   if (text === null || text === '') return null;

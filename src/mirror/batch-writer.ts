@@ -169,7 +169,7 @@ function dependencyRows(rows: DependencyRow[]): string {
   return s;
 }
 
-const START_COPY_SQL = 'COPY job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome) FROM STDIN';
+const START_COPY_SQL = 'COPY job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome, claim_ms, claim_seq) FROM STDIN';
 
 /** The columns an execution's start and end rows share: job_id, execution_seq, queue, attempt, worker_id, started_at. */
 function executionHead(r: ExecutionStart): string {
@@ -179,16 +179,18 @@ function executionHead(r: ExecutionStart): string {
 
 function startRows(rows: ExecutionStart[]): string {
   let s = '';
-  for (const r of rows) s += executionHead(r) + '\trunning\n';
+  for (const r of rows) s += executionHead(r) + '\trunning\t' + copyNumber(r.claimMs) + '\t' + copyNumber(r.claimSeq) + '\n';
   return s;
 }
 
-const EXECUTION_COPY_SQL = 'COPY job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms) FROM STDIN';
+const EXECUTION_COPY_SQL =
+  'COPY job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms, claim_ms, claim_seq, end_ms, end_seq, result) FROM STDIN';
 
 function executionRows(rows: ExecutionEnd[]): string {
   let s = '';
   for (const r of rows) {
-    s += executionHead(r) + '\t' + copyTime(r.finishedAt) + '\t' + copyText(r.outcome) + '\t' + copyText(r.error) + '\t' + copyNumber(r.durationMs) + '\n';
+    s += executionHead(r) + '\t' + copyTime(r.finishedAt) + '\t' + copyText(r.outcome) + '\t' + copyText(r.error) + '\t' + copyNumber(r.durationMs) + '\t' +
+      copyNumber(r.claimMs) + '\t' + copyNumber(r.claimSeq) + '\t' + copyNumber(r.endMs) + '\t' + copyNumber(r.endSeq) + '\t' + copyText(r.result) + '\n';
   }
   return s;
 }
@@ -218,9 +220,14 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
   const onEntry = 'ON CONFLICT (job_id, stream_ms, stream_seq) DO NOTHING';
   const txt = <T>(rows: T[], f: (r: T) => string | null | undefined) => textArray(rows.map(f));
   const num = <T>(rows: T[], f: (r: T) => number | string | null | undefined) => numArray(rows.map(f));
-  if (b.events.length && fresh) out.push(copyOf(EVENT_COPY_SQL, eventRows(b.events)));
-  else if (b.events.length) {
-    const e = b.events;
+  const starts = dedupe(b.starts, (r) => `${r.jobId}/${r.executionSeq}`);
+  const ends = dedupe(b.ends, (r) => `${r.jobId}/${r.executionSeq}`);
+  const held = heldEvents(starts, ends);
+  // Held events go in their execution's row (the view job_timeline shows them); the rest are job_events rows.
+  const events = held.size ? b.events.filter((e) => !held.has(e)) : b.events;
+  if (events.length && fresh) out.push(copyOf(EVENT_COPY_SQL, eventRows(events)));
+  else if (events.length) {
+    const e = events;
     out.push({
       sql: `INSERT INTO job_events (queue, stream_ms, stream_seq, job_id, at, event, from_status, to_status, attempt, execution_seq, worker_id, reason, error, data)
        SELECT q, sm, ss, j, ${ts('at')}, e, f, t, a, x, w, r, er, d
@@ -302,41 +309,62 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
       params: [textArray(tops.map((t) => t.queue)), numArray(tops.map((t) => t.ms)), numArray(tops.map((t) => t.seq))],
     });
   }
-  if (b.starts.length) {
-    const s = dedupe(b.starts, (r) => `${r.jobId}/${r.executionSeq}`);
+  // Held events written by an upsert below, which may find the row holding another claim or end (see heldRule): checked after.
+  const upserted: EventRow[] = [];
+  if (starts.length) {
+    const s = starts;
     if (fresh) out.push(copyOf(START_COPY_SQL, startRows(s)));
     else {
       out.push({
-        sql: `INSERT INTO job_executions (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome)
-         SELECT j, x, q, a, w, ${ts('sa')}, 'running'
-         FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::float8[]) AS u(j, x, q, a, w, sa)
-         ON CONFLICT (job_id, execution_seq) DO NOTHING`,
-        params: [txt(s, (r) => r.jobId), num(s, (r) => r.executionSeq), txt(s, (r) => r.queue), num(s, (r) => r.attempt), txt(s, (r) => r.workerId), num(s, (r) => r.startedAt)],
+        sql: `INSERT INTO job_executions AS je (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome, claim_ms, claim_seq)
+         SELECT j, x, q, a, w, ${ts('sa')}, 'running', cm, cs
+         FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::float8[], $7::bigint[], $8::bigint[]) AS u(j, x, q, a, w, sa, cm, cs)
+         ON CONFLICT (job_id, execution_seq) DO UPDATE SET claim_ms = EXCLUDED.claim_ms, claim_seq = EXCLUDED.claim_seq, started_at = EXCLUDED.started_at
+         WHERE ${heldRule('claim')}`,
+        params: [
+          txt(s, (r) => r.jobId), num(s, (r) => r.executionSeq), txt(s, (r) => r.queue), num(s, (r) => r.attempt), txt(s, (r) => r.workerId),
+          num(s, (r) => r.startedAt), num(s, (r) => r.claimMs), num(s, (r) => r.claimSeq),
+        ],
       });
+      for (const r of s) if (r.claimEvent) upserted.push(r.claimEvent);
     }
   }
-  if (b.ends.length) {
-    const all = dedupe(b.ends, (r) => `${r.jobId}/${r.executionSeq}`);
+  if (ends.length) {
     // Started in this fresh batch: its row cannot exist yet, the end row is the whole execution.
-    const whole = fresh ? all.filter((r) => r.startInBatch) : [];
-    const e = whole.length ? all.filter((r) => !r.startInBatch) : all;
+    const whole = fresh ? ends.filter((r) => r.startInBatch) : [];
+    const e = whole.length ? ends.filter((r) => !r.startInBatch) : ends;
     if (whole.length) out.push(copyOf(EXECUTION_COPY_SQL, executionRows(whole)));
     if (e.length) {
+      // An end rewrites the row unless the row already holds another execution's `completed` (only after Redis came back rewound).
       out.push({
-        sql: `INSERT INTO job_executions AS je (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms)
-         SELECT j, x, q, a, w, ${ts('sa')}, ${ts('fa')}, o, er, d
-         FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::float8[], $7::float8[], $8::text[], $9::text[], $10::int[])
-           AS u(j, x, q, a, w, sa, fa, o, er, d)
+        sql: `INSERT INTO job_executions AS je (job_id, execution_seq, queue, attempt, worker_id, started_at, finished_at, outcome, error, duration_ms,
+                                   claim_ms, claim_seq, end_ms, end_seq, result)
+         SELECT j, x, q, a, w, ${ts('sa')}, ${ts('fa')}, o, er, d, cm, cs, em, es, r
+         FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::float8[], $7::float8[], $8::text[], $9::text[], $10::int[],
+                     $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::text[])
+           AS u(j, x, q, a, w, sa, fa, o, er, d, cm, cs, em, es, r)
          ON CONFLICT (job_id, execution_seq) DO UPDATE SET
            finished_at = EXCLUDED.finished_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error,
-           duration_ms = COALESCE(EXCLUDED.duration_ms, round(extract(epoch FROM EXCLUDED.finished_at - je.started_at) * 1000)::int)`,
+           duration_ms = COALESCE(EXCLUDED.duration_ms, round(extract(epoch FROM EXCLUDED.finished_at - je.started_at) * 1000)::int),
+           claim_ms = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_ms ELSE je.claim_ms END,
+           claim_seq = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_seq ELSE je.claim_seq END,
+           end_ms = CASE WHEN ${heldRule('end')} THEN EXCLUDED.end_ms ELSE je.end_ms END,
+           end_seq = CASE WHEN ${heldRule('end')} THEN EXCLUDED.end_seq ELSE je.end_seq END,
+           result = CASE WHEN ${heldRule('end')} THEN EXCLUDED.result ELSE je.result END
+         WHERE je.end_ms IS NULL OR (je.end_ms, je.end_seq) = (EXCLUDED.end_ms, EXCLUDED.end_seq)`,
         params: [
           txt(e, (r) => r.jobId), num(e, (r) => r.executionSeq), txt(e, (r) => r.queue), num(e, (r) => r.attempt), txt(e, (r) => r.workerId),
           num(e, (r) => r.startedAt), num(e, (r) => r.finishedAt), txt(e, (r) => r.outcome), txt(e, (r) => r.error), num(e, (r) => r.durationMs),
+          num(e, (r) => r.claimMs), num(e, (r) => r.claimSeq), num(e, (r) => r.endMs), num(e, (r) => r.endSeq), txt(e, (r) => r.result),
         ],
       });
+      for (const r of e) {
+        if (r.claimEvent && r.claimMs !== null) upserted.push(r.claimEvent);
+        if (r.endEvent) upserted.push(r.endEvent);
+      }
     }
   }
+  if (upserted.length) out.push(unheldEvents(upserted));
   if (b.dlq.length) {
     // The DLQ follows the projection (already patched above, and only ever
     // moved forward by newer events): a job is in it exactly while its newest
@@ -377,6 +405,62 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
     });
   }
   return out;
+}
+
+/**
+ * The events the batch's execution rows are to hold (EventRow.folded): the
+ * claims and completions of the rows written (after dedupe — a duplicate
+ * dropped there holds nothing, its event stays a job_events row).
+ */
+function heldEvents(starts: ExecutionStart[], ends: ExecutionEnd[]): Set<EventRow> {
+  const held = new Set<EventRow>();
+  for (const s of starts) if (s.claimEvent && s.claimMs !== null) held.add(s.claimEvent);
+  for (const e of ends) {
+    if (e.claimEvent && e.claimMs !== null) held.add(e.claimEvent);
+    if (e.endEvent && e.endMs !== null) held.add(e.endEvent);
+  }
+  return held;
+}
+
+/**
+ * When an upsert may store a held event's stream id in an existing
+ * execution row (`je`; `EXCLUDED` the batch's row): the row holds no such
+ * event yet, the view would give the event back as it was — the same
+ * worker and attempt as the row's — and the event is not a job_events row
+ * already (history written before the folded model, replayed by a writer
+ * after the upgrade; or an event {@link unheldEvents} wrote): the probe of
+ * job_events' key comes last, so only rows that pass the rest pay it.
+ * Otherwise the event stays out of the row and {@link unheldEvents} writes
+ * it as a job_events row (or finds it there).
+ */
+function heldRule(kind: 'claim' | 'end'): string {
+  return `(je.${kind}_ms IS NULL AND EXCLUDED.${kind}_ms IS NOT NULL AND je.worker_id IS NOT DISTINCT FROM EXCLUDED.worker_id AND je.attempt = EXCLUDED.attempt
+    AND NOT EXISTS (SELECT 1 FROM job_events ev WHERE ev.job_id = EXCLUDED.job_id AND ev.stream_ms = EXCLUDED.${kind}_ms AND ev.stream_seq = EXCLUDED.${kind}_seq))`;
+}
+
+/**
+ * The held events an upsert did not store (their row already held another
+ * claim or end of the same execution — Redis rewound to an older snapshot
+ * ran it again — or a different worker or attempt) as job_events rows, so
+ * that job_timeline lists every event. A lookup of each in the execution's
+ * primary key; `OFFSET 0` keeps it a per-row probe (see the DLQ statement).
+ */
+function unheldEvents(ev: EventRow[]): PlannedStatement {
+  const txt = (f: (r: EventRow) => string | null) => textArray(ev.map(f));
+  const num = (f: (r: EventRow) => number | string | null) => numArray(ev.map(f));
+  return {
+    sql: `INSERT INTO job_events (queue, stream_ms, stream_seq, job_id, at, event, from_status, to_status, attempt, execution_seq, worker_id, data)
+     SELECT q, sm, ss, j, ${ts('at')}, e, f, t, a, x, w, d
+     FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::uuid[], $5::float8[], $6::text[], $7::text[], $8::text[], $9::int[], $10::int[], $11::text[], $12::text[])
+       AS u(q, sm, ss, j, at, e, f, t, a, x, w, d)
+     WHERE NOT EXISTS (SELECT 1 FROM job_executions je WHERE je.job_id = u.j AND je.execution_seq = u.x
+       AND ((je.claim_ms = u.sm AND je.claim_seq = u.ss) OR (je.end_ms = u.sm AND je.end_seq = u.ss)) OFFSET 0)
+     ON CONFLICT (job_id, stream_ms, stream_seq) DO NOTHING`,
+    params: [
+      txt((r) => r.queue), num((r) => r.streamMs), num((r) => r.streamSeq), txt((r) => r.jobId), num((r) => r.at), txt((r) => r.event),
+      txt((r) => r.from), txt((r) => r.to), num((r) => r.attempt), num((r) => r.executionSeq), txt((r) => r.workerId), txt((r) => r.data),
+    ],
+  };
 }
 
 /**

@@ -162,3 +162,43 @@ describe('project: blocked and unblocked (workflows)', () => {
     }
   });
 });
+
+/**
+ * Which claimed and completed events an execution row holds (EventRow.folded,
+ * migration 1796001900000): only those the view job_timeline gives back field
+ * for field; any other stays a job_events row.
+ */
+describe('events held by the execution rows', () => {
+  const id = '019ad6f1-2b3c-7d4e-8f90-123456789abc';
+  const entry = (n: number, flat: string[]) => ({ queue: 'q', id: `1796000000${n}-0`, fields: entryFields(flat) });
+  const claim = (w = 'w1', extra: string[] = []) => entry(100, ['h', `claimed|waiting|active|1|1796000000100|${id}|1|`, 'w', w, ...extra]);
+  const done = (w = 'w1') => entry(110, ['h', `completed|active|completed|1|1796000000110|${id}|1|10`, 'w', w, 'd', '{"ok":1}']);
+  const held = (b: ReturnType<typeof project>) => b.events.map((e) => [e.event, e.folded === true]);
+
+  it('a claim and its completion by the claimant: both held by one whole row, with their ids and the result', () => {
+    const b = project([claim(), done()]);
+    expect(held(b)).toEqual([['claimed', true], ['completed', true]]);
+    expect(b.starts).toEqual([]);
+    expect(b.ends[0]).toMatchObject({ claimMs: '1796000000100', claimSeq: '0', endMs: '1796000000110', endSeq: '0', result: '{"ok":1}', startInBatch: true });
+  });
+
+  it('split over two batches: the start row holds the claim, the end row the completion', () => {
+    expect(project([claim()]).starts[0]).toMatchObject({ claimMs: '1796000000100', claimSeq: '0' });
+    expect(project([done()]).ends[0]).toMatchObject({ claimMs: null, endMs: '1796000000110', result: '{"ok":1}' });
+  });
+
+  it('a completion by another worker than the claimant: the claim stays a job_events row', () => {
+    const b = project([claim('w1'), done('w2')]);
+    expect(held(b)).toEqual([['claimed', false], ['completed', true]]);
+    expect(b.ends[0]).toMatchObject({ claimMs: null, endMs: '1796000000110' });
+  });
+
+  it('events the row cannot give back are rows: a claim with data or a reason, a completion without a worker, any other end', () => {
+    expect(held(project([claim('w1', ['d', 'x'])]))).toEqual([['claimed', false]]);
+    expect(held(project([claim('w1', ['r', 'why'])]))).toEqual([['claimed', false]]);
+    expect(held(project([entry(110, ['h', `completed|active|completed|1|1796000000110|${id}|1|10`, 'd', '{}'])]))).toEqual([['completed', false]]);
+    const failed = project([entry(110, ['h', `failed|active|failed|1|1796000000110|${id}|1|10`, 'w', 'w1', 'er', 'boom'])]);
+    expect(held(failed)).toEqual([['failed', false]]);
+    expect(failed.ends[0]).toMatchObject({ outcome: 'failed', endMs: null });
+  });
+});

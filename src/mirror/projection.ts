@@ -90,6 +90,14 @@ export interface EventRow {
   reason: string | null;
   error: string | null;
   data: string | null;
+  /**
+   * Held by its execution's row instead of a `job_events` row (the view
+   * `job_timeline` shows it as one): a `claimed` event (the start's
+   * claimMs/claimSeq) or a `completed` one (the end's endMs/endSeq/result).
+   * Set by {@link project} only for events whose every field the row can
+   * give back exactly (migration 1796001900000-FoldedExecutionEvents).
+   */
+  folded?: boolean;
 }
 
 export interface LogRow {
@@ -169,6 +177,11 @@ export interface ExecutionStart {
   attempt: number;
   workerId: string | null;
   startedAt: number;
+  /** Stream entry id of the `claimed` event this row holds (see EventRow.folded); null when that event is a job_events row. */
+  claimMs: string | null;
+  claimSeq: string | null;
+  /** The `claimed` event this row holds (its `folded` flag is cleared should the row not hold it after all). */
+  claimEvent?: EventRow;
 }
 
 export interface ExecutionEnd extends ExecutionStart {
@@ -178,6 +191,12 @@ export interface ExecutionEnd extends ExecutionStart {
   durationMs: number | null;
   /** The execution's `claimed` event is in the same batch (folded in by foldStarts): this row is the whole execution. */
   startInBatch?: boolean;
+  /** Stream entry id of the `completed` event this row holds, and that event's data (the result); null otherwise. */
+  endMs: string | null;
+  endSeq: string | null;
+  result: string | null;
+  /** The `completed` event this row holds (its `folded` flag is cleared should the row not hold it after all). */
+  endEvent?: EventRow;
 }
 
 export interface DlqChange {
@@ -340,6 +359,18 @@ function readDependencies(dp: string | undefined): { ref: string; id: string }[]
 const num = (v: string | undefined): number | null => (v === undefined || v === '' ? null : Number(v));
 const str = (v: string | undefined): string | null => (v === undefined || v === '' ? null : v);
 
+/**
+ * Whether an execution's row can hold event `e` (a `claimed` or a
+ * `completed`) and give it back unchanged through the view job_timeline:
+ * the transition the view writes (`from` → `to`), an attempt, an execution
+ * and a worker, and no reason, error — nor data, unless `withData` (the
+ * completed event's data is the row's `result`).
+ */
+function foldable(e: EventRow, from: string, to: string, withData = false): boolean {
+  return e.from === from && e.to === to && e.attempt !== null && e.executionSeq !== null && e.workerId !== null &&
+    e.reason === null && e.error === null && (withData || e.data === null);
+}
+
 function outcomeOf(e: string, reason: string | null): ExecutionEnd['outcome'] | null {
   switch (e) {
     case 'completed':
@@ -389,10 +420,11 @@ export function project(entries: StreamEntry[]): MirrorBatch {
     const reason = str(f.r);
     const error = str(f.er);
     const worker = str(f.w);
-    batch.events.push({
+    const ev: EventRow = {
       queue, streamMs, streamSeq, jobId, at, event: f.e, from: str(f.f), to: str(f.t), attempt, executionSeq: x,
       workerId: worker, reason, error, data: f.e === 'enqueued' || f.e === 'debounced' ? str(f.p) : str(f.d),
-    });
+    };
+    batch.events.push(ev);
 
     if (f.e === 'enqueued') {
       const o = splitOptions(f.o);
@@ -428,7 +460,12 @@ export function project(entries: StreamEntry[]): MirrorBatch {
         p.attempts = attempt ?? undefined;
         p.startedAt = at;
         p.finishedAt = null;
-        batch.starts.push({ jobId, executionSeq: x ?? 0, queue, attempt: attempt ?? 0, workerId: worker, startedAt: at });
+        // The execution's row holds the event when it can give every field back (the view job_timeline).
+        if (foldable(ev, 'waiting', 'active')) ev.folded = true;
+        batch.starts.push({
+          jobId, executionSeq: x ?? 0, queue, attempt: attempt ?? 0, workerId: worker, startedAt: at,
+          claimMs: ev.folded ? streamMs : null, claimSeq: ev.folded ? streamSeq : null, claimEvent: ev.folded ? ev : undefined,
+        });
         break;
       case 'progress':
         p.progress = str(f.d);
@@ -504,9 +541,12 @@ export function project(entries: StreamEntry[]): MirrorBatch {
     const outcome = x !== null && f.f === 'active' ? outcomeOf(f.e, reason) : null;
     if (outcome) {
       const ms = num(f.ms);
+      const held = f.e === 'completed' && foldable(ev, 'active', 'completed', true);
+      if (held) ev.folded = true;
       batch.ends.push({
         jobId, executionSeq: x as number, queue, attempt: attempt ?? 0, workerId: worker,
-        startedAt: ms !== null ? at - ms : at, finishedAt: at, outcome, error, durationMs: ms,
+        startedAt: ms !== null ? at - ms : at, finishedAt: at, outcome, error, durationMs: ms, claimMs: null, claimSeq: null,
+        endMs: held ? streamMs : null, endSeq: held ? streamSeq : null, result: held ? ev.data : null, endEvent: held ? ev : undefined,
       });
     }
     if (f.t === 'completed' || f.t === 'cancelled') finished.set(jobId, { queue, jobId, status: f.t });
@@ -572,6 +612,12 @@ function foldStarts(starts: ExecutionStart[], ends: ExecutionEnd[]): ExecutionEn
     const s = byKey.get(key(e));
     if (!s) continue;
     e.startedAt = s.startedAt;
+    // The whole row holds the claim when the view would show it as it was: same worker and attempt.
+    if ((e.workerId === null || e.workerId === s.workerId) && e.attempt === s.attempt) {
+      e.claimMs = s.claimMs;
+      e.claimSeq = s.claimSeq;
+      e.claimEvent = s.claimEvent;
+    } else if (s.claimEvent) s.claimEvent.folded = false;
     if (e.durationMs === null) e.durationMs = Math.max(0, e.finishedAt - s.startedAt);
     if (e.workerId === null) e.workerId = s.workerId;
     e.startInBatch = true;

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { entryFields, project, StreamEntry } from '../../src/mirror/projection';
+import { entryFields, MirrorBatch, project, StreamEntry } from '../../src/mirror/projection';
 import { batchMessage, planBatch, writeBatch } from '../../src/mirror/batch-writer';
 import { sendBatch } from '../../src/postgres/pg-batch';
 import { v7At } from './postgres';
@@ -44,12 +44,42 @@ export async function mirror(db: DataSource, entries: StreamEntry[], fresh = tru
 }
 
 /**
+ * `b` as the writer before migration 1796001900000 projected it: no event
+ * held by an execution row (every claimed and completed event a job_events
+ * row, the execution rows without their stream ids). Changes `b` in place.
+ */
+export function unfolded(b: MirrorBatch): MirrorBatch {
+  for (const e of b.events) e.folded = false;
+  for (const x of [...b.starts, ...b.ends]) {
+    Object.assign(x, { claimMs: null, claimSeq: null, claimEvent: undefined, endMs: null, endSeq: null, endEvent: undefined, result: null });
+  }
+  return b;
+}
+
+/** The columns migration 1796001900000 added to job_executions, which an older schema's COPY must not name. */
+const FOLDED_COLUMNS = ['claim_ms', 'claim_seq', 'end_ms', 'end_seq', 'result'];
+
+/**
  * Writes entries as the writer of the schema before migration 1796001800000
  * did (the fresh COPY form, without the `queue_stream_tops` row that table
- * did not exist for): rows for the upgrade tests.
+ * did not exist for; no event held by an execution row, whose COPY names
+ * none of the columns of migration 1796001900000): rows for the upgrade tests.
  */
 export async function mirrorAsBefore(db: DataSource, entries: StreamEntry[]): Promise<void> {
-  const plan = planBatch(project(entries), true).filter((st) => !st.sql.includes('queue_stream_tops'));
+  const plan = planBatch(unfolded(project(entries)), true)
+    .filter((st) => !st.sql.includes('queue_stream_tops'))
+    .map((st) => {
+      if (!st.sql.startsWith('COPY job_executions')) return st;
+      const cols = st.sql.slice(st.sql.indexOf('(') + 1, st.sql.indexOf(')')).split(', ');
+      const keep = cols.map((c) => !FOLDED_COLUMNS.includes(c));
+      const rows = st.copy!.split('\n').filter((l) => l !== '');
+      // Unfolded: every dropped field is \N.
+      return {
+        ...st,
+        sql: `COPY job_executions (${cols.filter((_, i) => keep[i]).join(', ')}) FROM STDIN`,
+        copy: rows.map((l) => l.split('\t').filter((_, i) => keep[i]).join('\t') + '\n').join(''),
+      };
+    });
   await sendBatch(db, batchMessage(plan));
 }
 

@@ -90,7 +90,7 @@ export async function eventRows(db: DataSource, jobIds?: string[]) {
   const rows = await db.query(
     `SELECT queue, stream_ms::text, stream_seq::text, job_id::text, round(extract(epoch FROM at) * 1000)::float8 AS at_ms, event,
             from_status, to_status, attempt, execution_seq, worker_id, reason, error, data
-     FROM job_events ${jobIds ? 'WHERE job_id = ANY($1::uuid[])' : ''} ORDER BY queue, job_events.stream_ms, job_events.stream_seq`,
+     FROM job_timeline ${jobIds ? 'WHERE job_id = ANY($1::uuid[])' : ''} ORDER BY queue, job_timeline.stream_ms, job_timeline.stream_seq`,
     jobIds ? [jobIds] : [],
   );
   return rows as ReturnType<typeof expectedEventRow>[];

@@ -14,4 +14,11 @@ export class JobExecutionEntity {
   @Column('text') outcome!: string;
   @Column('text', { nullable: true }) error!: string | null;
   @Column('int', { name: 'duration_ms', nullable: true }) durationMs!: number | null;
+  /** Stream entry id (ms, seq) of the execution's `claimed` event when this row holds it (view `job_timeline`); null when it is a job_events row. */
+  @Column('bigint', { name: 'claim_ms', nullable: true }) claimMs!: string | null;
+  @Column('bigint', { name: 'claim_seq', nullable: true }) claimSeq!: string | null;
+  /** Stream entry id of its `completed` event when this row holds it; `result` is that event's data. */
+  @Column('bigint', { name: 'end_ms', nullable: true }) endMs!: string | null;
+  @Column('bigint', { name: 'end_seq', nullable: true }) endSeq!: string | null;
+  @Column('text', { nullable: true }) result!: string | null;
 }

@@ -81,7 +81,7 @@ async function mirror(queue: string, round: number) {
       [queue],
     );
   const completedEvents: { id: string; n: number }[] = await db.dataSource.query(
-    `SELECT job_id::text AS id, count(*)::int AS n FROM job_events WHERE queue = $1 AND event = 'completed' GROUP BY job_id`,
+    `SELECT job_id::text AS id, count(*)::int AS n FROM job_timeline WHERE queue = $1 AND event = 'completed' GROUP BY job_id`,
     [queue],
   );
   return { executions, completedEvents };

@@ -136,7 +136,7 @@ describe('partitioned history', () => {
       expect(await db.dataSource.query(`SELECT 1 FROM pg_class WHERE relname = $1`, [`${t.name}_${daySuffix(old)}`])).toEqual([]);
     }
     expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::uuid[])`, [gone]))[0].n).toBe(0);
-    expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM job_events WHERE job_id = ANY($1::uuid[])`, [gone]))[0].n).toBe(0);
+    expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM job_timeline WHERE job_id = ANY($1::uuid[])`, [gone]))[0].n).toBe(0);
     expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE queue = 'pr' AND id >= $1`, [recentJobs[0].id]))[0].n).toBe(50);
 
     // The three keepers moved to the default partition with all their rows.

@@ -110,7 +110,7 @@ describe('fresh batches', () => {
     const entries = await captureStreams(t.redis, t, [q]);
     await writeBatch(db.dataSource, project(entries.slice(0, 1)), true);
     await expect(writeBatch(db.dataSource, project(entries), true)).rejects.toMatchObject({ code: UNIQUE_VIOLATION });
-    const count = async () => (await db.dataSource.query(`SELECT count(*)::int AS n FROM job_events WHERE queue = $1`, [q]))[0].n;
+    const count = async () => (await db.dataSource.query(`SELECT count(*)::int AS n FROM job_timeline WHERE queue = $1`, [q]))[0].n;
     expect(await count()).toBe(1); // the failed batch wrote nothing, not even its second entry
     await writeBatch(db.dataSource, project(entries), false);
     expect(await count()).toBe(2);
@@ -140,7 +140,7 @@ describe('fresh batches', () => {
     }
     expect(n).toBe(20);
     expect(w.stats.freshRetries).toBe(1);
-    const [{ events }] = await db.dataSource.query(`SELECT count(*)::int AS events FROM job_events WHERE queue = $1`, [q]);
+    const [{ events }] = await db.dataSource.query(`SELECT count(*)::int AS events FROM job_timeline WHERE queue = $1`, [q]);
     expect(events).toBe(20);
     const rows = await db.dataSource.query(`SELECT id::text AS id FROM jobs WHERE queue = $1 ORDER BY id`, [q]);
     expect(rows.map((r: { id: string }) => r.id)).toEqual([...ids].sort());

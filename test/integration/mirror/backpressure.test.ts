@@ -129,7 +129,7 @@ test('over AUDIT_MAX_BACKLOG pending events enqueue is refused with UnavailableE
   expect(guard.metrics).toMatchObject({ pending: 0, overLimit: false, refusedEnqueues: 3 });
 
   // PostgreSQL holds the six accepted jobs and nothing of the refused calls.
-  const rows = await db.dataSource.query(`SELECT queue, event, count(*)::int AS n FROM job_events WHERE queue = 'bp-a' GROUP BY 1, 2`);
+  const rows = await db.dataSource.query(`SELECT queue, event, count(*)::int AS n FROM job_timeline WHERE queue = 'bp-a' GROUP BY 1, 2`);
   expect(rows).toEqual([{ queue: 'bp-a', event: 'enqueued', n: 6 }]);
   t.store.setAdmission(null);
 });

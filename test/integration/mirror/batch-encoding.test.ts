@@ -146,11 +146,11 @@ describe('COPY rows (fresh batches)', () => {
       await pool.query(`SELECT 1`);
       for (const broken of [[bad, ...plan], [plan[0], bad, plan[1]], [...plan, bad]]) {
         await expect(sendBatch(pool, batchMessage(broken))).rejects.toThrow(/division by zero/);
-        expect((await pool.query(`SELECT count(*)::int AS n FROM job_events WHERE job_id = $1`, [r.id]))[0].n).toBe(0);
+        expect((await pool.query(`SELECT count(*)::int AS n FROM job_timeline WHERE job_id = $1`, [r.id]))[0].n).toBe(0);
         expect((await pool.query(`SELECT count(*)::int AS n FROM jobs WHERE id = $1`, [r.id]))[0].n).toBe(0);
       }
       await sendBatch(pool, batchMessage(plan));
-      expect((await pool.query(`SELECT count(*)::int AS n FROM job_events WHERE job_id = $1`, [r.id]))[0].n).toBe(1);
+      expect((await pool.query(`SELECT count(*)::int AS n FROM job_timeline WHERE job_id = $1`, [r.id]))[0].n).toBe(1);
       // Written again fresh: the duplicate key refuses the whole batch (the writer then falls back to the idempotent form).
       await expect(sendBatch(pool, batchMessage(plan))).rejects.toMatchObject({ code: '23505' });
       expect((await pool.query(`SELECT status FROM jobs WHERE id = $1`, [r.id]))[0].status).toBe('waiting');
@@ -176,7 +176,7 @@ describe('through the writer', () => {
 
     const [job] = await db.dataSource.query(`SELECT payload, last_error, progress, status FROM jobs WHERE id = $1`, [r.id]);
     expect(job).toEqual({ payload: JSON.stringify({ text }), last_error: text, progress: JSON.stringify({ text }), status: 'failed' });
-    const [failed] = await db.dataSource.query(`SELECT error FROM job_events WHERE job_id = $1 AND event = 'failed'`, [r.id]);
+    const [failed] = await db.dataSource.query(`SELECT error FROM job_timeline WHERE job_id = $1 AND event = 'failed'`, [r.id]);
     expect(failed.error).toBe(text);
     const [log] = await db.dataSource.query(`SELECT message FROM job_logs WHERE job_id = $1`, [r.id]);
     expect(log.message).toBe(text);
@@ -251,7 +251,7 @@ describe('batchScript', () => {
     expect(plan[0].sql).toMatch(/^INSERT INTO job_events/);
     const broken = [...plan, { sql: 'INSERT INTO job_executions (job_id) SELECT unnest($1::uuid[])', params: [textArray(['not-a-uuid'])] }];
     await expect(db.dataSource.query(batchScript(broken))).rejects.toThrow(/uuid/);
-    const count = async () => Number((await db.dataSource.query(`SELECT count(*) AS n FROM job_events WHERE job_id = $1`, [r.id]))[0].n);
+    const count = async () => Number((await db.dataSource.query(`SELECT count(*) AS n FROM job_timeline WHERE job_id = $1`, [r.id]))[0].n);
     expect(await count()).toBe(0);
     expect((await db.dataSource.query(`SELECT 1 FROM jobs WHERE id = $1`, [r.id])).length).toBe(0);
     // The same plan without the bad statement commits, and written twice adds nothing.

@@ -118,7 +118,7 @@ describe('every transition is mirrored (real writer loop)', () => {
     }
     // Stream order also per (stream_ms, stream_seq), the order GET /jobs/:id/events serves.
     const ordered = await db.dataSource.query(
-      `SELECT job_id::text, event FROM job_events WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, stream_ms, stream_seq`,
+      `SELECT job_id::text, event FROM job_timeline WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, stream_ms, stream_seq`,
       [Object.values(ids)],
     );
     for (const [id, evs] of groupBy(
@@ -466,7 +466,7 @@ describe('every transition is mirrored (real writer loop)', () => {
     ]);
     // Nothing was written twice over the two phases.
     const [{ n, d }] = await db.dataSource.query(
-      `SELECT count(*)::int AS n, count(DISTINCT (queue, stream_ms, stream_seq))::int AS d FROM job_events`,
+      `SELECT count(*)::int AS n, count(DISTINCT (queue, stream_ms, stream_seq))::int AS d FROM job_timeline`,
     );
     expect([n, d]).toEqual([captured.filter((x) => x.fields.e !== 'log').length, n]);
   });
@@ -484,7 +484,7 @@ describe('projection + writeBatch (unit-style, real schema)', () => {
     return JSON.parse(
       JSON.stringify({
         jobs: await q(`SELECT * FROM jobs WHERE id = ANY($1::uuid[]) ORDER BY id`),
-        events: await q(`SELECT * FROM job_events WHERE job_id = ANY($1::uuid[]) ORDER BY queue, stream_ms, stream_seq`),
+        events: await q(`SELECT * FROM job_timeline WHERE job_id = ANY($1::uuid[]) ORDER BY queue, stream_ms, stream_seq`),
         executions: await q(
           `SELECT * FROM job_executions WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, execution_seq`,
         ),

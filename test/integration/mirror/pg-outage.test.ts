@@ -93,11 +93,11 @@ test('20 s without Postgres in the middle of a 5,000-job run: every event arrive
   // In the middle: the writer is mirroring, jobs keep coming.
   await waitUntil(
     'the writer mirroring 2,000 events',
-    async () => (await count('job_events')) >= 2000,
+    async () => (await count('job_timeline')) >= 2000,
     30_000,
     50,
   );
-  const beforeOutage = await count('job_events');
+  const beforeOutage = await count('job_timeline');
   await pg.stop('immediate');
   const stoppedAt = Date.now();
   expect(await pg.running()).toBe(false);
@@ -127,7 +127,7 @@ test('20 s without Postgres in the middle of a 5,000-job run: every event arrive
       added = 0;
       for (const q of QUEUES) added += await entriesAdded(t.redis, t.keys(q).events);
       return (
-        (await count('job_events')) + (await count('job_logs')) === added &&
+        (await count('job_timeline')) + (await count('job_logs')) === added &&
         (await count(`jobs WHERE status = 'completed'`)) === JOBS
       );
     },
@@ -137,11 +137,11 @@ test('20 s without Postgres in the middle of a 5,000-job run: every event arrive
 
   // None lost, none twice: one row per entry the scripts emitted, per job a full trail.
   const [{ n, d }] = await query(
-    `SELECT count(*)::int AS n, count(DISTINCT (queue, stream_ms, stream_seq))::int AS d FROM job_events`,
+    `SELECT count(*)::int AS n, count(DISTINCT (queue, stream_ms, stream_seq))::int AS d FROM job_timeline`,
   );
   expect([n, d]).toEqual([added, added]);
   const trails = await query<{ id: string; evs: string[] }>(
-    `SELECT job_id::text AS id, array_agg(event ORDER BY stream_ms, stream_seq) AS evs FROM job_events GROUP BY job_id`,
+    `SELECT job_id::text AS id, array_agg(event ORDER BY stream_ms, stream_seq) AS evs FROM job_timeline GROUP BY job_id`,
   );
   expect(trails).toHaveLength(JOBS);
   const problems: string[] = [];

@@ -63,7 +63,7 @@ const quarantined = async (queue: string) =>
     [t.keys(queue).events],
   )) as { entry_id: string; error_code: string; error_message: string; fields: Record<string, unknown> }[];
 
-const eventCount = async (queue: string) => (await db.dataSource.query(`SELECT count(*)::int AS n FROM job_events WHERE queue = $1`, [queue]))[0].n as number;
+const eventCount = async (queue: string) => (await db.dataSource.query(`SELECT count(*)::int AS n FROM job_timeline WHERE queue = $1`, [queue]))[0].n as number;
 
 async function drain(w: MirrorWriter): Promise<number> {
   let n = 0;
@@ -106,7 +106,7 @@ test('a retry whose runAt overflows, as the scripts wrote it before the Lua clam
   const qs = await quarantined(q);
   expect(qs.map((x) => x.error_code)).toEqual(['22008']);
   expect(String(qs[0].fields.h)).toBe(h.join('|'));
-  const evs = await db.dataSource.query(`SELECT event FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [id]);
+  const evs = await db.dataSource.query(`SELECT event FROM job_timeline WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [id]);
   expect(evs.map((e: { event: string }) => e.event)).toEqual(['enqueued', 'claimed']);
   expect((await db.dataSource.query(`SELECT status FROM jobs WHERE id = $1`, [other.id]))[0].status).toBe('waiting');
   expect(await metrics.registry.getSingleMetricAsString('sluice_audit_quarantined_entries_total')).toMatch(/^sluice_audit_quarantined_entries_total 1$/m);
@@ -124,7 +124,7 @@ test('the same retry through today\'s engine neither overflows nor is quarantine
   await w.stop();
   expect(await quarantined(q)).toEqual([]);
   expect(await t.redis.xlen(t.keys(q).events)).toBe(0);
-  const evs = await db.dataSource.query(`SELECT event FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [id]);
+  const evs = await db.dataSource.query(`SELECT event FROM job_timeline WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [id]);
   expect(evs.map((e: { event: string }) => e.event)).toEqual(['enqueued', 'claimed', 'retry_scheduled']);
   const [job] = await db.dataSource.query(`SELECT status, run_at FROM jobs WHERE id = $1`, [id]);
   expect([job.status, (job.run_at as Date).getTime()]).toEqual(['delayed', at + LIMITS.maxDelayMs]);
@@ -186,7 +186,7 @@ test("a bad entry in the middle of a job's events: its later events of the same 
   await t.store.complete(q, 'w1', [{ id: r.id, lockToken: jobs[0].lockToken, result: { ok: true } }]);
   expect(await w.runOnce()).toBe(6);
   await w.stop();
-  const evs = await db.dataSource.query(`SELECT event FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [r.id]);
+  const evs = await db.dataSource.query(`SELECT event FROM job_timeline WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [r.id]);
   expect(evs.map((e: { event: string }) => e.event)).toEqual(['enqueued', 'claimed', 'progress', 'completed']);
   const [job] = await db.dataSource.query(`SELECT status, result, progress, attempts FROM jobs WHERE id = $1`, [r.id]);
   expect(job).toEqual({ status: 'completed', result: '{"ok":true}', progress: '{"p":2}', attempts: 1 });
@@ -217,7 +217,7 @@ test('entries the projection cannot read are quarantined, not dropped nor writte
   const qs = await quarantined(q);
   expect(qs.map((x) => x.entry_id).sort()).toEqual([...bad].sort());
   for (const x of qs) expect(x.error_code).toBe('projection');
-  expect((await db.dataSource.query(`SELECT event FROM job_events WHERE queue = $1 AND job_id = $2`, [q, j])).map((e: any) => e.event)).toEqual(['promoted']);
+  expect((await db.dataSource.query(`SELECT event FROM job_timeline WHERE queue = $1 AND job_id = $2`, [q, j])).map((e: any) => e.event)).toEqual(['promoted']);
   expect(good).toBeDefined();
   expect(await metrics.registry.getSingleMetricAsString('sluice_audit_quarantined_entries_total')).toMatch(/ 7$/m);
 });

@@ -44,7 +44,7 @@ test.each([
     expect((await proc.exited).code).toBe(0);
     if (process.env.DEBUG_SHUTDOWN) console.log(proc.output().split('\n').filter((l) => /drain|releas|stopp|audit|shutting/.test(l)).join('\n'));
     const [row] = await db.dataSource.query(`SELECT status, attempts FROM jobs WHERE id = $1`, [r.id]);
-    const ev = await db.dataSource.query(`SELECT event FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [r.id]);
+    const ev = await db.dataSource.query(`SELECT event FROM job_timeline WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [r.id]);
     expect({ round, row, events: ev.map((e: { event: string }) => e.event) }).toEqual({
       round,
       row: { status: 'waiting', attempts: 0 },

@@ -102,7 +102,7 @@ test('short jobs straddling a paced batch boundary: one jobs update each, whole 
   // The history is whole: three events each, in order, once; one whole execution; the row completed.
   const rows: { id: string; evs: string[]; status: string; outcome: string; n: number }[] =
     await db.dataSource.query(
-      `SELECT j.id::text, j.status, (SELECT array_agg(e.event ORDER BY e.stream_ms, e.stream_seq) FROM job_events e WHERE e.job_id = j.id) AS evs,
+      `SELECT j.id::text, j.status, (SELECT array_agg(e.event ORDER BY e.stream_ms, e.stream_seq) FROM job_timeline e WHERE e.job_id = j.id) AS evs,
             x.outcome, (SELECT count(*)::int FROM job_executions y WHERE y.job_id = j.id) AS n
      FROM jobs j LEFT JOIN job_executions x ON x.job_id = j.id WHERE j.id = ANY($1::uuid[])`,
       [ids],

@@ -164,7 +164,7 @@ async function checkMirror(
 ): Promise<void> {
   const ids = [...exp.keys()];
   const rows = await db.dataSource.query(
-    `SELECT job_id::text, event FROM job_events ORDER BY job_id, stream_ms, stream_seq`,
+    `SELECT job_id::text, event FROM job_timeline ORDER BY job_id, stream_ms, stream_seq`,
   );
   const got = groupBy(rows as { job_id: string; event: string }[], (r) => r.job_id);
   const problems: string[] = [];
@@ -267,7 +267,7 @@ describe('a ROLE=audit process killed (SIGKILL) mid-mirroring is replaced', () =
     }
     if (!ids.length) return { pending: 0, committed: 0 };
     const [{ n }] = await db.dataSource.query(
-      `SELECT count(*)::int AS n FROM (SELECT queue, stream_ms, stream_seq FROM job_events UNION ALL SELECT queue, stream_ms, stream_seq FROM job_logs) x
+      `SELECT count(*)::int AS n FROM (SELECT queue, stream_ms, stream_seq FROM job_timeline UNION ALL SELECT queue, stream_ms, stream_seq FROM job_logs) x
        JOIN unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(q, ms, seq) ON x.queue = u.q AND x.stream_ms = u.ms AND x.stream_seq = u.seq`,
       [ids.map((i) => i.q), ids.map((i) => i.ms), ids.map((i) => i.seq)],
     );
@@ -293,7 +293,7 @@ describe('a ROLE=audit process killed (SIGKILL) mid-mirroring is replaced', () =
     await waitUntil(
       'the writer mirrored 1,500 events',
       async () => {
-        const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM job_events`);
+        const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM job_timeline`);
         return n >= 1500;
       },
       30_000,
@@ -318,7 +318,7 @@ describe('a ROLE=audit process killed (SIGKILL) mid-mirroring is replaced', () =
       if (!caught) await sleep(10 + Math.floor(Math.random() * 40));
     }
     const [{ n: mirroredAtKill }] = await db.dataSource.query(
-      `SELECT count(*)::int AS n FROM job_events`,
+      `SELECT count(*)::int AS n FROM job_timeline`,
     );
     if (!caught) {
       // Never seen between COMMIT and XACK: kill it anyway (still a mid-mirroring crash).
@@ -344,7 +344,7 @@ describe('a ROLE=audit process killed (SIGKILL) mid-mirroring is replaced', () =
       60_000,
       100,
     ).catch(async (e: Error) => {
-      const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM job_events`);
+      const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM job_timeline`);
       const o = await outbox(t.redis, t, QUEUES);
       throw new Error(
         `${e.message}: ${o.len} entries in the streams, ${o.pending} pending, ${n} of ${total} job_events rows; ` +
@@ -359,7 +359,7 @@ describe('a ROLE=audit process killed (SIGKILL) mid-mirroring is replaced', () =
     expect(mirroredAtKill).toBeLessThan(total);
     // Exactly one row per stream entry: count, uniqueness, and per-job sequences.
     const [{ n, d }] = await db.dataSource.query(
-      `SELECT count(*)::int AS n, count(DISTINCT (queue, stream_ms, stream_seq))::int AS d FROM job_events`,
+      `SELECT count(*)::int AS n, count(DISTINCT (queue, stream_ms, stream_seq))::int AS d FROM job_timeline`,
     );
     expect([n, d]).toEqual([total, total]);
     await checkMirror(db, exp, logs);
@@ -415,7 +415,7 @@ describe('in process: a writer dying around its transaction is replaced', () => 
   ): Promise<void> {
     expect(await outbox(t.redis, t, [Q])).toEqual({ len: 0, pending: 0 });
     const [{ n, d }] = await db.dataSource.query(
-      `SELECT count(*)::int AS n, count(DISTINCT (queue, stream_ms, stream_seq))::int AS d FROM job_events`,
+      `SELECT count(*)::int AS n, count(DISTINCT (queue, stream_ms, stream_seq))::int AS d FROM job_timeline`,
     );
     expect([n, d]).toEqual([total, total]);
     await checkMirror(db, exp, logs);
@@ -432,7 +432,7 @@ describe('in process: a writer dying around its transaction is replaced', () => 
     await expect(w1.runOnce()).rejects.toThrow('killed before XACK');
     // Its batch is committed and still pending in the group.
     const [{ n: committed }] = await db.dataSource.query(
-      `SELECT (SELECT count(*) FROM job_events) + (SELECT count(*) FROM job_logs) AS n`,
+      `SELECT (SELECT count(*) FROM job_timeline) + (SELECT count(*) FROM job_logs) AS n`,
     );
     expect(Number(committed)).toBe(100);
     expect((await outbox(t.redis, t, [Q])).pending).toBe(100);
@@ -469,7 +469,7 @@ describe('in process: a writer dying around its transaction is replaced', () => 
       await dropDatabase(badUrl);
     }
     // Nothing of it reached Postgres, nothing was acked: it all waits in Redis.
-    const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM job_events`);
+    const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM job_timeline`);
     expect(n).toBe(0);
     expect(await outbox(t.redis, t, [Q])).toEqual({ len: total + logs, pending: 100 });
     await sleep(350);

@@ -207,7 +207,7 @@ test(`hostile entries among valid jobs' events: the mirror never stops (seed ${S
     // Every valid job fully mirrored: its events in order, its row, its logs.
     const ids = [...jobs.keys()];
     const evRows: { job_id: string; evs: string[] }[] = await db.dataSource.query(
-      `SELECT job_id::text, array_agg(event ORDER BY stream_ms, stream_seq) AS evs FROM job_events WHERE job_id = ANY($1::uuid[]) GROUP BY job_id`,
+      `SELECT job_id::text, array_agg(event ORDER BY stream_ms, stream_seq) AS evs FROM job_timeline WHERE job_id = ANY($1::uuid[]) GROUP BY job_id`,
       [ids],
     );
     const evs = new Map(evRows.map((r) => [r.job_id, r.evs]));
@@ -228,7 +228,7 @@ test(`hostile entries among valid jobs' events: the mirror never stops (seed ${S
     // Every hostile entry written (one event or log row) or quarantined: exactly one of the two.
     const keyOf = (queue: string, id: string) => `${queue} ${id}`;
     const written = new Set<string>();
-    for (const table of ['job_events', 'job_logs']) {
+    for (const table of ['job_timeline', 'job_logs']) {
       const r: { queue: string; id: string }[] = await db.dataSource.query(`SELECT queue, stream_ms || '-' || stream_seq AS id FROM ${table} WHERE queue = ANY($1)`, [QUEUES]);
       for (const x of r) written.add(keyOf(x.queue, x.id));
     }

@@ -53,7 +53,7 @@ test('entries whose acknowledgement was lost are taken back, written once and ac
     await sleep(100);
     expect(await pending(q)).toBeGreaterThan(0); // the lost ack left them pending
     await waitUntil('nothing pending', async () => (await pending(q)) === 0, 10_000);
-    const rows = await db.dataSource.query(`SELECT job_id::text, count(*)::int AS n FROM job_events WHERE job_id = ANY($1::uuid[]) GROUP BY job_id`, [ids]);
+    const rows = await db.dataSource.query(`SELECT job_id::text, count(*)::int AS n FROM job_timeline WHERE job_id = ANY($1::uuid[]) GROUP BY job_id`, [ids]);
     expect(rows).toHaveLength(5);
     for (const r of rows) expect(r.n).toBe(1);
   } finally {

@@ -21,7 +21,7 @@ test('enqueue → claim → complete is mirrored: events, execution, projection;
   const w = new MirrorWriter(t.stores, db.dataSource, { writerId: 'aw1' });
   await (w as any).refreshOwnership();
   expect(await w.runOnce()).toBe(3);
-  const ev = await db.dataSource.query(`SELECT event, from_status, to_status FROM job_events WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [r.id]);
+  const ev = await db.dataSource.query(`SELECT event, from_status, to_status FROM job_timeline WHERE job_id = $1 ORDER BY stream_ms, stream_seq`, [r.id]);
   expect(ev.map((e: any) => e.event)).toEqual(['enqueued', 'claimed', 'completed']);
   const [job] = await db.dataSource.query(`SELECT * FROM jobs WHERE id = $1`, [r.id]);
   expect(job.status).toBe('completed');

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { createDataSource, ensureDatabase } from '../../../src/postgres/data-source';
-import { jobEvents } from '../../../src/history/job-events';
+import { JOB_EVENTS_SQL } from '../../../src/history/job-events';
 import { GET_JOB_SQL } from '../../../src/history/get-job';
 import { payloadIndexName } from '../../../src/queues/payload-search';
 import { DAY_MS, dayStart, daySuffix, rangePartitions, uuidFloor } from '../../../src/postgres/partitions';
@@ -40,13 +40,15 @@ it('upgrades a history written by the previous schema with its data, and retires
   );
   await before.query(`INSERT INTO payload_search_queues (queue, index_name, state) VALUES ('orders', $1, 'ready')`, [payloadIndexName('orders')]);
   const countsBefore = await countsAndTruth(before);
-  const eventsBefore = (await jobEvents(before, recent.id)).items;
+  // GET /jobs/:id/events as the previous version served it: its job_events rows (no job_timeline view yet).
+  const eventsBefore = await before.query(JOB_EVENTS_SQL.replace('FROM job_timeline', 'FROM job_events'), [recent.id]);
+  expect(eventsBefore.map((e: { event: string }) => e.event)).toEqual(['enqueued', 'claimed', 'completed']);
   await before.destroy();
 
   ds = createDataSource(url, 3);
   await ds.initialize();
   const applied = await ds.runMigrations({ transaction: 'each' });
-  expect(applied.map((m) => m.name)).toEqual(['PartitionedHistory1796001800000']);
+  expect(applied.map((m) => m.name)).toEqual(['PartitionedHistory1796001800000', 'FoldedExecutionEvents1796001900000']);
 
   // The queue's newest mirrored entry, seeded from the old rows (restore and the loss watch read it).
   const all = [...done, waiting, failed, recent].flatMap((j) => j.entries).map((e) => e.id.split('-').map(Number));
@@ -59,7 +61,7 @@ it('upgrades a history written by the previous schema with its data, and retires
   expect(legacy).toMatchObject({ from: null, to: uuidFloor(dayStart(Date.now()) + DAY_MS) });
   expect(await partitionsOf(ds, 'jobs', 'id', recent.id)).toEqual(['jobs_legacy']);
   expect(await partitionsOf(ds, 'job_events', 'job_id', recent.id)).toEqual(['job_events_legacy']);
-  expect((await jobEvents(ds, recent.id)).items).toEqual(eventsBefore);
+  expect(await ds.query(JOB_EVENTS_SQL, [recent.id])).toEqual(eventsBefore);
   expect(await ds.query(GET_JOB_SQL, [recent.id])).toEqual([expect.objectContaining({ id: recent.id, status: 'completed' })]);
   const countsAfter = await countsAndTruth(ds);
   expect(countsAfter).toEqual(countsBefore);
@@ -75,7 +77,7 @@ it('upgrades a history written by the previous schema with its data, and retires
   await mirror(ds, next.entries);
   expect(await partitionsOf(ds, 'jobs', 'id', next.id)).toEqual([`jobs_${daySuffix(dayStart(Date.now()) + DAY_MS)}`]);
   await mirror(ds, recent.entries, false);
-  expect((await jobEvents(ds, recent.id)).items).toEqual(eventsBefore);
+  expect(await ds.query(JOB_EVENTS_SQL, [recent.id])).toEqual(eventsBefore);
 
   // 31 days after the upgrade day the legacy partition retires whole; its living and dead-lettered jobs stay.
   const retired = await retireExpiredDays(ds, 30, dayStart(Date.now()) + 32 * DAY_MS);

@@ -530,7 +530,7 @@ describe('restore with real processes', () => {
     expect(finals.map((r) => r.id).sort()).toEqual([...ids].sort());
     expect(finals.filter((r) => r.status !== 'completed')).toEqual([]);
     const completedEvents = (await sql(
-      `SELECT job_id, count(*)::int AS n FROM job_events WHERE queue = $1 AND event = 'completed' GROUP BY job_id`,
+      `SELECT job_id, count(*)::int AS n FROM job_timeline WHERE queue = $1 AND event = 'completed' GROUP BY job_id`,
       [q],
     )) as { job_id: string; n: number }[];
     expect(completedEvents).toHaveLength(ids.length);
@@ -566,7 +566,7 @@ describe('restore with real processes', () => {
 
     // Each job that was active when Redis was lost got one `stalled` (restored) event per restore.
     const restoredEvents = (await sql(
-      `SELECT job_id FROM job_events WHERE queue = $1 AND event = 'stalled' AND reason = 'restored'`,
+      `SELECT job_id FROM job_timeline WHERE queue = $1 AND event = 'stalled' AND reason = 'restored'`,
       [q],
     )) as { job_id: string }[];
     expect(restoredEvents.map((r) => r.job_id).sort()).toEqual(

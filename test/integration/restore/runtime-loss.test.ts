@@ -59,7 +59,7 @@ async function statusOf(ids: string[]): Promise<Map<string, string>> {
 /** Executions (claims) per job, from the mirrored history. */
 async function runsOf(ids: string[]): Promise<Map<string, number>> {
   const rows = await sql<{ id: string; n: number }>(
-    `SELECT job_id::text AS id, count(*)::int AS n FROM job_events WHERE job_id = ANY($1::uuid[]) AND event = 'claimed' GROUP BY job_id`,
+    `SELECT job_id::text AS id, count(*)::int AS n FROM job_timeline WHERE job_id = ANY($1::uuid[]) AND event = 'claimed' GROUP BY job_id`,
     [ids],
   );
   return new Map(rows.map((r) => [r.id, r.n]));
@@ -157,14 +157,14 @@ test('C27: Redis comes back empty while Sluice runs: rebuilt from PostgreSQL, no
   // Finished before the loss: never ran again.
   for (const id of [...quick, ...finishedBefore]) expect(runs.get(id)).toBe(1);
   // Running at the loss: ran again after a `stalled` event (reason restored).
-  const stalled = await sql<{ id: string; reason: string }>(`SELECT job_id::text AS id, reason FROM job_events WHERE job_id = ANY($1::uuid[]) AND event = 'stalled'`, [activeBefore]);
+  const stalled = await sql<{ id: string; reason: string }>(`SELECT job_id::text AS id, reason FROM job_timeline WHERE job_id = ANY($1::uuid[]) AND event = 'stalled'`, [activeBefore]);
   for (const id of activeBefore) {
     if (finishedBefore.includes(id)) continue;
     expect(stalled.filter((s) => s.id === id).map((s) => s.reason)).toContain('restored');
   }
   // Each job completed exactly once.
   const completions = await sql<{ id: string; n: number }>(
-    `SELECT job_id::text AS id, count(*)::int AS n FROM job_events WHERE job_id = ANY($1::uuid[]) AND event = 'completed' GROUP BY job_id`,
+    `SELECT job_id::text AS id, count(*)::int AS n FROM job_timeline WHERE job_id = ANY($1::uuid[]) AND event = 'completed' GROUP BY job_id`,
     [[...quick, ...long, ...delayed]],
   );
   expect(completions.length).toBe(quick.length + long.length + delayed.length);
@@ -239,7 +239,7 @@ test('C27 variant: Redis restarts from an older snapshot: finished jobs never co
   // History of the finished jobs untouched (the mirror wrote no rewound state over it).
   expect(await sql(`SELECT id::text, status, finished_at, attempts FROM jobs WHERE id = ANY($1::uuid[]) ORDER BY id`, [finished])).toEqual(finishedRows);
   const completions = await sql<{ n: number }>(
-    `SELECT count(*)::int AS n FROM job_events WHERE job_id = ANY($1::uuid[]) AND event = 'completed' GROUP BY job_id`,
+    `SELECT count(*)::int AS n FROM job_timeline WHERE job_id = ANY($1::uuid[]) AND event = 'completed' GROUP BY job_id`,
     [[...inSnapshot, ...after]],
   );
   expect(completions.length).toBe(inSnapshot.length + after.length);
