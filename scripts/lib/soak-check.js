@@ -50,7 +50,7 @@ async function loadHistory(pg, ids) {
       `SELECT job_id::text AS id, event, stream_ms::text AS ms, stream_seq::text AS seq,
               execution_seq AS x, attempt, reason, worker_id AS worker,
               (extract(epoch FROM at) * 1000)::float8 AS at_ms
-         FROM job_events
+         FROM job_timeline
         WHERE job_id = ANY($1::uuid[]) AND event <> 'progress'
         ORDER BY job_id, stream_ms, stream_seq`,
       [chunk],

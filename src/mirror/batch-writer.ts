@@ -222,9 +222,17 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
   const num = <T>(rows: T[], f: (r: T) => number | string | null | undefined) => numArray(rows.map(f));
   const starts = dedupe(b.starts, (r) => `${r.jobId}/${r.executionSeq}`);
   const ends = dedupe(b.ends, (r) => `${r.jobId}/${r.executionSeq}`);
-  const held = heldEvents(starts, ends);
-  // Held events go in their execution's row (the view job_timeline shows them); the rest are job_events rows.
-  const events = held.size ? b.events.filter((e) => !held.has(e)) : b.events;
+  const held = heldEntries(starts, ends);
+  // Held events go in their execution's row (the view job_timeline shows them); every copy of one in the batch
+  // is held (a replay can bring an entry twice). One a row could hold but this batch does not may be held by its
+  // row already (a replay grouped otherwise): it goes in through unheldEvents, which looks first. Events no row
+  // ever holds (EventRow.folded unset) are job_events rows.
+  const events: EventRow[] = [];
+  const unheld: EventRow[] = [];
+  for (const e of b.events) {
+    if (e.folded !== true) events.push(e);
+    else if (!held.has(entryKey(e))) unheld.push(e);
+  }
   if (events.length && fresh) out.push(copyOf(EVENT_COPY_SQL, eventRows(events)));
   else if (events.length) {
     const e = events;
@@ -310,7 +318,7 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
     });
   }
   // Held events written by an upsert below, which may find the row holding another claim or end (see heldRule): checked after.
-  const upserted: EventRow[] = [];
+  const checked: EventRow[] = unheld;
   if (starts.length) {
     const s = starts;
     if (fresh) out.push(copyOf(START_COPY_SQL, startRows(s)));
@@ -326,7 +334,7 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
           num(s, (r) => r.startedAt), num(s, (r) => r.claimMs), num(s, (r) => r.claimSeq),
         ],
       });
-      for (const r of s) if (r.claimEvent) upserted.push(r.claimEvent);
+      for (const r of s) if (r.claimEvent) checked.push(r.claimEvent);
     }
   }
   if (ends.length) {
@@ -346,6 +354,7 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
          ON CONFLICT (job_id, execution_seq) DO UPDATE SET
            finished_at = EXCLUDED.finished_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error,
            duration_ms = COALESCE(EXCLUDED.duration_ms, round(extract(epoch FROM EXCLUDED.finished_at - je.started_at) * 1000)::int),
+           started_at = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.started_at ELSE je.started_at END,
            claim_ms = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_ms ELSE je.claim_ms END,
            claim_seq = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_seq ELSE je.claim_seq END,
            end_ms = CASE WHEN ${heldRule('end')} THEN EXCLUDED.end_ms ELSE je.end_ms END,
@@ -359,12 +368,12 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
         ],
       });
       for (const r of e) {
-        if (r.claimEvent && r.claimMs !== null) upserted.push(r.claimEvent);
-        if (r.endEvent) upserted.push(r.endEvent);
+        if (r.claimEvent && r.claimMs !== null) checked.push(r.claimEvent);
+        if (r.endEvent) checked.push(r.endEvent);
       }
     }
   }
-  if (upserted.length) out.push(unheldEvents(upserted));
+  if (checked.length) out.push(unheldEvents(checked));
   if (b.dlq.length) {
     // The DLQ follows the projection (already patched above, and only ever
     // moved forward by newer events): a job is in it exactly while its newest
@@ -407,17 +416,22 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
   return out;
 }
 
+/** A stream entry's identity within a batch: its queue and id (`ms-seq`). */
+const entryKey = (e: { queue: string; streamMs: string; streamSeq: string }) => `${e.queue} ${e.streamMs}-${e.streamSeq}`;
+
 /**
- * The events the batch's execution rows are to hold (EventRow.folded): the
- * claims and completions of the rows written (after dedupe — a duplicate
- * dropped there holds nothing, its event stays a job_events row).
+ * The stream entries the batch's execution rows are to hold (EventRow.folded):
+ * the claims and completions of the rows written, after dedupe — an
+ * execution's claim dropped there (a second claim of the same execution, after
+ * Redis came back rewound) is not held by this batch, and goes through
+ * {@link unheldEvents}.
  */
-function heldEvents(starts: ExecutionStart[], ends: ExecutionEnd[]): Set<EventRow> {
-  const held = new Set<EventRow>();
-  for (const s of starts) if (s.claimEvent && s.claimMs !== null) held.add(s.claimEvent);
+function heldEntries(starts: ExecutionStart[], ends: ExecutionEnd[]): Set<string> {
+  const held = new Set<string>();
+  for (const s of starts) if (s.claimEvent && s.claimMs !== null) held.add(entryKey(s.claimEvent));
   for (const e of ends) {
-    if (e.claimEvent && e.claimMs !== null) held.add(e.claimEvent);
-    if (e.endEvent && e.endMs !== null) held.add(e.endEvent);
+    if (e.claimEvent && e.claimMs !== null) held.add(entryKey(e.claimEvent));
+    if (e.endEvent && e.endMs !== null) held.add(entryKey(e.endEvent));
   }
   return held;
 }
@@ -439,26 +453,33 @@ function heldRule(kind: 'claim' | 'end'): string {
 }
 
 /**
- * The held events an upsert did not store (their row already held another
- * claim or end of the same execution — Redis rewound to an older snapshot
- * ran it again — or a different worker or attempt) as job_events rows, so
- * that job_timeline lists every event. A lookup of each in the execution's
- * primary key; `OFFSET 0` keeps it a per-row probe (see the DLQ statement).
+ * Claims and completions that their execution row may or may not hold, as
+ * job_events rows unless it does, so that job_timeline lists each exactly
+ * once: the held events an upsert may have declined to store (the row held
+ * another claim or end of the same execution — Redis rewound to an older
+ * snapshot ran it again — or a different worker or attempt), and the claims
+ * and completions this batch does not hold, which an earlier batch may have
+ * stored in the row (a replay grouped otherwise: a claim and a completion by
+ * different workers, two runs of one execution). Runs after every execution
+ * statement of the batch. A lookup of each in the execution's primary key;
+ * `OFFSET 0` keeps it a per-row probe (see the DLQ statement).
  */
 function unheldEvents(ev: EventRow[]): PlannedStatement {
   const txt = (f: (r: EventRow) => string | null) => textArray(ev.map(f));
   const num = (f: (r: EventRow) => number | string | null) => numArray(ev.map(f));
   return {
-    sql: `INSERT INTO job_events (queue, stream_ms, stream_seq, job_id, at, event, from_status, to_status, attempt, execution_seq, worker_id, data)
-     SELECT q, sm, ss, j, ${ts('at')}, e, f, t, a, x, w, d
-     FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::uuid[], $5::float8[], $6::text[], $7::text[], $8::text[], $9::int[], $10::int[], $11::text[], $12::text[])
-       AS u(q, sm, ss, j, at, e, f, t, a, x, w, d)
+    sql: `INSERT INTO job_events (queue, stream_ms, stream_seq, job_id, at, event, from_status, to_status, attempt, execution_seq, worker_id, reason, error, data)
+     SELECT q, sm, ss, j, ${ts('at')}, e, f, t, a, x, w, r, er, d
+     FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::uuid[], $5::float8[], $6::text[], $7::text[], $8::text[], $9::int[], $10::int[], $11::text[],
+                 $12::text[], $13::text[], $14::text[])
+       AS u(q, sm, ss, j, at, e, f, t, a, x, w, r, er, d)
      WHERE NOT EXISTS (SELECT 1 FROM job_executions je WHERE je.job_id = u.j AND je.execution_seq = u.x
        AND ((je.claim_ms = u.sm AND je.claim_seq = u.ss) OR (je.end_ms = u.sm AND je.end_seq = u.ss)) OFFSET 0)
      ON CONFLICT (job_id, stream_ms, stream_seq) DO NOTHING`,
     params: [
       txt((r) => r.queue), num((r) => r.streamMs), num((r) => r.streamSeq), txt((r) => r.jobId), num((r) => r.at), txt((r) => r.event),
-      txt((r) => r.from), txt((r) => r.to), num((r) => r.attempt), num((r) => r.executionSeq), txt((r) => r.workerId), txt((r) => r.data),
+      txt((r) => r.from), txt((r) => r.to), num((r) => r.attempt), num((r) => r.executionSeq), txt((r) => r.workerId), txt((r) => r.reason),
+      txt((r) => r.error), txt((r) => r.data),
     ],
   };
 }

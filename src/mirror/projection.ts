@@ -91,11 +91,13 @@ export interface EventRow {
   error: string | null;
   data: string | null;
   /**
-   * Held by its execution's row instead of a `job_events` row (the view
-   * `job_timeline` shows it as one): a `claimed` event (the start's
+   * An execution's row may hold this event instead of a `job_events` row
+   * (the view `job_timeline` shows it as one): a `claimed` event (the start's
    * claimMs/claimSeq) or a `completed` one (the end's endMs/endSeq/result).
    * Set by {@link project} only for events whose every field the row can
-   * give back exactly (migration 1796001900000-FoldedExecutionEvents).
+   * give back exactly (migration 1796001900000-FoldedExecutionEvents). Whether
+   * a row holds it is the writer's to settle (src/mirror/batch-writer.ts):
+   * this batch's row, an earlier batch's, or none — then a job_events row.
    */
   folded?: boolean;
 }
@@ -612,12 +614,13 @@ function foldStarts(starts: ExecutionStart[], ends: ExecutionEnd[]): ExecutionEn
     const s = byKey.get(key(e));
     if (!s) continue;
     e.startedAt = s.startedAt;
-    // The whole row holds the claim when the view would show it as it was: same worker and attempt.
+    // The whole row holds the claim when the view would show it as it was: same worker and attempt
+    // (otherwise the claim is not this row's to hold; the writer checks whether an earlier batch's row holds it).
     if ((e.workerId === null || e.workerId === s.workerId) && e.attempt === s.attempt) {
       e.claimMs = s.claimMs;
       e.claimSeq = s.claimSeq;
       e.claimEvent = s.claimEvent;
-    } else if (s.claimEvent) s.claimEvent.folded = false;
+    }
     if (e.durationMs === null) e.durationMs = Math.max(0, e.finishedAt - s.startedAt);
     if (e.workerId === null) e.workerId = s.workerId;
     e.startInBatch = true;
