@@ -323,12 +323,19 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
     const s = starts;
     if (fresh) out.push(copyOf(START_COPY_SQL, startRows(s)));
     else {
+      // A row its end wrote first (replays, older batches after newer ones) takes the claim's time, and the duration
+      // from it (an end without `ms` — failed, stalled, released — had only its own time), unless it holds a claim already.
       out.push({
         sql: `INSERT INTO job_executions AS je (job_id, execution_seq, queue, attempt, worker_id, started_at, outcome, claim_ms, claim_seq)
          SELECT j, x, q, a, w, ${ts('sa')}, 'running', cm, cs
          FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::float8[], $7::bigint[], $8::bigint[]) AS u(j, x, q, a, w, sa, cm, cs)
-         ON CONFLICT (job_id, execution_seq) DO UPDATE SET claim_ms = EXCLUDED.claim_ms, claim_seq = EXCLUDED.claim_seq, started_at = EXCLUDED.started_at
-         WHERE ${heldRule('claim')}`,
+         ON CONFLICT (job_id, execution_seq) DO UPDATE SET
+           claim_ms = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_ms ELSE je.claim_ms END,
+           claim_seq = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_seq ELSE je.claim_seq END,
+           started_at = EXCLUDED.started_at,
+           duration_ms = CASE WHEN je.finished_at IS NULL THEN je.duration_ms
+             ELSE round(extract(epoch FROM je.finished_at - EXCLUDED.started_at) * 1000)::int END
+         WHERE je.claim_ms IS NULL`,
         params: [
           txt(s, (r) => r.jobId), num(s, (r) => r.executionSeq), txt(s, (r) => r.queue), num(s, (r) => r.attempt), txt(s, (r) => r.workerId),
           num(s, (r) => r.startedAt), num(s, (r) => r.claimMs), num(s, (r) => r.claimSeq),
@@ -354,7 +361,7 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
          ON CONFLICT (job_id, execution_seq) DO UPDATE SET
            finished_at = EXCLUDED.finished_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error,
            duration_ms = COALESCE(EXCLUDED.duration_ms, round(extract(epoch FROM EXCLUDED.finished_at - je.started_at) * 1000)::int),
-           started_at = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.started_at ELSE je.started_at END,
+           started_at = CASE WHEN je.claim_ms IS NULL AND EXCLUDED.claim_ms IS NOT NULL THEN EXCLUDED.started_at ELSE je.started_at END,
            claim_ms = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_ms ELSE je.claim_ms END,
            claim_seq = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_seq ELSE je.claim_seq END,
            end_ms = CASE WHEN ${heldRule('end')} THEN EXCLUDED.end_ms ELSE je.end_ms END,
