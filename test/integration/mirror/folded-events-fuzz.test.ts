@@ -15,6 +15,7 @@ import { EnqueueInput, normalizeEnqueue } from '../../../src/core/job-options';
 import { captureStreams, eventRows, expectedEventRow } from '../../support/mirror';
 import { openTestDb, TestDb } from '../../support/postgres';
 import { openStore, sleep, TestStore } from '../../support/redis';
+import { rng } from '../../support/rng';
 
 jest.setTimeout(120_000);
 
@@ -111,18 +112,6 @@ afterAll(async () => {
   await t?.close();
   await db?.close();
 });
-
-/** mulberry32 */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function reset() {
   await db.dataSource.query(

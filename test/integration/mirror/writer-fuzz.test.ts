@@ -24,6 +24,7 @@ import { outbox } from '../../support/mirror';
 import { openTestDb, TestDb } from '../../support/postgres';
 import { openStore, sleep, TestStore } from '../../support/redis';
 import { waitUntil } from '../../support/redis-server';
+import { rng } from '../../support/rng';
 
 jest.setTimeout(180_000);
 
@@ -31,18 +32,7 @@ const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : randomInt(2
 const ROUNDS = Number(process.env.FUZZ_ROUNDS ?? 40);
 const QUEUES = ['fz-a', 'fz-b'];
 
-/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-const rnd = prng(SEED);
+const rnd = rng(SEED);
 const int = (lo: number, hi: number) => lo + Math.floor(rnd() * (hi - lo + 1));
 const pick = <T>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)];
 const chance = (p: number) => rnd() < p;
