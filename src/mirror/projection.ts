@@ -182,7 +182,7 @@ export interface ExecutionStart {
   /** Stream entry id of the `claimed` event this row holds (see EventRow.folded); null when that event is a job_events row. */
   claimMs: string | null;
   claimSeq: string | null;
-  /** The `claimed` event this row holds (its `folded` flag is cleared should the row not hold it after all). */
+  /** The `claimed` event this row is to hold (the writer's held set, heldEntries in src/mirror/batch-writer.ts). */
   claimEvent?: EventRow;
 }
 
@@ -197,7 +197,7 @@ export interface ExecutionEnd extends ExecutionStart {
   endMs: string | null;
   endSeq: string | null;
   result: string | null;
-  /** The `completed` event this row holds (its `folded` flag is cleared should the row not hold it after all). */
+  /** The `completed` event this row is to hold (as claimEvent). */
   endEvent?: EventRow;
 }
 
@@ -462,7 +462,7 @@ export function project(entries: StreamEntry[]): MirrorBatch {
         p.attempts = attempt ?? undefined;
         p.startedAt = at;
         p.finishedAt = null;
-        // The execution's row holds the event when it can give every field back (the view job_timeline).
+        // The execution's row may hold the event when it can give every field back (the view job_timeline).
         if (foldable(ev, 'waiting', 'active')) ev.folded = true;
         batch.starts.push({
           jobId, executionSeq: x ?? 0, queue, attempt: attempt ?? 0, workerId: worker, startedAt: at,
