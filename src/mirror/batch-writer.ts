@@ -234,21 +234,7 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
     else if (!held.has(entryKey(e))) unheld.push(e);
   }
   if (events.length && fresh) out.push(copyOf(EVENT_COPY_SQL, eventRows(events)));
-  else if (events.length) {
-    const e = events;
-    out.push({
-      sql: `INSERT INTO job_events (queue, stream_ms, stream_seq, job_id, at, event, from_status, to_status, attempt, execution_seq, worker_id, reason, error, data)
-       SELECT q, sm, ss, j, ${ts('at')}, e, f, t, a, x, w, r, er, d
-       FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::uuid[], $5::float8[], $6::text[], $7::text[], $8::text[], $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::text[])
-         AS u(q, sm, ss, j, at, e, f, t, a, x, w, r, er, d)
-       ${onEntry}`,
-      params: [
-        txt(e, (r) => r.queue), num(e, (r) => r.streamMs), num(e, (r) => r.streamSeq), txt(e, (r) => r.jobId), num(e, (r) => r.at),
-        txt(e, (r) => r.event), txt(e, (r) => r.from), txt(e, (r) => r.to), num(e, (r) => r.attempt), num(e, (r) => r.executionSeq),
-        txt(e, (r) => r.workerId), txt(e, (r) => r.reason), txt(e, (r) => r.error), txt(e, (r) => r.data),
-      ],
-    });
-  }
+  else if (events.length) out.push(insertEvents(events));
   if (b.logs.length && fresh) out.push(copyOf(LOG_COPY_SQL, logRows(b.logs)));
   else if (b.logs.length) {
     const l = b.logs;
@@ -330,8 +316,7 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
          SELECT j, x, q, a, w, ${ts('sa')}, 'running', cm, cs
          FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::float8[], $7::bigint[], $8::bigint[]) AS u(j, x, q, a, w, sa, cm, cs)
          ON CONFLICT (job_id, execution_seq) DO UPDATE SET
-           claim_ms = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_ms ELSE je.claim_ms END,
-           claim_seq = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_seq ELSE je.claim_seq END,
+           ${heldSet('claim', ['claim_ms', 'claim_seq'])},
            started_at = EXCLUDED.started_at,
            duration_ms = CASE WHEN je.finished_at IS NULL THEN je.duration_ms
              ELSE round(extract(epoch FROM je.finished_at - EXCLUDED.started_at) * 1000)::int END
@@ -362,11 +347,8 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
            finished_at = EXCLUDED.finished_at, outcome = EXCLUDED.outcome, error = EXCLUDED.error,
            duration_ms = COALESCE(EXCLUDED.duration_ms, round(extract(epoch FROM EXCLUDED.finished_at - je.started_at) * 1000)::int),
            started_at = CASE WHEN je.claim_ms IS NULL AND EXCLUDED.claim_ms IS NOT NULL THEN EXCLUDED.started_at ELSE je.started_at END,
-           claim_ms = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_ms ELSE je.claim_ms END,
-           claim_seq = CASE WHEN ${heldRule('claim')} THEN EXCLUDED.claim_seq ELSE je.claim_seq END,
-           end_ms = CASE WHEN ${heldRule('end')} THEN EXCLUDED.end_ms ELSE je.end_ms END,
-           end_seq = CASE WHEN ${heldRule('end')} THEN EXCLUDED.end_seq ELSE je.end_seq END,
-           result = CASE WHEN ${heldRule('end')} THEN EXCLUDED.result ELSE je.result END
+           ${heldSet('claim', ['claim_ms', 'claim_seq'])},
+           ${heldSet('end', ['end_ms', 'end_seq', 'result'])}
          WHERE je.end_ms IS NULL OR (je.end_ms, je.end_seq) = (EXCLUDED.end_ms, EXCLUDED.end_seq)`,
         params: [
           txt(e, (r) => r.jobId), num(e, (r) => r.executionSeq), txt(e, (r) => r.queue), num(e, (r) => r.attempt), txt(e, (r) => r.workerId),
@@ -460,6 +442,16 @@ function heldRule(kind: 'claim' | 'end'): string {
 }
 
 /**
+ * The SET of an upsert's `cols` (a claim's or an end's): the batch's values
+ * when {@link heldRule} says the row takes the event, the row's own
+ * otherwise; the rule (and its probe of job_events) evaluated once per row.
+ */
+function heldSet(kind: 'claim' | 'end', cols: string[]): string {
+  const pick = cols.map((c) => `CASE WHEN k.h THEN EXCLUDED.${c} ELSE je.${c} END`).join(', ');
+  return `(${cols.join(', ')}) = (SELECT ${pick} FROM (SELECT ${heldRule(kind)} AS h) k)`;
+}
+
+/**
  * Claims and completions that their execution row may or may not hold, as
  * job_events rows unless it does, so that job_timeline lists each exactly
  * once: the held events an upsert may have declined to store (the row held
@@ -472,6 +464,18 @@ function heldRule(kind: 'claim' | 'end'): string {
  * `OFFSET 0` keeps it a per-row probe (see the DLQ statement).
  */
 function unheldEvents(ev: EventRow[]): PlannedStatement {
+  return insertEvents(
+    ev,
+    `WHERE NOT EXISTS (SELECT 1 FROM job_executions je WHERE je.job_id = u.j AND je.execution_seq = u.x
+       AND ((je.claim_ms = u.sm AND je.claim_seq = u.ss) OR (je.end_ms = u.sm AND je.end_seq = u.ss)) OFFSET 0)`,
+  );
+}
+
+/**
+ * The idempotent insert of event rows (a replay adds nothing: the key is the
+ * stream entry), `where` filtering the batch's rows (`u`) first.
+ */
+function insertEvents(ev: EventRow[], where = ''): PlannedStatement {
   const txt = (f: (r: EventRow) => string | null) => textArray(ev.map(f));
   const num = (f: (r: EventRow) => number | string | null) => numArray(ev.map(f));
   return {
@@ -480,8 +484,7 @@ function unheldEvents(ev: EventRow[]): PlannedStatement {
      FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::uuid[], $5::float8[], $6::text[], $7::text[], $8::text[], $9::int[], $10::int[], $11::text[],
                  $12::text[], $13::text[], $14::text[])
        AS u(q, sm, ss, j, at, e, f, t, a, x, w, r, er, d)
-     WHERE NOT EXISTS (SELECT 1 FROM job_executions je WHERE je.job_id = u.j AND je.execution_seq = u.x
-       AND ((je.claim_ms = u.sm AND je.claim_seq = u.ss) OR (je.end_ms = u.sm AND je.end_seq = u.ss)) OFFSET 0)
+     ${where}
      ON CONFLICT (job_id, stream_ms, stream_seq) DO NOTHING`,
     params: [
       txt((r) => r.queue), num((r) => r.streamMs), num((r) => r.streamSeq), txt((r) => r.jobId), num((r) => r.at), txt((r) => r.event),
