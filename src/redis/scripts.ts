@@ -1,4 +1,5 @@
-import { Cluster } from 'ioredis';
+import { createHash } from 'node:crypto';
+import { Cluster, Command } from 'ioredis';
 import type { RedisClient } from './connection';
 import { readyMasters } from './connection';
 import { LoadedScript, ScriptLoadError, loadScripts } from './script-loader';
@@ -48,20 +49,34 @@ const NOT_RUN = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
 /** How long a script that got such a reply is retried on a cluster, ms; then the error is the caller's. */
 export const CLUSTER_RETRY_MS = 2000;
 
+/** A script as sent: its SHA-1 (the EVALSHA name) and whether it skips the auto-pipeline. */
+interface SentScript extends LoadedScript {
+  sha: string;
+  /** Listed in the client's autoPipeliningIgnoredCommands (src/redis/connection.ts): written to the socket at once. */
+  direct: boolean;
+}
+
 /**
- * Registers the Lua scripts on a client (ioredis `defineCommand`: EVALSHA with
- * a transparent EVAL fallback) and runs them.
+ * Runs the Lua scripts in lua/ by EVALSHA, and by EVAL when Redis answers
+ * NOSCRIPT (its script cache is empty: a restarted or new master).
+ *
+ * Each call is one EVALSHA whose keys and arguments travel as one array, built
+ * once. Through ioredis' `defineCommand` the same call spread the arguments
+ * into a function call and copied them three more times (rest parameters,
+ * `unshift`, a spread into the command); with the 16,000 arguments of a
+ * 1,000-job enqueue that was most of the main thread's time in ioredis
+ * (docs/benchmarks.md, "Where the server's main thread goes").
  */
 export class RedisScripts {
-  private readonly byName = new Map<string, LoadedScript>();
+  private readonly byName = new Map<string, SentScript>();
 
   constructor(
     private readonly client: RedisClient,
     scripts: LoadedScript[] = loadScripts(),
   ) {
+    const unpipelined = (client instanceof Cluster ? [] : client.options.autoPipeliningIgnoredCommands) ?? [];
     for (const s of scripts) {
-      this.byName.set(s.name, s);
-      client.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.source });
+      this.byName.set(s.name, { ...s, sha: createHash('sha1').update(s.source).digest('hex'), direct: unpipelined.includes(s.name) });
     }
   }
 
@@ -91,8 +106,24 @@ export class RedisScripts {
     const s = this.byName.get(name);
     if (!s) throw new ScriptLoadError(`no script named ${name}`);
     if (keys.length !== s.numberOfKeys) throw new Error(`${name} takes ${s.numberOfKeys} keys, got ${keys.length}`);
-    const call = () => (this.client as any)[name](...keys, ...args) as Promise<T>;
+    const argv = (keys as (string | number)[]).concat(args);
+    const call = () => this.send<T>(s, argv);
     return this.client instanceof Cluster ? this.runOnCluster(this.client, call) : call();
+  }
+
+  /** One EVALSHA of `s` with `argv` (keys then arguments); EVAL with the source when Redis answers NOSCRIPT (the script did not run). */
+  private send<T>(s: SentScript, argv: (string | number)[]): Promise<T> {
+    const sent = this.command('evalsha', s.sha, s, argv);
+    return sent.catch((e: Error) => {
+      if (!e?.message?.startsWith('NOSCRIPT')) throw e;
+      return this.command('eval', s.source, s, argv);
+    }) as Promise<T>;
+  }
+
+  private command(verb: 'evalsha' | 'eval', script: string, s: SentScript, argv: (string | number)[]): Promise<unknown> {
+    const c = this.client;
+    if (s.direct && !(c instanceof Cluster)) return c.sendCommand(new Command(verb, [script, s.numberOfKeys, argv], { replyEncoding: 'utf8' })) as Promise<unknown>;
+    return verb === 'evalsha' ? c.evalsha(script, s.numberOfKeys, argv as string[]) : c.eval(script, s.numberOfKeys, argv as string[]);
   }
 
   /**
