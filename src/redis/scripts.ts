@@ -120,9 +120,20 @@ export class RedisScripts {
     }) as Promise<T>;
   }
 
+  /**
+   * Sends one EVALSHA or EVAL. A direct one is built here with its arguments
+   * set after construction: ioredis' Command runs `Array.prototype.flat` over
+   * the arguments it is given, ~130 ns per argument on this machine's V8
+   * (1.9 ms for a 1,000-job enqueue's 14,000, against 20 µs for the concat).
+   */
   private command(verb: 'evalsha' | 'eval', script: string, s: SentScript, argv: (string | number)[]): Promise<unknown> {
     const c = this.client;
-    if (s.direct && !(c instanceof Cluster)) return c.sendCommand(new Command(verb, [script, s.numberOfKeys, argv], { replyEncoding: 'utf8' })) as Promise<unknown>;
+    if (s.direct && !(c instanceof Cluster)) {
+      const cmd = new Command(verb, [], { replyEncoding: 'utf8' });
+      cmd.args = [script, s.numberOfKeys].concat(argv);
+      cmd.stringifyArguments(); // what the constructor does to the arguments it is given (numbers to strings)
+      return c.sendCommand(cmd) as Promise<unknown>;
+    }
     return verb === 'evalsha' ? c.evalsha(script, s.numberOfKeys, argv as string[]) : c.eval(script, s.numberOfKeys, argv as string[]);
   }
 
