@@ -21,4 +21,21 @@ describe('JobMetrics', () => {
     expect(text).toContain('sluice_job_processing_seconds_count{project="default",queue="mail",type="send_email",outcome="completed"} 1');
     expect(text).not.toMatch(/typo-/);
   });
+
+  it('counts held between reads are added once, by whichever counter is read first', async () => {
+    const registry = new Registry();
+    const m = new JobMetrics(registry, () => true);
+    const line = async (name: string) => (await registry.metrics()).split('\n').find((l) => l.startsWith(`${name}{project="default",queue="q",type="t"}`));
+    expect(await line('sluice_jobs_started_total')).toBeUndefined(); // no series before the first job
+    for (let i = 0; i < 3; i++) m.jobStarted('q', 't', 1);
+    m.jobFinished('q', 't', 'completed', 1);
+    expect(await line('sluice_jobs_started_total')).toMatch(/ 3$/);
+    expect(await line('sluice_jobs_completed_total')).toMatch(/ 1$/);
+    expect(await line('sluice_jobs_started_total')).toMatch(/ 3$/); // read again: nothing added twice
+    m.jobStarted('q', 't', 1);
+    m.jobFinished('q', 't', 'completed', 1);
+    const completed = registry.getSingleMetric('sluice_jobs_completed_total')!;
+    expect((await completed.get()).values).toEqual([{ labels: { project: 'default', queue: 'q', type: 't' }, value: 2 }]);
+    expect(await line('sluice_jobs_started_total')).toMatch(/ 4$/);
+  });
 });

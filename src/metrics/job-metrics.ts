@@ -42,8 +42,10 @@ export class JobMetrics {
     private readonly knownType: (type: string) => boolean,
   ) {
     const registers = [registry];
-    this.started = new Counter({ name: 'sluice_jobs_started_total', help: 'Attempts started by this process', labelNames: ['project', 'queue', 'type'], registers });
-    this.completed = new Counter({ name: 'sluice_jobs_completed_total', help: 'Attempts completed (handler returned)', labelNames: ['project', 'queue', 'type'], registers });
+    // Both read the counts held since the last read first (see labelSets).
+    const collect = () => this.flushCounts();
+    this.started = new Counter({ name: 'sluice_jobs_started_total', help: 'Attempts started by this process', labelNames: ['project', 'queue', 'type'], registers, collect });
+    this.completed = new Counter({ name: 'sluice_jobs_completed_total', help: 'Attempts completed (handler returned)', labelNames: ['project', 'queue', 'type'], registers, collect });
     this.failed = new Counter({ name: 'sluice_jobs_failed_total', help: 'Attempts failed (handler error or timeout)', labelNames: ['project', 'queue', 'type', 'reason'], registers });
     this.interrupted = new Counter({
       name: 'sluice_jobs_interrupted_total',
@@ -70,7 +72,10 @@ export class JobMetrics {
    * spread new label objects otherwise (with the garbage they leave, most of
    * the ~10 µs per job these hooks cost). Never mutated (prom-client keeps
    * references to them). At most {@link MAX_LABEL_SETS} entries; beyond that
-   * they are built per call.
+   * they are built per call. A kept set also holds its started and completed
+   * counts until the next read of either counter (`collect`): prom-client's
+   * `inc` hashes the label object on every call, 4 % of the worker's main
+   * thread at ~10,000 jobs/s (docs/benchmarks.md).
    */
   private labelSets(queue: string, type: string): LabelSets {
     const key = `${queue}\u0000${type}`;
@@ -84,27 +89,45 @@ export class JobMetrics {
         failedRun: { ...q, type: t, outcome: 'failed' },
         error: { ...q, type: t, reason: 'error' },
         timeout: { ...q, type: t, reason: 'timeout' },
+        kept: false,
+        startedN: 0,
+        completedN: 0,
       };
       // A type without a handler is not kept: one registered later gets its own label then.
-      if (t !== UNREGISTERED_TYPE && this.sets.size < MAX_LABEL_SETS) this.sets.set(key, l);
+      if (t !== UNREGISTERED_TYPE && this.sets.size < MAX_LABEL_SETS) {
+        l.kept = true;
+        this.sets.set(key, l);
+      }
     }
     return l;
   }
 
   private readonly sets = new Map<string, LabelSets>();
 
+  /** Adds the counts the kept label sets hold to the counters (prom-client calls it before every read). */
+  private flushCounts(): void {
+    for (const l of this.sets.values()) {
+      if (l.startedN) this.started.inc(l.base, l.startedN);
+      if (l.completedN) this.completed.inc(l.base, l.completedN);
+      l.startedN = l.completedN = 0;
+    }
+  }
+
   /** An attempt started; `waitMs` since the job was created. */
   jobStarted(queue: string, type: string, waitMs: number): void {
-    const labels = this.labelSets(queue, type).base;
-    this.started.inc(labels);
-    this.wait.observe(labels, Math.max(0, waitMs) / 1000);
+    const l = this.labelSets(queue, type);
+    if (l.kept) l.startedN++;
+    else this.started.inc(l.base);
+    this.wait.observe(l.base, Math.max(0, waitMs) / 1000);
   }
 
   /** An attempt ended; `durationMs` from its start. */
   jobFinished(queue: string, type: string, outcome: AttemptOutcome, durationMs: number): void {
     const l = this.labelSets(queue, type);
-    if (outcome === 'completed') this.completed.inc(l.base);
-    else if (outcome === 'failed' || outcome === 'timeout') this.failed.inc(outcome === 'failed' ? l.error : l.timeout);
+    if (outcome === 'completed') {
+      if (l.kept) l.completedN++;
+      else this.completed.inc(l.base);
+    } else if (outcome === 'failed' || outcome === 'timeout') this.failed.inc(outcome === 'failed' ? l.error : l.timeout);
     else {
       this.interrupted.inc({ ...l.base, reason: outcome });
       return;
@@ -122,4 +145,9 @@ interface LabelSets {
   failedRun: { project: string; queue: string; type: string; outcome: string };
   error: { project: string; queue: string; type: string; reason: string };
   timeout: { project: string; queue: string; type: string; reason: string };
+  /** In the cache: its counts below wait for the next read. */
+  kept: boolean;
+  /** Attempts started / completed since the counters last read them. */
+  startedN: number;
+  completedN: number;
 }
