@@ -5,8 +5,8 @@ import type { RedisSentinelConfig, SluiceConfig } from '../config/config';
 export type RedisClient = Redis | Cluster;
 
 /**
- * Commands written to the socket as soon as they are issued (see createRedis);
- * single node only. On a cluster each unpipelined call is retried on its own
+ * Scripts written to the socket as soon as they are issued (see createRedis;
+ * RedisScripts reads this list from the client's options); single node only. On a cluster each unpipelined call is retried on its own
  * during a slot migration (TRYAGAIN waits, MOVED does not), so a later call
  * could overtake an earlier one and break FIFO; ioredis runs one auto-pipeline
  * per node at a time and retries it whole, which keeps them in order.

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createRedis, RedisClient } from '../../../src/redis/connection';
 import { RedisScripts } from '../../../src/redis/scripts';
 import { RedisServer, startRedisServer, stopAllRedisServers } from '../../support/redis-server';
@@ -45,7 +46,7 @@ test.each(['claimJobs', 'completeJobs'] as const)('%s: runs exactly once after t
   const key = `once:${name}`;
   await s.run(name, [key], [1]);
   await redis.script('FLUSH');
-  expect(await redis.script('EXISTS', require('node:crypto').createHash('sha1').update(scripts.find((x) => x.name === name)!.source).digest('hex'))).toEqual([0]);
+  expect(await redis.script('EXISTS', createHash('sha1').update(scripts.find((x) => x.name === name)!.source).digest('hex'))).toEqual([0]);
   await Promise.all([s.run(name, [key], [2]), s.run(name, [key], [3])]);
   expect(await redis.get(key)).toBe('3');
   await s.run(name, [key], [4]);
