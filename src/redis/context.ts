@@ -37,8 +37,8 @@ export class RedisContext {
    */
   async runAndRead<T>(name: ScriptName, keys: string[], args: (string | number)[], queue: string, id: string, retried = false): Promise<[T, Job | null]> {
     const jk = this.keys(queue).base + 'job:' + id;
-    const multi = this.redis.multi() as any;
-    multi[name](...keys, ...args);
+    const multi = this.redis.multi();
+    this.scripts.addTo(multi, name, keys, args);
     multi.hgetallBuffer(jk);
     const res: [Error | null, unknown][] | null = await multi.exec();
     if (!res) throw new Error(`${name}: transaction aborted`);

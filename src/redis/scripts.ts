@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Cluster, Command } from 'ioredis';
+import { ChainableCommander, Cluster, Command } from 'ioredis';
 import type { RedisClient } from './connection';
 import { readyMasters } from './connection';
 import { LoadedScript, ScriptLoadError, loadScripts } from './script-loader';
@@ -109,6 +109,19 @@ export class RedisScripts {
     const argv = (keys as (string | number)[]).concat(args);
     const call = () => this.send<T>(s, argv);
     return this.client instanceof Cluster ? this.runOnCluster(this.client, call) : call();
+  }
+
+  /**
+   * Queues a script's EVALSHA on a MULTI (or pipeline): its reply comes in
+   * the transaction's, and a NOSCRIPT one is the caller's to handle (load the
+   * scripts with {@link verify} and run the MULTI again).
+   * @throws Error when the key count is wrong (a programming error).
+   */
+  addTo(multi: ChainableCommander, name: ScriptName, keys: string[], args: (string | number)[]): void {
+    const s = this.byName.get(name);
+    if (!s) throw new ScriptLoadError(`no script named ${name}`);
+    if (keys.length !== s.numberOfKeys) throw new Error(`${name} takes ${s.numberOfKeys} keys, got ${keys.length}`);
+    multi.evalsha(s.sha, s.numberOfKeys, (keys as (string | number)[]).concat(args) as string[]);
   }
 
   /** One EVALSHA of `s` with `argv` (keys then arguments); EVAL with the source when Redis answers NOSCRIPT (the script did not run). */
