@@ -54,18 +54,62 @@ interface SentScript extends LoadedScript {
   sha: string;
   /** Listed in the client's autoPipeliningIgnoredCommands (src/redis/connection.ts): written to the socket at once. */
   direct: boolean;
+  /** Sockets this script was sent on as EVAL (so Redis behind them holds it), as ioredis' Script keeps them. */
+  loadedOn: WeakSet<object>;
 }
 
 /**
- * Runs the Lua scripts in lua/ by EVALSHA, and by EVAL when Redis answers
- * NOSCRIPT (its script cache is empty: a restarted or new master).
+ * One call of a direct script. Its arguments are set after construction:
+ * ioredis' Command runs `Array.prototype.flat` over the arguments it is
+ * given, ~130 ns per argument on this machine's V8 (1.9 ms for a 1,000-job
+ * enqueue's 14,000, against 20 µs for the concat). It is written as EVAL with
+ * the source the first time its script goes out on a socket and as EVALSHA
+ * after that, decided when it is written: after a restart or a failover the
+ * new socket's first call loads the script and the calls behind it find it,
+ * in the order they were issued (EVALSHA first with an EVAL per NOSCRIPT
+ * reply would let a later call overtake an earlier one).
+ */
+class ScriptCommand extends Command {
+  constructor(
+    private readonly script: SentScript,
+    argv: (string | number)[],
+  ) {
+    super('evalsha', [], { replyEncoding: 'utf8' });
+    this.args = [script.sha, script.numberOfKeys].concat(argv);
+    this.stringifyArguments(); // what the constructor does to the arguments it is given (numbers to strings)
+  }
+
+  override toWritable(socket: object): string | Buffer {
+    const s = this.script;
+    const reject = this.reject;
+    this.reject = (err: Error) => {
+      if (err.message.startsWith('NOSCRIPT')) s.loadedOn.delete(socket);
+      reject.call(this, err);
+    };
+    if (!s.loadedOn.has(socket)) {
+      s.loadedOn.add(socket);
+      this.name = 'eval';
+      this.args[0] = s.source;
+    } else if (this.name === 'eval') {
+      this.name = 'evalsha';
+      this.args[0] = s.sha;
+    }
+    return super.toWritable(socket);
+  }
+}
+
+/**
+ * Registers the Lua scripts on a client and runs them: the direct ones
+ * (enqueue and claim on a single node or Sentinel) as {@link ScriptCommand}s
+ * written at once; the others through ioredis' `defineCommand` and its
+ * auto-pipeline (EVALSHA, EVAL on a socket that has not had the script yet,
+ * EVAL again after NOSCRIPT).
  *
- * Each call is one EVALSHA whose keys and arguments travel as one array, built
- * once. Through ioredis' `defineCommand` the same call spread the arguments
- * into a function call and copied them three more times (rest parameters,
- * `unshift`, a spread into the command); with the 16,000 arguments of a
- * 1,000-job enqueue that was most of the main thread's time in ioredis
- * (docs/benchmarks.md, "Where the server's main thread goes").
+ * Each call's keys and arguments travel as one array, built once. Spread
+ * into the `defineCommand` function, as they were, they were copied three
+ * more times (rest parameters, `unshift`, a spread into the command); with
+ * the 14,000 arguments of a 1,000-job enqueue that was the largest self time
+ * of the main thread (docs/benchmarks.md, "the scripts' calls").
  */
 export class RedisScripts {
   private readonly byName = new Map<string, SentScript>();
@@ -76,7 +120,9 @@ export class RedisScripts {
   ) {
     const unpipelined = (client instanceof Cluster ? [] : client.options.autoPipeliningIgnoredCommands) ?? [];
     for (const s of scripts) {
-      this.byName.set(s.name, { ...s, sha: createHash('sha1').update(s.source).digest('hex'), direct: unpipelined.includes(s.name) });
+      const sha = createHash('sha1').update(s.source).digest('hex');
+      this.byName.set(s.name, { ...s, sha, direct: unpipelined.includes(s.name), loadedOn: new WeakSet() });
+      client.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.source });
     }
   }
 
@@ -103,51 +149,34 @@ export class RedisScripts {
    * @throws Error when the key count is wrong (a programming error).
    */
   run<T = unknown>(name: ScriptName, keys: string[], args: (string | number)[]): Promise<T> {
-    const s = this.byName.get(name);
-    if (!s) throw new ScriptLoadError(`no script named ${name}`);
-    if (keys.length !== s.numberOfKeys) throw new Error(`${name} takes ${s.numberOfKeys} keys, got ${keys.length}`);
+    const s = this.script(name, keys);
     const argv = (keys as (string | number)[]).concat(args);
-    const call = () => this.send<T>(s, argv);
-    return this.client instanceof Cluster ? this.runOnCluster(this.client, call) : call();
+    const c = this.client;
+    if (c instanceof Cluster) return this.runOnCluster(c, () => (c as any)[name](argv) as Promise<T>);
+    if (!s.direct) return (c as any)[name](argv) as Promise<T>;
+    // A NOSCRIPT reply (the cache flushed under an open socket) means it did not run: once more, as EVAL.
+    return (c.sendCommand(new ScriptCommand(s, argv)) as Promise<T>).catch((e: Error) => {
+      if (!e?.message?.startsWith('NOSCRIPT')) throw e;
+      return c.sendCommand(new ScriptCommand(s, argv)) as Promise<T>;
+    });
   }
 
   /**
-   * Queues a script's EVALSHA on a MULTI (or pipeline): its reply comes in
-   * the transaction's, and a NOSCRIPT one is the caller's to handle (load the
-   * scripts with {@link verify} and run the MULTI again).
+   * Queues a script on a MULTI (or pipeline): its reply comes in the
+   * transaction's (ioredis loads the scripts a pipeline holds before it
+   * sends it); a NOSCRIPT one is the caller's to handle.
    * @throws Error when the key count is wrong (a programming error).
    */
   addTo(multi: ChainableCommander, name: ScriptName, keys: string[], args: (string | number)[]): void {
+    this.script(name, keys);
+    (multi as any)[name]((keys as (string | number)[]).concat(args));
+  }
+
+  private script(name: ScriptName, keys: string[]): SentScript {
     const s = this.byName.get(name);
     if (!s) throw new ScriptLoadError(`no script named ${name}`);
     if (keys.length !== s.numberOfKeys) throw new Error(`${name} takes ${s.numberOfKeys} keys, got ${keys.length}`);
-    multi.evalsha(s.sha, s.numberOfKeys, (keys as (string | number)[]).concat(args) as string[]);
-  }
-
-  /** One EVALSHA of `s` with `argv` (keys then arguments); EVAL with the source when Redis answers NOSCRIPT (the script did not run). */
-  private send<T>(s: SentScript, argv: (string | number)[]): Promise<T> {
-    const sent = this.command('evalsha', s.sha, s, argv);
-    return sent.catch((e: Error) => {
-      if (!e?.message?.startsWith('NOSCRIPT')) throw e;
-      return this.command('eval', s.source, s, argv);
-    }) as Promise<T>;
-  }
-
-  /**
-   * Sends one EVALSHA or EVAL. A direct one is built here with its arguments
-   * set after construction: ioredis' Command runs `Array.prototype.flat` over
-   * the arguments it is given, ~130 ns per argument on this machine's V8
-   * (1.9 ms for a 1,000-job enqueue's 14,000, against 20 µs for the concat).
-   */
-  private command(verb: 'evalsha' | 'eval', script: string, s: SentScript, argv: (string | number)[]): Promise<unknown> {
-    const c = this.client;
-    if (s.direct && !(c instanceof Cluster)) {
-      const cmd = new Command(verb, [], { replyEncoding: 'utf8' });
-      cmd.args = [script, s.numberOfKeys].concat(argv);
-      cmd.stringifyArguments(); // what the constructor does to the arguments it is given (numbers to strings)
-      return c.sendCommand(cmd) as Promise<unknown>;
-    }
-    return verb === 'evalsha' ? c.evalsha(script, s.numberOfKeys, argv as string[]) : c.eval(script, s.numberOfKeys, argv as string[]);
+    return s;
   }
 
   /**
