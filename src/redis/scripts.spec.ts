@@ -59,7 +59,7 @@ describe('RedisScripts.run on a cluster', () => {
     clients.push(r);
     const scripts = new RedisScripts(r, script);
     const call = jest.fn(() => Promise.reject(new Error('MOVED 1 127.0.0.1:2')));
-    (r as any).claimJobs = call;
+    (r as any).eval = call;
     await expect(scripts.run('claimJobs', ['k'], [1])).rejects.toThrow('MOVED');
     expect(call).toHaveBeenCalledTimes(1);
   });
