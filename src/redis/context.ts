@@ -2,7 +2,7 @@ import type { Job } from '../core/job';
 import type { RedisClient } from './connection';
 import { decodeJob, decodeJobLeniently, JobDecodeError } from './job-codec';
 import { QueueKeys, queueKeys } from './keys';
-import { RedisScripts, ScriptName } from './scripts';
+import { isNoScript, RedisScripts, ScriptName } from './scripts';
 
 /**
  * What every Redis store shares: the connection, the scripts registered on
@@ -43,7 +43,7 @@ export class RedisContext {
     const res: [Error | null, unknown][] | null = await multi.exec();
     if (!res) throw new Error(`${name}: transaction aborted`);
     const err = res.find(([e]) => e)?.[0];
-    if (err && !retried && /NOSCRIPT/.test(err.message)) {
+    if (err && !retried && isNoScript(err)) {
       await this.scripts.verify();
       return this.runAndRead(name, keys, args, queue, id, true);
     }

@@ -54,54 +54,17 @@ interface SentScript extends LoadedScript {
   sha: string;
   /** Listed in the client's autoPipeliningIgnoredCommands (src/redis/connection.ts): written to the socket at once. */
   direct: boolean;
-  /** Sockets this script was sent on as EVAL (so Redis behind them holds it), as ioredis' Script keeps them. */
+  /** Sockets this script was issued on as EVAL (so Redis behind them holds it), as ioredis' Script keeps them. */
   loadedOn: WeakSet<object>;
 }
 
-/**
- * One call of a direct script. Its arguments are set after construction:
- * ioredis' Command runs `Array.prototype.flat` over the arguments it is
- * given, ~130 ns per argument on this machine's V8 (1.9 ms for a 1,000-job
- * enqueue's 14,000, against 20 µs for the concat). It is written as EVAL with
- * the source the first time its script goes out on a socket and as EVALSHA
- * after that, decided when it is written: after a restart or a failover the
- * new socket's first call loads the script and the calls behind it find it,
- * in the order they were issued (EVALSHA first with an EVAL per NOSCRIPT
- * reply would let a later call overtake an earlier one).
- */
-class ScriptCommand extends Command {
-  constructor(
-    private readonly script: SentScript,
-    argv: (string | number)[],
-  ) {
-    super('evalsha', [], { replyEncoding: 'utf8' });
-    this.args = [script.sha, script.numberOfKeys].concat(argv);
-    this.stringifyArguments(); // what the constructor does to the arguments it is given (numbers to strings)
-  }
-
-  override toWritable(socket: object): string | Buffer {
-    const s = this.script;
-    const reject = this.reject;
-    this.reject = (err: Error) => {
-      if (err.message.startsWith('NOSCRIPT')) s.loadedOn.delete(socket);
-      reject.call(this, err);
-    };
-    if (!s.loadedOn.has(socket)) {
-      s.loadedOn.add(socket);
-      this.name = 'eval';
-      this.args[0] = s.source;
-    } else if (this.name === 'eval') {
-      this.name = 'evalsha';
-      this.args[0] = s.sha;
-    }
-    return super.toWritable(socket);
-  }
-}
+/** Redis's answer that it does not hold the script: the call did not run. */
+export const isNoScript = (e: unknown): boolean => (e as Error)?.message?.startsWith('NOSCRIPT') ?? false;
 
 /**
- * Runs the Lua scripts: on a single node or Sentinel the direct ones (enqueue
- * and claim) as {@link ScriptCommand}s written at once and the others as
- * EVALSHA or EVAL through the auto-pipeline ({@link pipelined}); on a cluster
+ * Runs the Lua scripts: on a single node or Sentinel as EVALSHA or EVAL
+ * ({@link single}), the direct ones (enqueue and claim) written at once and
+ * the others through the auto-pipeline; on a cluster
  * through ioredis' `defineCommand` (EVALSHA, EVAL on a socket that has not had
  * the script yet, EVAL again after NOSCRIPT) and its auto-pipeline.
  *
@@ -156,18 +119,14 @@ export class RedisScripts {
     const argv = (keys as (string | number)[]).concat(args);
     const c = this.client;
     if (c instanceof Cluster) return this.runOnCluster(c, () => (c as any)[name](argv) as Promise<T>);
-    if (!s.direct) return this.pipelined<T>(c, s, argv);
-    // A NOSCRIPT reply (the cache flushed under an open socket) means it did not run: once more, as EVAL.
-    return (c.sendCommand(new ScriptCommand(s, argv)) as Promise<T>).catch((e: Error) => {
-      if (!e?.message?.startsWith('NOSCRIPT')) throw e;
-      return c.sendCommand(new ScriptCommand(s, argv)) as Promise<T>;
-    });
+    return this.single<T>(c, s, argv);
   }
 
   /**
-   * Queues a script on a MULTI (or pipeline): its reply comes in the
-   * transaction's (ioredis loads the scripts a pipeline holds before it
-   * sends it); a NOSCRIPT one is the caller's to handle.
+   * Queues a script on a MULTI (or pipeline) as EVALSHA (on a cluster through
+   * defineCommand): its reply comes in the transaction's; a NOSCRIPT one is
+   * the caller's to handle (RedisContext.runAndRead loads the scripts and
+   * runs the MULTI again).
    * @throws Error when the key count is wrong (a programming error).
    */
   addTo(multi: ChainableCommander, name: ScriptName, keys: string[], args: (string | number)[]): void {
@@ -178,25 +137,39 @@ export class RedisScripts {
   }
 
   /**
-   * An auto-pipelined call on a single node or Sentinel: EVALSHA when the
-   * script already went out as EVAL on the connection's socket, else EVAL
-   * (which loads it). ioredis builds the command itself, so this is decided
-   * when the call is issued: on the socket of a ready connection (the
-   * auto-pipeline writes to it at the end of the turn), or EVAL while the
-   * connection is not ready (the call waits for the next socket). So after a
-   * restart or a failover calls keep their order, as with
-   * {@link ScriptCommand}. NOSCRIPT (the cache flushed under an open socket):
-   * once more as EVAL.
+   * One call on a single node or Sentinel: EVALSHA when the script already
+   * went out as EVAL on the connection's socket, else EVAL (which loads it),
+   * decided when the call is issued — on the socket of a ready connection
+   * (a direct call is written to it at once, an auto-pipelined one at the end
+   * of the turn), or EVAL while it is not ready (the call waits for the next
+   * socket). So after a restart or a failover the first call of a script on
+   * the new socket loads it and the calls behind it find it, in the order
+   * they were issued (EVALSHA first with an EVAL per NOSCRIPT reply let a
+   * later call overtake an earlier one). NOSCRIPT (the cache flushed under an
+   * open socket; the script did not run): once more, as EVAL.
+   *
+   * A direct script (enqueue, claim: autoPipeliningIgnoredCommands) is a
+   * Command built here with its arguments set after construction: ioredis'
+   * Command runs `Array.prototype.flat` over the arguments it is given,
+   * ~130 ns per argument on this machine's V8 (1.9 ms for a 1,000-job
+   * enqueue's 14,000, against 20 µs for the concat).
    */
-  private pipelined<T>(c: Exclude<RedisClient, Cluster>, s: SentScript, argv: (string | number)[]): Promise<T> {
+  private single<T>(c: Exclude<RedisClient, Cluster>, s: SentScript, argv: (string | number)[]): Promise<T> {
+    const send = (verb: 'eval' | 'evalsha'): Promise<T> => {
+      const script = verb === 'eval' ? s.source : s.sha;
+      if (!s.direct) return c[verb](script, s.numberOfKeys, argv as string[]) as Promise<T>;
+      const cmd = new Command(verb, [], { replyEncoding: 'utf8' });
+      cmd.args = [script, s.numberOfKeys].concat(argv);
+      cmd.stringifyArguments(); // what the constructor does to the arguments it is given (numbers to strings)
+      return c.sendCommand(cmd) as Promise<T>;
+    };
     const socket = c.status === 'ready' ? (c.stream as object | undefined) : undefined;
     const loaded = !!socket && s.loadedOn.has(socket);
     if (socket && !loaded) s.loadedOn.add(socket);
-    const sent = loaded ? c.evalsha(s.sha, s.numberOfKeys, argv as string[]) : c.eval(s.source, s.numberOfKeys, argv as string[]);
-    return (sent as Promise<T>).catch((e: Error) => {
-      if (!e?.message?.startsWith('NOSCRIPT')) throw e;
+    return send(loaded ? 'evalsha' : 'eval').catch((e: Error) => {
+      if (!isNoScript(e)) throw e;
       if (socket) s.loadedOn.delete(socket);
-      return c.eval(s.source, s.numberOfKeys, argv as string[]) as Promise<T>;
+      return send('eval');
     });
   }
 
