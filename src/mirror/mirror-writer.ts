@@ -31,7 +31,7 @@ export interface MirrorWriterOptions {
   maxEntryChars?: number;
   /** Ownership lease of a queue's stream, ms; a dead writer's queues are taken over after it. */
   lockTtlMs?: number;
-  /** Sleep when every owned stream is empty, ms. */
+  /** The longest wait for new entries when every owned stream came back empty, ms (default IDLE_WAIT_MS; the wait ends as soon as one arrives). */
   idleMs?: number;
   /** Reads that came back short are at least this far apart, ms (default BATCH_PACE_MS; 0: read again at once). */
   batchPaceMs?: number;
@@ -97,6 +97,9 @@ const MAX_ENTRY_CHARS = 64 * 2 ** 20;
  * queue trails Redis by up to this much more.
  */
 const BATCH_PACE_MS = 20;
+
+/** The longest idle wait for new entries between two ownership rounds, ms (MirrorStream.waitNew answers as soon as one arrives). */
+const IDLE_WAIT_MS = 1000;
 
 /** How often a writer looks for entries of its own whose acknowledgement was lost, ms. */
 const ORPHAN_SWEEP_MS = 10_000;
@@ -212,7 +215,10 @@ export class MirrorWriter {
     // New queues are announced (QueueStore.register): take them over at
     // once instead of at the next ownership poll (≤ 1 s), so their history
     // shows up as quickly as that of known queues.
-    this.unsubscribe = this.stores.mirror.onNewQueue(() => (this.ownershipCheckedAt = 0));
+    this.unsubscribe = this.stores.mirror.onNewQueue(() => {
+      this.ownershipCheckedAt = 0;
+      this.waking?.abort();
+    });
     this.loopDone = this.loop().catch((e) => this.log.error({ err: (e as Error).message }, 'audit writer loop crashed'));
   }
 
@@ -221,7 +227,9 @@ export class MirrorWriter {
     this.running = false;
     this.unsubscribe?.();
     this.unsubscribe = null;
+    this.waking?.abort();
     await this.loopDone;
+    this.stores.mirror.closeWait();
     await Promise.all([...this.owned].map((q) => this.stores.ownership.release(q, this.opts.writerId)));
     this.owned.clear();
   }
@@ -237,13 +245,13 @@ export class MirrorWriter {
     let acking: Promise<void> = Promise.resolve();
     while (this.running) {
       try {
-        if (Date.now() - this.ownershipCheckedAt >= Math.min(1000, (this.opts.lockTtlMs ?? 5000) / 3)) {
+        if (Date.now() - this.ownershipCheckedAt >= this.ownershipIntervalMs()) {
           await acking; // a takeover must see this writer's acks done
           await this.refreshOwnership();
         }
         const next = await this.nextBatch(true);
         if (!next.entries.length) {
-          await sleep(this.opts.idleMs ?? 5);
+          await this.idle();
           continue;
         }
         const { entries } = next;
@@ -276,6 +284,32 @@ export class MirrorWriter {
     const f = this.prefetch ? await this.prefetch.catch(() => null) : null;
     if (f) this.backlog.push(...f.entries, ...f.rest);
     this.dropCarry();
+  }
+
+  /** Ends the idle wait early (stop, a new queue). */
+  private waking: AbortController | null = null;
+
+  /**
+   * Every owned stream came back with nothing new: wait for the next entry
+   * (MirrorStream.waitNew: one blocking read over all of them) until the next
+   * ownership round at most, instead of reading every queue again every few
+   * ms. With `idleMs` the wait is at most that long (tests stepping the writer).
+   */
+  private async idle(): Promise<void> {
+    const round = this.ownershipCheckedAt + this.ownershipIntervalMs() - Date.now();
+    const ms = Math.min(round, this.opts.idleMs ?? IDLE_WAIT_MS);
+    if (ms < 1) return;
+    this.waking = new AbortController();
+    try {
+      await this.stores.mirror.waitNew([...this.owned], ms, this.waking.signal);
+    } finally {
+      this.waking = null;
+    }
+  }
+
+  /** How often the writer checks which queues it owns, ms. */
+  private ownershipIntervalMs(): number {
+    return Math.min(1000, (this.opts.lockTtlMs ?? 5000) / 3);
   }
 
   /** Entries per batch, 1..1000 whatever the option says (the ack script takes one batch's ids as arguments). */

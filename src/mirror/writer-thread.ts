@@ -135,7 +135,8 @@ async function runThread(data: ThreadData): Promise<void> {
   const { config, writerId } = data;
   const log = threadLogger(data);
   const redis = createRedis(config, { name: `sluice-audit-${writerId}` });
-  const stores = createRedisStores(redis, config.redisPrefix);
+  // Blocking connections (the idle writer's XREAD) are made as the main thread makes them.
+  const stores = createRedisStores(redis, config.redisPrefix, undefined, undefined, (name) => createRedis(config, { blocking: true, name }));
   // Migrations ran in the main thread before this one started.
   const db = createDataSource(config.databaseUrl, 4);
   await db.initialize();

@@ -42,6 +42,15 @@ export abstract class MirrorStream {
   /** Up to `count` entries never delivered before, for `consumer`, oldest first. */
   abstract readNew(queue: string, consumer: string, count: number): Promise<RawStreamEntry[]>;
   /**
+   * The idle writer's wait: until any of `queues` gets an entry after what
+   * its last `readNew` found (when that found nothing new), at most
+   * `timeoutMs`, or until `signal` aborts. Never throws.
+   * @returns true when something arrived or may have (read again); false on timeout, abort or trouble.
+   */
+  abstract waitNew(queues: string[], timeoutMs: number, signal: AbortSignal): Promise<boolean>;
+  /** Releases what waitNew holds (its connection). */
+  abstract closeWait(): void;
+  /**
    * Takes over entries left pending by earlier consumers (or by `consumer`
    * itself), 1,000 per call from `cursor` (start with '0-0'); done when the
    * returned cursor is '0-0'. Only entries pending for at least `minIdleMs`

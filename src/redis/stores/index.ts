@@ -82,7 +82,7 @@ export function createRedisStores(
     queues,
     deadLetters: new RedisDeadLetterStore(ctx),
     connection: new RedisConnectionState(redis),
-    mirror: new RedisMirrorStream(ctx),
+    mirror: new RedisMirrorStream(ctx, connect),
     ownership: new RedisQueueOwnership(ctx),
     restore: new RedisRestoreStore(ctx),
     apiKeys: new RedisApiKeyStore(redis, prefix),

@@ -3,6 +3,7 @@ import { compareIds, nextStreamId } from '../../core/stream-ids';
 import type { RedisClient } from '../connection';
 import type { RedisContext } from '../context';
 import { MIRROR_GROUP, newQueueChannel } from '../keys';
+import { MirrorDoorbell } from './mirror-doorbell';
 
 type XEntries = [string, string[]][];
 
@@ -36,7 +37,15 @@ export class RedisQueueOwnership implements QueueOwnership {
  * group {@link MIRROR_GROUP}.
  */
 export class RedisMirrorStream implements MirrorStream {
-  constructor(private readonly ctx: RedisContext) {}
+  private readonly doorbell: MirrorDoorbell;
+
+  /** @param connect opens the idle writer's blocking connection (default: a duplicate of the shared one). */
+  constructor(
+    private readonly ctx: RedisContext,
+    connect: (name: string) => RedisClient = () => ctx.redis.duplicate() as RedisClient,
+  ) {
+    this.doorbell = new MirrorDoorbell(ctx.redis, connect, (q) => ctx.keys(q).events);
+  }
 
   private get redis(): RedisClient {
     return this.ctx.redis;
@@ -51,10 +60,22 @@ export class RedisMirrorStream implements MirrorStream {
   async readNew(queue: string, consumer: string, count: number): Promise<RawStreamEntry[]> {
     // Behind the restore fence (lua/readEvents-2.lua): nothing while the queue awaits its check after a Redis restart.
     const k = this.ctx.keys(queue);
-    const r = (await this.ctx.scripts.run('readEvents', [k.events, k.meta], [MIRROR_GROUP, consumer, count])) as
-      | [string, XEntries][]
-      | null;
-    return r ? r[0][1].map(([id, fields]) => ({ id, fields })) : [];
+    // Nothing new (or fenced): the stream's newest id, for waitNew.
+    const r = (await this.ctx.scripts.run('readEvents', [k.events, k.meta], [MIRROR_GROUP, consumer, count])) as [string, XEntries][] | string;
+    if (typeof r === 'string') {
+      this.doorbell.saw(queue, r);
+      return [];
+    }
+    this.doorbell.saw(queue, null);
+    return r[0][1].map(([id, fields]) => ({ id, fields }));
+  }
+
+  waitNew(queues: string[], timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+    return this.doorbell.wait(queues, timeoutMs, signal);
+  }
+
+  closeWait(): void {
+    this.doorbell.close();
   }
 
   async claimPending(queue: string, consumer: string, cursor: string, minIdleMs = 0): Promise<{ cursor: string; entries: RawStreamEntry[] }> {

@@ -1,0 +1,127 @@
+import { Cluster } from 'ioredis';
+import { sleep } from '../../core/sleep';
+import type { RedisClient } from '../connection';
+
+/** How long past its own timeout an XREAD BLOCK may stay unanswered before its connection is made again, ms. */
+const XREAD_SLACK_MS = 2000;
+/** Wait after a failed XREAD (connection trouble), or between reads on a Redis Cluster (no cross-slot XREAD), ms. */
+export const DOORBELL_POLL_MS = 5;
+
+/**
+ * The idle mirror writer's wait for new transition entries.
+ *
+ * Each read of a queue's stream that finds nothing new leaves the id of the
+ * stream's newest entry (lua/readEvents-2.lua): every entry after it is new.
+ * When every owned queue has such an id, one `XREAD BLOCK` over all their
+ * streams from those ids, on a connection of its own, answers as soon as any
+ * of them gets an entry — instead of a read of every queue every few ms,
+ * which cost Redis a script call per queue 50 times a second while nothing
+ * happened (100 idle queues: 5,000 calls/s, ~10 % of a Redis core, and the
+ * writer thread ~5 % of a core). XREAD leaves the consumer group alone: the
+ * writer reads the entries it announced through the group as before.
+ *
+ * A queue read with entries (or not read at all) has no id: the wait returns
+ * at once so the writer reads again. A Redis Cluster cannot XREAD streams of
+ * several slots at once: there the wait is a short sleep, as before.
+ */
+export class MirrorDoorbell {
+  /** queue → newest entry id seen by a read that found nothing new. */
+  private readonly tails = new Map<string, string>();
+  private conn: RedisClient | null = null;
+
+  /**
+   * @param redis the shared connection (only checked for Cluster).
+   * @param connect opens the doorbell's blocking connection (no auto-pipelining).
+   * @param streamKeyOf a queue's events stream key.
+   */
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly connect: (name: string) => RedisClient,
+    private readonly streamKeyOf: (queue: string) => string,
+  ) {}
+
+  /** A read of `queue` came back: with nothing new (`tail`: the stream's newest id) or with entries (null). */
+  saw(queue: string, tail: string | null): void {
+    if (tail === null) this.tails.delete(queue);
+    else this.tails.set(queue, tail);
+  }
+
+  /**
+   * Waits until any of `queues`' streams gets an entry after the id its last
+   * read left, for at most `timeoutMs` (≥ 1), or until `signal` aborts.
+   * Never throws.
+   * @returns true when something arrived or may have (a queue without an id: read it); false on timeout, abort or trouble.
+   */
+  async wait(queues: string[], timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+    if (signal.aborted) return false;
+    const ids: string[] = [];
+    for (const q of queues) {
+      const id = this.tails.get(q);
+      if (id === undefined) return true;
+      ids.push(id);
+    }
+    if (!queues.length) return this.pause(timeoutMs, signal).then(() => false);
+    if (this.redis instanceof Cluster)
+      return this.pause(Math.min(timeoutMs, DOORBELL_POLL_MS), signal).then(() => true);
+    const conn = (this.conn ??= this.connect('sluice-audit-doorbell'));
+    const ms = Math.max(1, Math.floor(timeoutMs));
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    // Aborted (the writer stops, or a new queue must be read at once): the
+    // connection is left to its pending XREAD (≤ ms) and then closed, and the
+    // next wait opens one. Unanswered long after its timeout (a frozen node):
+    // dropped at once. Left pending, either would hold the connection.
+    const cut = new Promise<'late' | 'aborted'>((r) => {
+      timer = setTimeout(() => r('late'), ms + XREAD_SLACK_MS);
+      onAbort = () => r('aborted');
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      const r = await Promise.race([
+        conn.xread('BLOCK', ms, 'STREAMS', ...queues.map(this.streamKeyOf), ...ids),
+        cut,
+      ]);
+      if (r === 'late' || r === 'aborted') {
+        this.drop(conn, r === 'aborted' ? ms + XREAD_SLACK_MS : 0);
+        return false;
+      }
+      return r !== null;
+    } catch {
+      this.drop(conn, 0);
+      await this.pause(Math.min(timeoutMs, DOORBELL_POLL_MS), signal);
+      return false;
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort!);
+    }
+  }
+
+  /** Closes the blocking connection (the writer stopped); a later wait opens a new one. */
+  close(): void {
+    if (this.conn) this.drop(this.conn, XREAD_SLACK_MS);
+  }
+
+  /**
+   * Stops using `conn`. With `graceMs` a ready connection gets QUIT, answered
+   * after any pending XREAD (a connection cut mid-command leaves ioredis'
+   * socket-timeout timer running for up to 30 s), and is cut after graceMs
+   * all the same; otherwise it is cut now.
+   */
+  private drop(conn: RedisClient, graceMs: number): void {
+    if (this.conn === conn) this.conn = null;
+    if (graceMs <= 0 || conn.status !== 'ready') {
+      conn.disconnect(false);
+      return;
+    }
+    const cut = setTimeout(() => conn.disconnect(false), graceMs);
+    cut.unref?.();
+    conn.quit().then(
+      () => clearTimeout(cut),
+      () => undefined,
+    );
+  }
+
+  private pause(ms: number, signal: AbortSignal): Promise<void> {
+    return sleep(Math.max(1, ms), signal).catch(() => undefined);
+  }
+}
