@@ -65,7 +65,7 @@ local prefix = ARGV[1]
 local FIELDS = 14
 local now = nowMs()
 local nowS = int(now)
-local meta = redis.call('HMGET', KEYS[5], 'dMa', 'dBo', 'dTo', 'vr')
+local meta = redis.call('HMGET', KEYS[5], 'dMa', 'dBo', 'dTo', 'vr', 'paused')
 local groups = tonumber(ARGV[6])
 -- Group sizes, and the trace context of the groups that carry one.
 local counts, tps, tss = {}, {}, {}
@@ -370,5 +370,6 @@ for g = 1, groups do
   end
   base = base + n * FIELDS
 end
-if woke then wake(KEYS[4]) end
+-- A paused queue wakes nobody: its claims answer `paused` until resumeQueue, which wakes.
+if woke and meta[5] ~= '1' then wake(KEYS[4]) end
 return out

@@ -589,6 +589,21 @@ describe('enqueue: wake list', () => {
     await enq(q, { delayMs: 5_000 });
     expect(await t.redis.llen(k.wake)).toBe(1);
   });
+
+  it('a paused queue wakes nobody (its claims would answer paused); resuming wakes', async () => {
+    const q = newQueue();
+    const k = t.keys(q);
+    await t.stores.queues.configure(q, { paused: true });
+    await t.redis.del(k.wake);
+    for (let i = 0; i < 5; i++) await enq(q);
+    await enq(q, { delayMs: 5_000 });
+    expect(await t.redis.llen(k.wake)).toBe(0);
+    expect(await t.redis.zcard(k.waiting)).toBe(5);
+    await t.stores.queues.configure(q, { paused: false });
+    expect(await t.redis.llen(k.wake)).toBe(1);
+    await enq(q);
+    expect(await t.redis.llen(k.wake)).toBe(2);
+  });
 });
 
 describe('enqueue: payloads round-trip exactly (enqueue → claim → getJob)', () => {
