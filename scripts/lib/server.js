@@ -59,16 +59,17 @@ function isolation(kind) {
  * Spawns `node dist/main.js` with `env` on top of the caller's environment.
  * stdout (JSON logs) is kept in a buffer; warnings and errors (pino level ≥ 40)
  * are echoed to stderr prefixed `[sluice]` (or handed to `onLog(line)`) unless `quiet`.
+ * `main`: another build's entry file instead of dist/main.js (A/B runs).
  * @returns {{proc, url: string, output(): string, stop(timeoutMs?): Promise<number|null>}}
  *   stop() sends SIGTERM, waits for the exit (SIGKILL after timeoutMs, default 45 s)
  *   and resolves with the exit code.
  * @throws Error when dist/main.js is missing (run the build first).
  */
-function startServer({ port, host = '127.0.0.1', env, quiet = false, onLog }) {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} missing: run \`npm run build\` first`);
+function startServer({ port, host = '127.0.0.1', env, quiet = false, onLog, main = MAIN }) {
+  if (!existsSync(main)) throw new Error(`${main} missing: run \`npm run build\` first`);
   // SLUICE_NODE_ARGS: extra node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`; NODE_OPTIONS refuses --cpu-prof).
   const nodeArgs = (process.env.SLUICE_NODE_ARGS || '').split(/\s+/).filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, MAIN], {
+  const proc = spawn(process.execPath, [...nodeArgs, main], {
     env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: host },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
