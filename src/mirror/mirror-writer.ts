@@ -296,6 +296,8 @@ export class MirrorWriter {
    * ms. With `idleMs` the wait is at most that long (tests stepping the writer).
    */
   private async idle(): Promise<void> {
+    // Stopped since the loop's check (stop() found no wait to end): no new wait.
+    if (!this.running) return;
     const round = this.ownershipCheckedAt + this.ownershipIntervalMs() - Date.now();
     const ms = Math.min(round, this.opts.idleMs ?? IDLE_WAIT_MS);
     if (ms < 1) return;

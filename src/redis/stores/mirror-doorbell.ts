@@ -1,11 +1,13 @@
-import { Cluster } from 'ioredis';
+import { Cluster, ReplyError } from 'ioredis';
 import { sleep } from '../../core/sleep';
 import type { RedisClient } from '../connection';
 
 /** How long past its own timeout an XREAD BLOCK may stay unanswered before its connection is made again, ms. */
 const XREAD_SLACK_MS = 2000;
-/** Wait after a failed XREAD (connection trouble), or between reads on a Redis Cluster (no cross-slot XREAD), ms. */
+/** Wait after a failed XREAD (connection trouble), or between reads where XREAD cannot be used (a Redis Cluster, a refused XREAD), ms. */
 export const DOORBELL_POLL_MS = 5;
+/** After Redis refused an XREAD (an ACL without it, a proxy without blocking reads), how long the writer polls before trying XREAD again, ms. */
+const REFUSED_RETRY_MS = 60_000;
 
 /**
  * The idle mirror writer's wait for new transition entries.
@@ -22,12 +24,18 @@ export const DOORBELL_POLL_MS = 5;
  *
  * A queue read with entries (or not read at all) has no id: the wait returns
  * at once so the writer reads again. A Redis Cluster cannot XREAD streams of
- * several slots at once: there the wait is a short sleep, as before.
+ * several slots at once, and a Redis may refuse XREAD (an ACL, a proxy):
+ * there the wait is a short sleep, as before (after a refusal XREAD is tried
+ * again a minute later). A wait ended early (a new queue, stop) leaves its
+ * connection to finish the pending XREAD (≤ the wait) and close: a new queue
+ * while idle costs a connection for up to a second.
  */
 export class MirrorDoorbell {
   /** queue → newest entry id seen by a read that found nothing new. */
   private readonly tails = new Map<string, string>();
   private conn: RedisClient | null = null;
+  /** Until then (ms), XREAD is not tried: Redis refused the last one. */
+  private refusedUntil = 0;
 
   /**
    * @param redis the shared connection (only checked for Cluster).
@@ -61,7 +69,7 @@ export class MirrorDoorbell {
       ids.push(id);
     }
     if (!queues.length) return this.pause(timeoutMs, signal).then(() => false);
-    if (this.redis instanceof Cluster)
+    if (this.redis instanceof Cluster || Date.now() < this.refusedUntil)
       return this.pause(Math.min(timeoutMs, DOORBELL_POLL_MS), signal).then(() => true);
     const conn = (this.conn ??= this.connect('sluice-audit-doorbell'));
     const ms = Math.max(1, Math.floor(timeoutMs));
@@ -86,7 +94,15 @@ export class MirrorDoorbell {
         return false;
       }
       return r !== null;
-    } catch {
+    } catch (e) {
+      if (e instanceof ReplyError) {
+        // Redis answered, with a refusal: the connection is fine, XREAD is not
+        // to be had here. Poll as before (XREAD tried again after
+        // REFUSED_RETRY_MS) rather than open a connection per wait.
+        this.refusedUntil = Date.now() + REFUSED_RETRY_MS;
+        await this.pause(Math.min(timeoutMs, DOORBELL_POLL_MS), signal);
+        return true;
+      }
       this.drop(conn, 0);
       await this.pause(Math.min(timeoutMs, DOORBELL_POLL_MS), signal);
       return false;

@@ -107,3 +107,30 @@ test('a queue made while the writer waits is taken over and mirrored at once', a
     await w.stop();
   }
 });
+
+test('a stop that lands while the writer reads (no wait to end yet) does not wait out the next one', async () => {
+  await enqueue('idle-stop');
+  const { w } = countedWriter('idle-stop');
+  // stop() is called from inside a read that finds nothing: the loop then goes on to its idle wait.
+  let stopping: Promise<void> | null = null;
+  let stopAt = 0;
+  const read = (w as any).read.bind(w) as () => Promise<unknown[]>;
+  let armed = false;
+  (w as any).read = async () => {
+    const r = await read();
+    if (armed && !stopping && r.length === 0) {
+      stopAt = Date.now();
+      stopping = w.stop();
+    }
+    return r;
+  };
+  w.start();
+  const owned = (w as any).owned as Set<string>;
+  for (let i = 0; i < 200 && !owned.has('idle-stop'); i++) await sleep(25);
+  await sleep(200);
+  armed = true;
+  for (let i = 0; i < 200 && !stopping; i++) await sleep(10);
+  expect(stopping).not.toBeNull();
+  await stopping;
+  expect(Date.now() - stopAt).toBeLessThan(500);
+});
