@@ -45,6 +45,7 @@
  * a database of its own; WORKER_CONCURRENCY is BullMQ's Worker concurrency
  * (--concurrency, 50) so both run as many jobs at once, as issue 22's own
  * table was measured (--worker-concurrency default keeps the server's 10).
+ * --main <file>: another build's dist/main.js (A/B runs).
  * --audit-process: ROLE=api,worker,scheduler and a second process ROLE=audit
  * (as docker-compose deploys it), each measured apart.
  *
@@ -94,6 +95,8 @@ const SHARED_REDIS = args.includes('--shared-redis');
 /** Rows 1–2 use one queue throughout (counts taken relative); --queue-per-round: a new queue each round (and for the warm-up). */
 const queueOf = (round) => (args.includes('--queue-per-round') ? `pipe-r${round}` : 'pipe');
 const PG_BASE = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+/** `--main <file>`: another build's entry file (A/B runs); default dist/main.js. */
+const MAIN = opt('main', null) ? path.resolve(opt('main', null)) : undefined;
 
 const now = () => performance.now();
 /**
@@ -320,11 +323,11 @@ async function main() {
   const rows = [];
   try {
     // The main server first (it migrates the new database), then the audit one.
-    const main = startServer({ port: await freePort(), env: { ...env, ROLE: SPLIT_AUDIT ? 'api,worker,scheduler' : 'all' } });
+    const main = startServer({ port: await freePort(), main: MAIN, env: { ...env, ROLE: SPLIT_AUDIT ? 'api,worker,scheduler' : 'all' } });
     ctx.servers.push(main);
     await waitReady(main);
     if (SPLIT_AUDIT) {
-      const audit = startServer({ port: await freePort(), env: { ...env, ROLE: 'audit' } });
+      const audit = startServer({ port: await freePort(), main: MAIN, env: { ...env, ROLE: 'audit' } });
       ctx.servers.push(audit);
       await waitReady(audit);
     }

@@ -19,7 +19,9 @@ const REFUSED_RETRY_MS = 60_000;
  * of them gets an entry — instead of a read of every queue every few ms,
  * which cost Redis a script call per queue 50 times a second while nothing
  * happened (100 idle queues: 5,000 calls/s, ~10 % of a Redis core, and the
- * writer thread ~5 % of a core). XREAD leaves the consumer group alone: the
+ * writer thread ~5 % of a core). `COUNT 1`: it only rings — the entries
+ * (a 1,000-job batch's are ~500 KB) come with the writer's read, not here
+ * as well. XREAD leaves the consumer group alone: the
  * writer reads the entries it announced through the group as before.
  *
  * A queue read with entries (or not read at all) has no id: the wait returns
@@ -86,7 +88,7 @@ export class MirrorDoorbell {
     });
     try {
       const r = await Promise.race([
-        conn.xread('BLOCK', ms, 'STREAMS', ...queues.map(this.streamKeyOf), ...ids),
+        conn.xread('COUNT', 1, 'BLOCK', ms, 'STREAMS', ...queues.map(this.streamKeyOf), ...ids),
         cut,
       ]);
       if (r === 'late' || r === 'aborted') {

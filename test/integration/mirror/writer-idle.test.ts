@@ -8,6 +8,9 @@
  */
 import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { normalizeEnqueue } from '../../../src/core/job-options';
+import type { RedisClient } from '../../../src/redis/connection';
+import { RedisMirrorStream } from '../../../src/redis/stores/mirror-stream';
+import { MIRROR_GROUP } from '../../../src/redis/keys';
 import { openTestDb, TestDb } from '../../support/postgres';
 import { openStore, sleep, TestStore } from '../../support/redis';
 
@@ -133,4 +136,40 @@ test('a stop that lands while the writer reads (no wait to end yet) does not wai
   expect(stopping).not.toBeNull();
   await stopping;
   expect(Date.now() - stopAt).toBeLessThan(500);
+});
+
+test('the wait only rings: a 200-job enqueue wakes it with one entry, the writer reads them all', async () => {
+  const q = 'idle-ring';
+  await enqueue(q);
+  const replies: unknown[] = [];
+  const conns: RedisClient[] = [];
+  const stream = new RedisMirrorStream(t.stores.ctx, () => {
+    const c = t.redis.duplicate() as RedisClient;
+    const xread = c.xread.bind(c) as (...a: unknown[]) => Promise<unknown>;
+    (c as any).xread = async (...a: unknown[]) => {
+      const r = await xread(...a);
+      replies.push(r);
+      return r;
+    };
+    conns.push(c);
+    return c;
+  });
+  try {
+    await stream.ensureGroup(q);
+    expect(await stream.readNew(q, 'ring', 1000)).toHaveLength(1);
+    expect(await stream.readNew(q, 'ring', 1000)).toEqual([]); // nothing new: the tail is known
+    const woken = stream.waitNew([q], 2000, new AbortController().signal);
+    await sleep(50);
+    await t.store.enqueue(
+      Array.from({ length: 200 }, () => normalizeEnqueue({ type: 'x', queue: q }, 1e6)),
+    );
+    expect(await woken).toBe(true);
+    const [[, entries]] = replies[0] as [string, unknown[]][];
+    expect(entries).toHaveLength(1);
+    expect(await stream.readNew(q, 'ring', 1000)).toHaveLength(200);
+  } finally {
+    stream.closeWait();
+    await t.redis.xgroup('DESTROY', t.keys(q).events, MIRROR_GROUP);
+    for (const c of conns) c.disconnect();
+  }
 });
