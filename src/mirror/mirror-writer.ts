@@ -259,7 +259,13 @@ export class MirrorWriter {
         // a read-ahead is still pending (the backlog was served first: it
         // must not be replaced, its entries would stay pending unwritten) or
         // the backlog has more to write first.
-        if (!this.prefetch && !this.backlog.length) this.prefetch = this.read().then((e) => this.prepareBatch(this.withCarry(e, true), true));
+        if (!this.prefetch && !this.backlog.length) {
+          this.prefetch = this.read().then((e) => this.prepareBatch(this.withCarry(e, true), true));
+          // Its failure is met where it is awaited (nextBatch, write, stop) — but the
+          // loop may fail first (the ownership round, with Redis gone) and sleep:
+          // left without a handler meanwhile, the rejection would end the process.
+          this.prefetch.catch(() => undefined);
+        }
         const written = await this.write(next);
         this.announce(written);
         failures = 0;
