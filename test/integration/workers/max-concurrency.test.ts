@@ -66,6 +66,8 @@ describe('worker runtime: maxConcurrency across workers', () => {
     await waitUntil('all jobs done', async () => done === n || undefined, 30_000);
     expect(peak).toBe(2);
     expect(Date.now() - started).toBeLessThan(15_000);
+    // The last acks ride the auto-pipeline after their handlers returned: applied within moments.
+    await waitUntil('the last acks applied', async () => (await t.redis.zcard(t.keys(q).active)) === 0 || undefined, 5_000);
     expect(await t.redis.zcard(t.keys(q).active)).toBe(0);
   });
 });
