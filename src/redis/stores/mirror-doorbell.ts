@@ -8,6 +8,8 @@ const XREAD_SLACK_MS = 2000;
 export const DOORBELL_POLL_MS = 5;
 /** After Redis refused an XREAD (an ACL without it, a proxy without blocking reads), how long the writer polls before trying XREAD again, ms. */
 const REFUSED_RETRY_MS = 60_000;
+/** How long an aborted wait gives `CLIENT UNBLOCK` to end its XREAD before the connection is given up, ms. */
+const UNBLOCK_MS = 200;
 
 /**
  * The idle mirror writer's wait for new transition entries.
@@ -28,9 +30,13 @@ const REFUSED_RETRY_MS = 60_000;
  * at once so the writer reads again. A Redis Cluster cannot XREAD streams of
  * several slots at once, and a Redis may refuse XREAD (an ACL, a proxy):
  * there the wait is a short sleep, as before (after a refusal XREAD is tried
- * again a minute later). A wait ended early (a new queue, stop) leaves its
- * connection to finish the pending XREAD (≤ the wait) and close: a new queue
- * while idle costs a connection for up to a second.
+ * again a minute later). A wait ended early (a new queue, stop) ends its
+ * XREAD with `CLIENT UNBLOCK` from the shared connection (the blocking
+ * connection's id is asked for with each XREAD, in the same write, so it is
+ * right after a reconnect) and keeps the connection; where that fails (CLIENT
+ * refused, the shared connection on another node after a failover) the
+ * connection is left to finish its XREAD (≤ the wait) and close, and the next
+ * wait opens another.
  */
 export class MirrorDoorbell {
   /** queue → newest entry id seen by a read that found nothing new. */
@@ -78,20 +84,31 @@ export class MirrorDoorbell {
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     // Aborted (the writer stops, or a new queue must be read at once): the
+    // XREAD is unblocked and the connection kept; if that fails, the
     // connection is left to its pending XREAD (≤ ms) and then closed, and the
     // next wait opens one. Unanswered long after its timeout (a frozen node):
     // dropped at once. Left pending, either would hold the connection.
+    // Written together: the id answers at once, before the XREAD blocks.
+    const idOf = (conn.client('ID') as Promise<number>).then(Number, () => null);
+    const read = conn.xread(
+      'COUNT',
+      1,
+      'BLOCK',
+      ms,
+      'STREAMS',
+      ...queues.map(this.streamKeyOf),
+      ...ids,
+    );
     const cut = new Promise<'late' | 'aborted'>((r) => {
       timer = setTimeout(() => r('late'), ms + XREAD_SLACK_MS);
       onAbort = () => r('aborted');
       signal.addEventListener('abort', onAbort, { once: true });
     });
     try {
-      const r = await Promise.race([
-        conn.xread('COUNT', 1, 'BLOCK', ms, 'STREAMS', ...queues.map(this.streamKeyOf), ...ids),
-        cut,
-      ]);
+      const r = await Promise.race([read, cut]);
+      if (r === 'aborted' && (await this.unblock(idOf, read))) return false;
       if (r === 'late' || r === 'aborted') {
+        read.catch(() => undefined);
         this.drop(conn, r === 'aborted' ? ms + XREAD_SLACK_MS : 0);
         return false;
       }
@@ -112,6 +129,30 @@ export class MirrorDoorbell {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort!);
     }
+  }
+
+  /**
+   * Ends a pending XREAD early: `CLIENT UNBLOCK <id>` on the shared
+   * connection, then the XREAD answers (nil) at once.
+   * @returns true when it did within UNBLOCK_MS (the connection is free for the next wait).
+   */
+  private async unblock(idOf: Promise<number | null>, read: Promise<unknown>): Promise<boolean> {
+    const within = <T>(p: Promise<T>, fallback: T): Promise<T> =>
+      Promise.race([p, sleep(UNBLOCK_MS).then(() => fallback)]);
+    const id = await within(idOf, null);
+    if (id === null || !Number.isSafeInteger(id)) return false;
+    try {
+      await within(this.redis.client('UNBLOCK', id) as Promise<unknown>, null);
+    } catch {
+      return false;
+    }
+    return within(
+      read.then(
+        () => true,
+        () => false,
+      ),
+      false,
+    );
   }
 
   /** Closes the blocking connection (the writer stopped); a later wait opens a new one. */

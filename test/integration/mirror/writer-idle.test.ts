@@ -173,3 +173,42 @@ test('the wait only rings: a 200-job enqueue wakes it with one entry, the writer
     for (const c of conns) c.disconnect();
   }
 });
+
+test('waits ended early one after another (new queues while idle) share one blocking connection', async () => {
+  const q = 'idle-unblock';
+  await enqueue(q);
+  const conns: RedisClient[] = [];
+  const stream = new RedisMirrorStream(t.stores.ctx, () => {
+    const c = t.redis.duplicate() as RedisClient;
+    conns.push(c);
+    return c;
+  });
+  try {
+    await stream.ensureGroup(q);
+    expect(await stream.readNew(q, 'unblock', 1000)).toHaveLength(1);
+    expect(await stream.readNew(q, 'unblock', 1000)).toEqual([]);
+    // Ten waits cut short 30 ms in, as ten queues made within a third of a second would.
+    for (let i = 0; i < 10; i++) {
+      const ac = new AbortController();
+      const waited = stream.waitNew([q], 1000, ac.signal);
+      await sleep(30);
+      const t0 = Date.now();
+      ac.abort();
+      expect(await waited).toBe(false);
+      expect(Date.now() - t0).toBeLessThan(150);
+    }
+    expect(conns.length).toBe(1);
+    expect(conns[0].status).toBe('ready');
+    // …and that connection still rings: the next entry ends the next wait at once.
+    const woken = stream.waitNew([q], 2000, new AbortController().signal);
+    await sleep(50);
+    const t0 = Date.now();
+    await enqueue(q);
+    expect(await woken).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(300);
+  } finally {
+    stream.closeWait();
+    await t.redis.xgroup('DESTROY', t.keys(q).events, MIRROR_GROUP);
+    for (const c of conns) c.disconnect();
+  }
+});
