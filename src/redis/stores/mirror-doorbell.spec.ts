@@ -97,4 +97,14 @@ describe('MirrorDoorbell', () => {
     await next;
     expect(made).toHaveLength(2);
   });
+
+  it('forgets the tails of queues no longer waited on', async () => {
+    const { bell } = doorbellWith(() => new Promise(() => undefined));
+    bell.saw('c', '2-0');
+    const ac = new AbortController();
+    const waited = bell.wait(['a'], 1000, ac.signal);
+    ac.abort();
+    await waited;
+    expect([...(bell as unknown as { tails: Map<string, string> }).tails.keys()]).toEqual(['a']);
+  });
 });

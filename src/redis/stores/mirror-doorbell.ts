@@ -76,6 +76,11 @@ export class MirrorDoorbell {
       if (id === undefined) return true;
       ids.push(id);
     }
+    // Queues no longer waited on (given up, deleted) leave the map.
+    if (this.tails.size > ids.length) {
+      const now = new Set(queues);
+      for (const q of this.tails.keys()) if (!now.has(q)) this.tails.delete(q);
+    }
     if (!queues.length) return this.pause(timeoutMs, signal).then(() => false);
     if (this.redis instanceof Cluster || Date.now() < this.refusedUntil)
       return this.pause(Math.min(timeoutMs, DOORBELL_POLL_MS), signal).then(() => true);
