@@ -363,7 +363,10 @@ test('job page: a new log line, progress and the status change arrive over SSE w
   await page.locator('main').getByText('completed', { exact: true }).first().waitFor({ timeout: 15_000 });
   // Without reload and without polling the logs: the stream brought them.
   const after = requests.filter((r) => r.at >= since);
-  expect(after.filter((r) => r.url.includes(`/jobs/${id}/logs`) || r.url.endsWith('/ui/jobs/' + id))).toEqual([]);
+  const polled = after.filter((r) => r.url.includes(`/jobs/${id}/logs`) || r.url.endsWith('/ui/jobs/' + id));
+  // On failure, every request of the page since the change (a reopened stream shows as a second /dashboard/events).
+  const trace = after.map((r) => `+${r.at - since} ms ${r.url.replace(api.url, '')}`).join('\n');
+  expect({ polled: polled.map((r) => r.url), trace: polled.length ? trace : '' }).toEqual({ polled: [], trace: '' });
   await ctx.close();
 
   // Workers: the external worker with its held job as a link (claim another one to hold).

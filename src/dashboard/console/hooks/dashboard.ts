@@ -1,21 +1,33 @@
-import { useQuery } from '@tanstack/react-query';
+import { queryOptions, useQuery } from '@tanstack/react-query';
 import { getStats, listWorkers, metricsSeries, queueLatencies } from '../api/dashboard';
 import { useLive } from './live';
 
+/**
+ * How long a read stays fresh, ms: a view mounted right after the first
+ * view's prefetch (prefetch.ts) answered uses it instead of asking again.
+ * The views poll on their own interval regardless.
+ */
+export const FRESH_MS = 1000;
+
+export const statsQuery = queryOptions({ queryKey: ['stats'], queryFn: getStats, staleTime: FRESH_MS });
+export const workersQuery = queryOptions({ queryKey: ['workers'], queryFn: listWorkers, staleTime: FRESH_MS });
+/** Oldest waiting job's age per queue (ms), from /metrics; null when /metrics is not open to the console. */
+export const latencyQuery = queryOptions({ queryKey: ['latency'], queryFn: queueLatencies, staleTime: FRESH_MS });
+
 export function useStats() {
   const { pollMs } = useLive();
-  return useQuery({ queryKey: ['stats'], queryFn: getStats, refetchInterval: pollMs });
+  return useQuery({ ...statsQuery, refetchInterval: pollMs });
 }
 
 export function useWorkers() {
   const { pollMs } = useLive();
-  return useQuery({ queryKey: ['workers'], queryFn: listWorkers, refetchInterval: pollMs });
+  return useQuery({ ...workersQuery, refetchInterval: pollMs });
 }
 
 /** Oldest waiting job's age per queue (ms), from /metrics; null when /metrics is not open to the console. */
 export function useQueueLatencies() {
   const { pollMs } = useLive();
-  return useQuery({ queryKey: ['latency'], queryFn: queueLatencies, refetchInterval: Math.max(pollMs, 10000) });
+  return useQuery({ ...latencyQuery, refetchInterval: Math.max(pollMs, 10000) });
 }
 
 /** The chart ranges of the overview: span and step, ms. */

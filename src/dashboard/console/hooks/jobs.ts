@@ -1,4 +1,4 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, queryOptions, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { cancelJob, cloneBody, enqueueJob, getJob, jobEvents, jobExecutions, jobLogs, listJobs, retryJob, type JobFilter } from '../api/jobs';
 import { isUnfinished, type Job } from '../api/types';
 import { useLive } from './live';
@@ -29,8 +29,11 @@ export function useJobHistory(id: string, live: boolean, streamed = false) {
  * the operator's pointer; the view offers a refresh. The previous page stays shown while the next loads.
  */
 export function useJobsPage(filter: JobFilter, cursor: string | undefined) {
-  return useQuery({ queryKey: ['jobs', filter, cursor ?? ''], queryFn: () => listJobs(filter, cursor), placeholderData: keepPreviousData, staleTime: Infinity });
+  return useQuery({ ...jobsPageQuery(filter, cursor), placeholderData: keepPreviousData });
 }
+
+/** `GET /jobs` of one filter and cursor, as {@link useJobsPage} and the first view's prefetch (prefetch.ts) read it. */
+export const jobsPageQuery = (filter: JobFilter, cursor?: string) => queryOptions({ queryKey: ['jobs', filter, cursor ?? ''], queryFn: () => listJobs(filter, cursor), staleTime: Infinity });
 
 /** Cancel, retry (optionally with a new payload) and clone: each refreshes the job and the lists. */
 export function useJobActions() {

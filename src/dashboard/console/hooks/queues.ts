@@ -1,10 +1,13 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, queryOptions, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { configureQueue, getQueue, listQueueKeys, listQueues, pauseQueue, removeKeyOverride, resumeQueue, setKeyOverride, type KeyOverride, type QueueSettings } from '../api/queues';
+import { FRESH_MS } from './dashboard';
 import { useLive } from './live';
+
+export const queuesQuery = queryOptions({ queryKey: ['queues'], queryFn: listQueues, staleTime: FRESH_MS });
 
 export function useQueues() {
   const { pollMs } = useLive();
-  return useQuery({ queryKey: ['queues'], queryFn: listQueues, refetchInterval: pollMs });
+  return useQuery({ ...queuesQuery, refetchInterval: pollMs });
 }
 
 export function useQueue(name: string) {

@@ -1,11 +1,14 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { queryOptions, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { getSession, login, logout } from '../api/auth';
 import { ApiError } from '../api/client';
 import type { Role } from '../api/types';
 
+/** Who the console acts as (`GET /auth/session`), as {@link useSession} and the first view's prefetch (prefetch.ts) read it. */
+export const sessionQuery = queryOptions({ queryKey: ['session'], queryFn: getSession, retry: (n, e) => !(e instanceof ApiError && e.status === 401) && n < 2, staleTime: 60_000 });
+
 /** Who the console acts as (`GET /auth/session`); a 401 means: log in. */
 export function useSession() {
-  return useQuery({ queryKey: ['session'], queryFn: getSession, retry: (n, e) => !(e instanceof ApiError && e.status === 401) && n < 2, staleTime: 60_000 });
+  return useQuery(sessionQuery);
 }
 
 const OPERATE: Role[] = ['admin', 'operator'];

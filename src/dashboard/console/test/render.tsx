@@ -1,13 +1,21 @@
 import { render } from '@testing-library/react';
 import { MemoryRouter } from 'react-router';
 import { AppRoutes, makeQueryClient, Providers } from '../app';
+import { prefetchFirstView } from '../prefetch';
 import type { Job, Role } from '../api/types';
 import { route } from './fake-server';
 
-/** Renders the whole app at `path` (relative to /ui) with the fake server, no live stream. */
-export function renderAt(path: string) {
+/**
+ * Renders the whole app at `path` (relative to /ui) with the fake server, no live stream.
+ * `prefetch`: the first view's reads start before the render, as main.tsx does.
+ */
+export function renderAt(path: string, { prefetch = false } = {}) {
   const client = makeQueryClient();
   client.setDefaultOptions({ queries: { retry: false, refetchOnWindowFocus: false } });
+  if (prefetch) {
+    const u = new URL(path, 'http://console.test/');
+    prefetchFirstView(client, `/ui${u.pathname}`, u.search);
+  }
   return render(
     <Providers client={client} live={false}>
       <MemoryRouter initialEntries={[path]}>

@@ -77,11 +77,9 @@ export function JobsList({ filter, caption }: { filter: JobFilter; caption: stri
   );
 }
 
-/** `/ui/jobs?queue=&status=&type=&flowId=&from=&to=&payload=`: filters live in the URL; jump to a job by id. */
-export function JobsView() {
-  const [params, setParams] = useSearchParams();
-  const navigate = useNavigate();
-  const filter: JobFilter = {
+/** The explorer's filter from its URL query (an unknown status is no filter). */
+export function filterOf(params: URLSearchParams): JobFilter {
+  return {
     queue: params.get('queue') || undefined,
     status: (JOB_STATUSES as string[]).includes(params.get('status') ?? '') ? (params.get('status') as JobStatus) : undefined,
     type: params.get('type') || undefined,
@@ -90,6 +88,13 @@ export function JobsView() {
     payload: params.get('payload') || undefined,
     flowId: params.get('flowId') || undefined,
   };
+}
+
+/** `/ui/jobs?queue=&status=&type=&flowId=&from=&to=&payload=`: filters live in the URL; jump to a job by id. */
+export function JobsView() {
+  const [params, setParams] = useSearchParams();
+  const navigate = useNavigate();
+  const filter = filterOf(params);
   const [formError, setFormError] = useState<string | null>(null);
   const [jump, setJump] = useState('');
   const [jumpError, setJumpError] = useState<string | null>(null);
