@@ -1,3 +1,4 @@
+import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from '../connection';
 import { RedisContext } from '../context';
 import { RedisScripts } from '../scripts';
@@ -65,14 +66,21 @@ export interface RedisStores {
  * Builds every store on one connection (its scripts registered once). For
  * code outside Nest: scripts, the mirror's writer thread, benchmarks, tests.
  * @param scripts already registered on `redis` (default: registered now).
- * @param connect opens the own connection of a pub/sub subscriber (default: a duplicate of `redis`).
+ * @param connect opens a connection of its own (a pub/sub subscriber, the mirror's blocking XREAD) under
+ *   the name given (default: a duplicate of `redis` so named, without auto-pipelining; on a Cluster a plain duplicate).
  */
 export function createRedisStores(
   redis: RedisClient,
   prefix: string,
   defaults?: StoreDefaults,
   scripts = new RedisScripts(redis),
-  connect: SubscriberFactory = () => redis.duplicate() as RedisClient,
+  connect: SubscriberFactory = (name) =>
+    (redis instanceof Cluster
+      ? redis.duplicate()
+      : (redis as Redis).duplicate({
+          connectionName: name,
+          enableAutoPipelining: false,
+        })) as RedisClient,
 ): RedisStores {
   const ctx = new RedisContext(redis, scripts, prefix);
   const queues = new RedisQueueStore(ctx);

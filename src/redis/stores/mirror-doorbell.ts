@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Cluster, ReplyError } from 'ioredis';
 import { sleep } from '../../core/sleep';
 import type { RedisClient } from '../connection';
@@ -31,17 +32,24 @@ const UNBLOCK_MS = 200;
  * several slots at once, and a Redis may refuse XREAD (an ACL, a proxy):
  * there the wait is a short sleep, as before (after a refusal XREAD is tried
  * again a minute later). A wait ended early (a new queue, stop) ends its
- * XREAD with `CLIENT UNBLOCK` from the shared connection (the blocking
- * connection's id is asked for with each XREAD, in the same write, so it is
- * right after a reconnect) and keeps the connection; where that fails (CLIENT
- * refused, the shared connection on another node after a failover) the
- * connection is left to finish its XREAD (≤ the wait) and close, and the next
- * wait opens another.
+ * XREAD with `CLIENT UNBLOCK` from the shared connection and keeps the
+ * connection. The blocking connection's id is asked for right before each
+ * XREAD, and the UNBLOCK is sent only when that connection has not closed
+ * since and the shared connection's Redis lists that id under the blocking
+ * connection's own name (unique per connection): ids are never reused within
+ * a Redis server's run, but a restart or a failover can put the two
+ * connections on servers where the id is someone else's. Otherwise (or CLIENT
+ * refused, or the XREAD not ended within UNBLOCK_MS) the connection is left to
+ * finish its XREAD (≤ the wait) and close, and the next wait opens another.
  */
 export class MirrorDoorbell {
   /** queue → newest entry id seen by a read that found nothing new. */
   private readonly tails = new Map<string, string>();
   private conn: RedisClient | null = null;
+  /** The current blocking connection's name (CLIENT SETNAME), unique to it. */
+  private connName = '';
+  /** Closes of the current blocking connection so far (a reconnect gives it a new id). */
+  private closes = 0;
   /** Until then (ms), XREAD is not tried: Redis refused the last one. */
   private refusedUntil = 0;
 
@@ -84,7 +92,7 @@ export class MirrorDoorbell {
     if (!queues.length) return this.pause(timeoutMs, signal).then(() => false);
     if (this.redis instanceof Cluster || Date.now() < this.refusedUntil)
       return this.pause(Math.min(timeoutMs, DOORBELL_POLL_MS), signal).then(() => true);
-    const conn = (this.conn ??= this.connect('sluice-audit-doorbell'));
+    const conn = this.conn ?? this.open();
     const ms = Math.max(1, Math.floor(timeoutMs));
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
@@ -93,8 +101,11 @@ export class MirrorDoorbell {
     // connection is left to its pending XREAD (≤ ms) and then closed, and the
     // next wait opens one. Unanswered long after its timeout (a frozen node):
     // dropped at once. Left pending, either would hold the connection.
-    // Written together: the id answers at once, before the XREAD blocks.
-    const idOf = (conn.client('ID') as Promise<number>).then(Number, () => null);
+    // Asked right before the XREAD on the same connection: it answers at once.
+    const idOf = (conn.client('ID') as Promise<number>).then(
+      (id) => ({ id: Number(id), closes: this.closes }),
+      () => null,
+    );
     const read = conn.xread(
       'COUNT',
       1,
@@ -111,7 +122,7 @@ export class MirrorDoorbell {
     });
     try {
       const r = await Promise.race([read, cut]);
-      if (r === 'aborted' && (await this.unblock(idOf, read))) return false;
+      if (r === 'aborted' && (await this.unblock(idOf, read, this.connName))) return false;
       if (r === 'late' || r === 'aborted') {
         read.catch(() => undefined);
         this.drop(conn, r === 'aborted' ? ms + XREAD_SLACK_MS : 0);
@@ -138,26 +149,52 @@ export class MirrorDoorbell {
 
   /**
    * Ends a pending XREAD early: `CLIENT UNBLOCK <id>` on the shared
-   * connection, then the XREAD answers (nil) at once.
-   * @returns true when it did within UNBLOCK_MS (the connection is free for the next wait).
+   * connection, after checking that `id` is still the blocking connection
+   * (`name`) there; the XREAD then answers (nil) at once. The whole try takes
+   * at most UNBLOCK_MS.
+   * @returns true when the XREAD has answered (the connection is free for the next wait).
    */
-  private async unblock(idOf: Promise<number | null>, read: Promise<unknown>): Promise<boolean> {
-    const within = <T>(p: Promise<T>, fallback: T): Promise<T> =>
-      Promise.race([p, sleep(UNBLOCK_MS).then(() => fallback)]);
-    const id = await within(idOf, null);
-    if (id === null || !Number.isSafeInteger(id)) return false;
-    try {
-      await within(this.redis.client('UNBLOCK', id) as Promise<unknown>, null);
-    } catch {
-      return false;
-    }
-    return within(
-      read.then(
-        () => true,
-        () => false,
-      ),
-      false,
+  private async unblock(
+    idOf: Promise<{ id: number; closes: number } | null>,
+    read: Promise<unknown>,
+    name: string,
+  ): Promise<boolean> {
+    let answered = false;
+    const settled = read.then(
+      () => (answered = true),
+      () => false,
     );
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<null>((r) => (timer = setTimeout(() => r(null), UNBLOCK_MS)));
+    const within = <T>(p: Promise<T>): Promise<T | null> => Promise.race([p, expired]);
+    try {
+      const me = await within(idOf);
+      if (!me || !Number.isSafeInteger(me.id) || me.closes !== this.closes) return answered;
+      const listed = await within(
+        this.redis.client('LIST', 'ID', String(me.id)) as Promise<string>,
+      );
+      if (typeof listed !== 'string' || !listed.includes(` name=${name} `)) return answered;
+      const n = await within(this.redis.client('UNBLOCK', me.id) as Promise<number>);
+      if (n === null) return false; // not answered in time: it could still end a later wait
+      if (Number(n) !== 1) return answered; // not blocked (yet, or any more)
+      return (await within(settled)) === true;
+    } catch {
+      return answered;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Opens the blocking connection, named uniquely (the UNBLOCK check above relies on it). */
+  private open(): RedisClient {
+    const name = `sluice-audit-doorbell-${randomBytes(6).toString('hex')}`;
+    const conn = this.connect(name);
+    conn.on?.('close', () => {
+      if (this.conn === conn) this.closes++;
+    });
+    this.conn = conn;
+    this.connName = name;
+    return conn;
   }
 
   /** Closes the blocking connection (the writer stopped); a later wait opens a new one. */

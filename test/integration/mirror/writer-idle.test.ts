@@ -6,6 +6,7 @@
  * a queue made while it waits is taken at once; stop() does not wait out the
  * block.
  */
+import type { Redis } from 'ioredis';
 import { MirrorWriter } from '../../../src/mirror/mirror-writer';
 import { normalizeEnqueue } from '../../../src/core/job-options';
 import type { RedisClient } from '../../../src/redis/connection';
@@ -178,8 +179,9 @@ test('waits ended early one after another (new queues while idle) share one bloc
   const q = 'idle-unblock';
   await enqueue(q);
   const conns: RedisClient[] = [];
-  const stream = new RedisMirrorStream(t.stores.ctx, () => {
-    const c = t.redis.duplicate() as RedisClient;
+  // As production's (createRedis blocking): named, no auto-pipelining.
+  const stream = new RedisMirrorStream(t.stores.ctx, (name) => {
+    const c = (t.redis as Redis).duplicate({ connectionName: name, enableAutoPipelining: false }) as RedisClient;
     conns.push(c);
     return c;
   });
