@@ -13,8 +13,9 @@
  * headless Chromium, each load in a fresh browser context (no HTTP cache, a cold
  * app), and measures (ms since the navigation started) when the view's first
  * meaningful content is painted: a MutationObserver in the page notes the first
- * mutation after which the selector matches, and the time of the next
- * animation frame (the frame that draws it) is the figure. Printed beside it:
+ * mutation after which the selector matches, and the figure is the time of a
+ * task queued from the next animation frame's callback (it runs once that
+ * frame, the one that draws the element, is done). Printed beside it:
  * `performance.now()` once Playwright's waitFor has seen the element (the
  * figure of the runs before 2026-12-04 22:30, which adds Playwright's polling
  * and a round trip, ~100–230 ms on this machine). The views:
@@ -100,14 +101,16 @@ async function main() {
           const t = r.timing();
           trace.push(`${(t.startTime - 0).toFixed(0)} +${t.responseEnd.toFixed(0)} ${r.method()} ${r.url().replace(server.url, '')}`);
         });
+        // When the element first exists, the next frame draws it: a task queued from that
+        // frame's requestAnimationFrame callback runs once the frame (style, layout, paint) is done.
         await page.addInitScript((sel) => {
           const seen = () => {
             if (window.__paintedAt !== undefined || !document.querySelector(sel)) return;
             window.__paintedAt = null;
-            requestAnimationFrame(() => (window.__paintedAt = performance.now()));
+            requestAnimationFrame(() => setTimeout(() => (window.__paintedAt = performance.now()), 0));
           };
-          const mo = new MutationObserver(seen);
-          document.addEventListener('DOMContentLoaded', () => mo.observe(document.documentElement, { subtree: true, childList: true }));
+          new MutationObserver(seen).observe(document, { subtree: true, childList: true });
+          document.addEventListener('DOMContentLoaded', seen);
         }, view.selector);
         await page.goto(`${server.url}${view.path}`, { waitUntil: 'commit' });
         await page.locator(view.selector).first().waitFor({ timeout: 30_000 });

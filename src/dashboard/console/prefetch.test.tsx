@@ -1,8 +1,9 @@
-import { screen, waitFor } from '@testing-library/react';
+import { render, screen, waitFor } from '@testing-library/react';
+import { MemoryRouter } from 'react-router';
 import { describe, expect, it } from 'vitest';
-import { makeQueryClient } from './app';
+import { AppRoutes, makeQueryClient, Providers } from './app';
 import { prefetchFirstView } from './prefetch';
-import { calls, route } from './test/fake-server';
+import { calls, envelope, route } from './test/fake-server';
 import { aJob, renderAt, signedInAs } from './test/render';
 
 const id = (n: number) => `0190f5a0-0000-7000-8000-${String(n).padStart(12, '0')}`;
@@ -61,6 +62,25 @@ describe('the first view’s reads start before the first render (prefetch.ts)',
   it('the login view prefetches nothing', () => {
     const view = renderAt('/login', { prefetch: true });
     expect(asked().filter((k) => k !== 'GET /auth/session')).toEqual([]);
+    view.unmount();
+  });
+
+  it('signed out: the prefetch’s 401, answered before the first render, sends the operator to the login without asking again', async () => {
+    route('GET /auth/session', envelope(401, 'unauthorized', 'no credentials'));
+    route('GET /jobs', envelope(401, 'unauthorized', 'no credentials'));
+    const client = makeQueryClient();
+    prefetchFirstView(client, '/ui/jobs', '');
+    // In a browser the first render commits 150–300 ms after the bundle ran: the 401 is in by then.
+    await waitFor(() => expect(client.getQueryState(['session'])?.status).toBe('error'));
+    const view = render(
+      <Providers client={client} live={false}>
+        <MemoryRouter initialEntries={['/jobs']}>
+          <AppRoutes />
+        </MemoryRouter>
+      </Providers>,
+    );
+    await screen.findByLabelText('Username');
+    expect(count('GET /auth/session')).toBe(1);
     view.unmount();
   });
 });
