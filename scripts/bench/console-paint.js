@@ -22,7 +22,8 @@
  *   /ui/      the overview's queue table has its first queue link;
  *   /ui/jobs  the explorer's first job row link.
  * Prints the median, min and max per view and the requests each load made.
- * Env: JOBS (default 1000000), LOADS (default 7), KEEP_DB=1 keeps the database
+ * Env: JOBS (default 1000000), LOADS (default 7), LATENCY_MS (added to every
+ * request through Chromium's network emulation; default 0), KEEP_DB=1 keeps the database
  * (then DATABASE_URL=<it> reuses it without seeding), TRACE=1 prints each
  * request of the last load with its start and end (ms since navigation).
  */
@@ -37,6 +38,8 @@ const { ensureDays, DAY_MS, PARTITION_DAYS_AHEAD } = dist('postgres/partitions')
 
 const JOBS = Number(process.env.JOBS || 1_000_000);
 const LOADS = Number(process.env.LOADS || 7);
+/** Round-trip latency added to every request of the page (ms; 0 = none): a browser away from the server. */
+const LATENCY_MS = Number(process.env.LATENCY_MS || 0);
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const QUEUES = ['default', 'emails', 'images', 'reports', 'webhooks', 'exports', 'billing'];
 const VIEWS = [
@@ -94,6 +97,12 @@ async function main() {
       for (let i = 0; i <= LOADS; i++) {
         const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
         const page = await ctx.newPage();
+        if (LATENCY_MS > 0) {
+          // An operator's browser on another machine: every request waits LATENCY_MS more (Chromium's own throttling).
+          const cdp = await ctx.newCDPSession(page);
+          await cdp.send('Network.enable');
+          await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: LATENCY_MS, downloadThroughput: -1, uploadThroughput: -1 });
+        }
         let n = 0;
         const trace = [];
         page.on('request', () => n++);
@@ -129,7 +138,7 @@ async function main() {
       }
       rows.push({ ...view, median: median(times), min: Math.min(...times), max: Math.max(...times), seen: median(seen), requests });
     }
-    console.log(`Console first useful paint, ${jobs.toLocaleString('en')} jobs in PostgreSQL, ${LOADS} loads per view (fresh browser context each, after one warm-up load):\n`);
+    console.log(`Console first useful paint, ${jobs.toLocaleString('en')} jobs in PostgreSQL${LATENCY_MS ? `, ${LATENCY_MS} ms added to each request` : ''}, ${LOADS} loads per view (fresh browser context each, after one warm-up load):\n`);
     console.log('| view | first meaningful content | painted, median ms | min ms | max ms | seen by Playwright, median ms | requests by then |');
     console.log('|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(`| \`${r.path}\` | ${r.what} | ${r.median.toFixed(0)} | ${r.min.toFixed(0)} | ${r.max.toFixed(0)} | ${r.seen.toFixed(0)} | ${r.requests} |`);
