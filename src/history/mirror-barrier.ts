@@ -11,8 +11,10 @@ import { sleep } from '../core/sleep';
  *
  * Mirrored entries leave the stream (after its transaction commits the
  * writer XACKs them and trims or XDELs them: lua/ackEvents-1.lua), so
- * "mirrored up to X" is "the oldest entry left is newer than X". A queue no writer holds (no audit role running, or not
- * yet taken over) is not waited for; neither is anything past `maxWaitMs`
+ * "mirrored up to X" is "the oldest entry left is newer than X". A queue no
+ * writer holds is waited for only while some writer runs (a brand-new queue
+ * is taken over at once, others within an ownership round): with no audit
+ * role running nothing is waited for. Nothing is waited for past `maxWaitMs`
  * (a slow or stalled mirror answers with what it has rather than hang).
  *
  * @param queues the queues to settle; their streams are read with one
@@ -25,7 +27,7 @@ export async function waitForMirror(stream: MirrorStream, queues: string[], maxW
     await Promise.all(
       queues.map(async (queue) => {
         const t = await stream.tail(queue);
-        return t.lastId !== null && t.owned ? { queue, id: t.lastId } : null;
+        return t.lastId !== null && (t.owned || t.writersRun) ? { queue, id: t.lastId } : null;
       }),
     )
   ).filter((t): t is { queue: string; id: string } => t !== null);

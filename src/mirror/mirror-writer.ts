@@ -593,6 +593,8 @@ export class MirrorWriter {
     }
     this.liveListeners = await this.stores.liveEvents.hasListeners();
     const ttl = this.opts.lockTtlMs ?? 5000;
+    // History reads wait for a queue nobody holds yet only while a writer runs (src/history/mirror-barrier.ts).
+    await this.stores.ownership.markRunning(this.opts.writerId, ttl);
     for (const q of await this.stores.queues.list()) {
       if (!this.groupsMade.has(q)) {
         await this.stores.mirror.ensureGroup(q);

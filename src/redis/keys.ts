@@ -84,6 +84,13 @@ export const newQueueChannel = (prefix: string): string => `${prefix}:queues:new
  */
 export const jobChangesChannel = (prefix: string): string => `${prefix}:jobs:changed`;
 
+/**
+ * Set (with an expiry: a few ownership rounds) by every running mirror writer
+ * at each ownership round: the history reads' read-your-writes barrier waits
+ * for a queue no writer holds yet (a brand-new one) only while some writer runs.
+ */
+export const mirrorWritersKey = (prefix: string): string => `${prefix}:audit:writers`;
+
 /** Set (with an expiry) while some API process has live-update listeners: writers publish only then. */
 export const liveListenersKey = (prefix: string): string => `${prefix}:live:listeners`;
 

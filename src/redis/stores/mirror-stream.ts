@@ -2,7 +2,7 @@ import { MirrorStream, QueueOwnership, type BacklogState, type RawStreamEntry } 
 import { compareIds, nextStreamId } from '../../core/stream-ids';
 import type { RedisClient } from '../connection';
 import type { RedisContext } from '../context';
-import { MIRROR_GROUP, newQueueChannel } from '../keys';
+import { MIRROR_GROUP, mirrorWritersKey, newQueueChannel } from '../keys';
 import { MirrorDoorbell } from './mirror-doorbell';
 
 type XEntries = [string, string[]][];
@@ -29,6 +29,10 @@ export class RedisQueueOwnership implements QueueOwnership {
 
   holder(queue: string): Promise<string | null> {
     return this.ctx.redis.get(this.ctx.keys(queue).mirrorLock);
+  }
+
+  async markRunning(owner: string, ttlMs: number): Promise<void> {
+    await this.ctx.redis.set(mirrorWritersKey(this.ctx.prefix), owner, 'PX', ttlMs);
   }
 }
 
@@ -131,10 +135,14 @@ export class RedisMirrorStream implements MirrorStream {
     return { pending, lagMs: oldest === null ? 0 : Math.max(0, now - oldest) };
   }
 
-  async tail(queue: string): Promise<{ lastId: string | null; owned: boolean }> {
+  async tail(queue: string): Promise<{ lastId: string | null; owned: boolean; writersRun: boolean }> {
     const k = this.ctx.keys(queue);
-    const [last, owner] = await Promise.all([this.redis.xrevrange(k.events, '+', '-', 'COUNT', 1), this.redis.exists(k.mirrorLock)]);
-    return { lastId: last.length ? last[0][0] : null, owned: owner === 1 };
+    const [last, owner, writers] = await Promise.all([
+      this.redis.xrevrange(k.events, '+', '-', 'COUNT', 1),
+      this.redis.exists(k.mirrorLock),
+      this.redis.exists(mirrorWritersKey(this.ctx.prefix)),
+    ]);
+    return { lastId: last.length ? last[0][0] : null, owned: owner === 1, writersRun: writers === 1 };
   }
 
   async oldestId(queue: string): Promise<string | null> {
