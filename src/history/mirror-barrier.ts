@@ -23,14 +23,8 @@ import { sleep } from '../core/sleep';
  */
 export async function waitForMirror(stream: MirrorStream, queues: string[], maxWaitMs = 2000, pollMs = 5): Promise<boolean> {
   const deadline = Date.now() + maxWaitMs;
-  const targets = (
-    await Promise.all(
-      queues.map(async (queue) => {
-        const t = await stream.tail(queue);
-        return t.lastId !== null && (t.owned || t.writersRun) ? { queue, id: t.lastId } : null;
-      }),
-    )
-  ).filter((t): t is { queue: string; id: string } => t !== null);
+  const [tails, writersRun] = await Promise.all([Promise.all(queues.map((q) => stream.tail(q))), stream.writersRunning()]);
+  const targets = tails.flatMap((t, i) => (t.lastId !== null && (t.owned || writersRun) ? [{ queue: queues[i], id: t.lastId }] : []));
   let pending = targets;
   while (pending.length) {
     const oldest = await Promise.all(pending.map((t) => stream.oldestId(t.queue)));

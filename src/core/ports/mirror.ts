@@ -76,12 +76,10 @@ export abstract class MirrorStream {
   abstract onNewQueue(fn: (queue: string) => void): () => void;
   /** The backlog of `queues` (one length and one oldest-entry read each). */
   abstract backlog(queues: string[]): Promise<BacklogState>;
-  /**
-   * The newest entry id of a queue's stream (null when empty), whether a
-   * writer owns the queue, and whether any writer runs (one will take a queue
-   * nobody holds within an ownership round, ≤ 1 s; at once when it is new).
-   */
-  abstract tail(queue: string): Promise<{ lastId: string | null; owned: boolean; writersRun: boolean }>;
+  /** The newest entry id of a queue's stream and whether a writer owns the queue; null id when empty. */
+  abstract tail(queue: string): Promise<{ lastId: string | null; owned: boolean }>;
+  /** Whether any mirror writer runs (one takes a queue nobody holds within an ownership round, ≤ 1 s; at once when it is new). */
+  abstract writersRunning(): Promise<boolean>;
   /** The oldest entry id still in the stream (not yet mirrored), or null. */
   abstract oldestId(queue: string): Promise<string | null>;
 }

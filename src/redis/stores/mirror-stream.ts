@@ -135,14 +135,14 @@ export class RedisMirrorStream implements MirrorStream {
     return { pending, lagMs: oldest === null ? 0 : Math.max(0, now - oldest) };
   }
 
-  async tail(queue: string): Promise<{ lastId: string | null; owned: boolean; writersRun: boolean }> {
+  async tail(queue: string): Promise<{ lastId: string | null; owned: boolean }> {
     const k = this.ctx.keys(queue);
-    const [last, owner, writers] = await Promise.all([
-      this.redis.xrevrange(k.events, '+', '-', 'COUNT', 1),
-      this.redis.exists(k.mirrorLock),
-      this.redis.exists(mirrorWritersKey(this.ctx.prefix)),
-    ]);
-    return { lastId: last.length ? last[0][0] : null, owned: owner === 1, writersRun: writers === 1 };
+    const [last, owner] = await Promise.all([this.redis.xrevrange(k.events, '+', '-', 'COUNT', 1), this.redis.exists(k.mirrorLock)]);
+    return { lastId: last.length ? last[0][0] : null, owned: owner === 1 };
+  }
+
+  async writersRunning(): Promise<boolean> {
+    return (await this.redis.exists(mirrorWritersKey(this.ctx.prefix))) === 1;
   }
 
   async oldestId(queue: string): Promise<string | null> {
