@@ -4,7 +4,8 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { roleSatisfies, type Requirement } from '../core/access';
 import { bearerToken, SECRET_PATTERN, sameHash } from '../core/api-key';
-import { ForbiddenError, SluiceError, UnauthorizedError } from '../core/errors';
+import { ForbiddenError, SluiceError, UnauthorizedError, UnavailableError } from '../core/errors';
+import { RestoreState } from '../restore/restore-state';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { ACCESS_METADATA } from '../http/access.decorator';
@@ -63,6 +64,7 @@ export class AuthGuard implements CanActivate {
     private readonly sessions: SessionStore,
     @Optional() private readonly limiter?: KeyRateLimiter,
     @Optional() private readonly projects?: ProjectStore,
+    @Optional() private readonly restore?: RestoreState,
   ) {
     this.metricsTokenHash = config.metricsToken ? sha256(config.metricsToken) : null;
   }
@@ -121,9 +123,27 @@ export class AuthGuard implements CanActivate {
     const token = bearerToken(req.headers.authorization);
     if (!token) throw new UnauthorizedError();
     if (!SECRET_PATTERN.test(token)) throw new UnauthorizedError('invalid, revoked or expired API key');
-    const rec = this.keys.authenticate(token);
+    const rec = this.orRestoring(token, this.keys.authenticate(token));
     if (!this.limiter) return rec instanceof Promise ? rec.then((r) => this.keyPrincipal(req, r, required)) : this.keyPrincipal(req, rec, required);
     return rec instanceof Promise ? rec.then((r) => this.limited(req, r, required)) : this.limited(req, rec, required);
+  }
+
+  /**
+   * A key Redis does not know while Redis is rebuilt from PostgreSQL (API.md
+   * v1.3): 503 `unavailable` with Retry-After, not 401 — the key may be one
+   * the rebuild has not given back yet; its absence is not cached.
+   */
+  private orRestoring(token: string, rec: KeyRecord | null | Promise<KeyRecord | null>): KeyRecord | null | Promise<KeyRecord | null> {
+    if (!this.restore) return rec;
+    if (rec instanceof Promise) return rec.then((r) => r ?? this.refuseWhileRestoring(token));
+    return rec ?? this.refuseWhileRestoring(token);
+  }
+
+  /** @returns null (the key is unknown: 401 follows) unless Redis is being rebuilt. @throws RestoringError (503) while it is. */
+  private refuseWhileRestoring(token: string): null {
+    if (!this.restore?.restoringNow()) return null;
+    this.keys.forget(token);
+    throw new RestoringError();
   }
 
   /**
@@ -209,3 +229,11 @@ function sha256(s: string): string {
   return createHash('sha256').update(s, 'utf8').digest('hex');
 }
 
+
+/** 503 for a key Redis does not know while it is rebuilt from PostgreSQL. */
+export class RestoringError extends UnavailableError {
+  readonly retryAfterMs = 2000;
+  constructor() {
+    super('Redis is being rebuilt from PostgreSQL after it lost its data: this key is not known yet; retry shortly');
+  }
+}

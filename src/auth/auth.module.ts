@@ -4,7 +4,8 @@ import type { DataSource } from 'typeorm';
 import { POSTGRES_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { LOGGER, SLUICE_CONFIG } from '../config/config.module';
-import { ApiKeyStore, ProjectRegistry, SessionRecords, TokenBuckets } from '../core/ports';
+import { ApiKeyStore, ProjectRegistry, RestoreStore, SessionRecords, TokenBuckets } from '../core/ports';
+import { RestoreState } from '../restore/restore-state';
 import type { Logger } from '../logging/logger';
 import { AuthGuard } from './auth.guard';
 import { KeyRateLimiter } from './key-rate-limiter';
@@ -35,20 +36,22 @@ import { ProjectStore } from './project-store';
       inject: [ProjectRegistry, { token: POSTGRES_DB, optional: true }],
       useFactory: (registry: ProjectRegistry, db?: DataSource) => new ProjectStore(registry, db ?? null),
     },
+    { provide: RestoreState, inject: [RestoreStore], useFactory: (store: RestoreStore) => new RestoreState(store) },
     {
       provide: AuthGuard,
-      inject: [Reflector, SLUICE_CONFIG, KeyStore, SessionStore, TokenBuckets, ProjectStore],
-      useFactory: (r: Reflector, c: SluiceConfig, keys: KeyStore, sessions: SessionStore, buckets: TokenBuckets, projects: ProjectStore) =>
-        new AuthGuard(r, c, keys, sessions, new KeyRateLimiter(buckets, c.keyRateLimitPerSec, c.keyRateLimitBurst), projects),
+      inject: [Reflector, SLUICE_CONFIG, KeyStore, SessionStore, TokenBuckets, ProjectStore, RestoreState],
+      useFactory: (r: Reflector, c: SluiceConfig, keys: KeyStore, sessions: SessionStore, buckets: TokenBuckets, projects: ProjectStore, restore: RestoreState) =>
+        new AuthGuard(r, c, keys, sessions, new KeyRateLimiter(buckets, c.keyRateLimitPerSec, c.keyRateLimitBurst), projects, restore),
     },
     { provide: APP_GUARD, useExisting: AuthGuard },
   ],
-  exports: [KeyStore, SessionStore, AuthGuard, ProjectStore],
+  exports: [KeyStore, SessionStore, AuthGuard, ProjectStore, RestoreState],
 })
 export class AuthModule implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(
     private readonly keys: KeyStore,
     private readonly projects: ProjectStore,
+    private readonly restoreState: RestoreState,
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     @Inject(LOGGER) private readonly log: Logger,
     @Optional() @Inject(POSTGRES_DB) private readonly db?: DataSource,
@@ -60,6 +63,8 @@ export class AuthModule implements OnApplicationBootstrap, OnApplicationShutdown
    */
   async onApplicationBootstrap(): Promise<void> {
     this.keys.start();
+    // Whether Redis is being rebuilt, read in the background (the guard answers 503, not 401, meanwhile).
+    this.restoreState.start();
     if (this.db) {
       const r = await this.keys.reconcile().catch((e: Error) => {
         this.log.warn({ err: e.message }, 'api keys: cannot reconcile Redis with PostgreSQL now');
@@ -83,6 +88,7 @@ export class AuthModule implements OnApplicationBootstrap, OnApplicationShutdown
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.restoreState.stop();
     await this.keys.stop();
   }
 }

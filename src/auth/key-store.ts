@@ -93,6 +93,11 @@ export class KeyStore {
     });
   }
 
+  /** Drops what this process cached of the key with this secret (the next lookup asks Redis). */
+  forget(secret: string): void {
+    this.cache.delete(hashSecret(secret));
+  }
+
   private accept(rec: KeyRecord | null, t: number): KeyRecord | null {
     if (!rec) return null;
     if (rec.expiresAt !== null && Date.parse(rec.expiresAt) <= t) return null;

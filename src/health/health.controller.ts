@@ -7,7 +7,8 @@ import { POSTGRES_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { UnavailableError } from '../core/errors';
-import { RestoreStore, StoreConnection } from '../core/ports';
+import { StoreConnection } from '../core/ports';
+import { RestoreState } from '../restore/restore-state';
 import { ApiAnswer } from '../http/openapi/decorators';
 import { needsPostgres, probeReadiness, Readiness, READY_TIMEOUT_MS } from './readiness';
 
@@ -50,7 +51,7 @@ export class HealthController {
   constructor(
     private readonly redis: StoreConnection,
     @Inject(SLUICE_CONFIG) config: SluiceConfig,
-    private readonly restore: RestoreStore,
+    private readonly restore: RestoreState,
     // Absent in a process whose roles use no PostgreSQL (ROLE=worker).
     @Optional() @Inject(POSTGRES_DB) private readonly db?: DataSource,
   ) {
@@ -73,7 +74,8 @@ export class HealthController {
    * do not need it (api, worker). A worker-only process has no PostgreSQL
    * connection and reports Redis alone.
    * 503 `{status:'restoring', error}` while a rebuild of Redis from
-   * PostgreSQL runs (src/restore/loss-watch.ts), in any process.
+   * PostgreSQL runs (src/restore/loss-watch.ts), in any process, and from the
+   * moment Redis lost the installation marker this process saw (RestoreState).
    * @throws NotReadyError (503 `unavailable`, details per failed check) when
    *   Redis is down, or PostgreSQL for the audit and scheduler roles; answers
    *   within ~1.5 s even when a service hangs.
@@ -86,7 +88,7 @@ export class HealthController {
     const [r, restoring] = await Promise.all([
       probeReadiness(this.redis, this.db ?? null, this.pgNeeded),
       // Unknown (Redis down) counts as not restoring: the probe reports Redis itself.
-      this.redis.isReady() ? withinReadyTimeout(this.restore.isRestoring()).catch(() => false) : false,
+      this.redis.isReady() ? withinReadyTimeout(this.restore.restoring()).catch(() => false) : false,
     ]);
     if (!r.ready) throw new NotReadyError(r.problems);
     if (restoring) {

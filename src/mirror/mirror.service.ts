@@ -19,6 +19,9 @@ import { RestoreMetrics } from '../restore/restore-metrics';
 import { mirrorWorkers } from '../workers/registry/worker-history';
 import { MirrorWriterThread } from './writer-thread';
 import { join } from 'node:path';
+import { KeyStore } from '../auth/key-store';
+import { ProjectStore } from '../auth/project-store';
+import { SettingsKeeper } from '../queues/settings-keeper';
 
 /** How often the worker registry is copied into the `workers` table. */
 const WORKERS_INTERVAL_MS = 5_000;
@@ -56,6 +59,8 @@ export class MirrorService implements OnApplicationBootstrap {
     private readonly workerRegistry: WorkerRegistryStore,
     flows: FlowRecordStore,
     flowRestore: FlowRestoreStore,
+    private readonly keys: KeyStore,
+    private readonly projects: ProjectStore,
     @Optional() @Inject(METRICS_REGISTRY) registry?: Registry,
   ) {
     // The process's /metrics serves the writer's series too (every role has MetricsModule).
@@ -75,6 +80,18 @@ export class MirrorService implements OnApplicationBootstrap {
     // A queue whose mirror lock another process holds is not waited for long:
     // that process is restoring it, or this writer checks it when it takes it over.
     const restorer = roleRestorer(this.db, this.stores, this.log);
+    const settings = new SettingsKeeper(this.db, this.stores.queues, this.log.child({ component: 'queue-settings' }));
+    // Redis lost or rewound while running: noticed at each reconnect and every REDIS_CHECK_INTERVAL_MS.
+    this.watch = new RedisLossWatch(this.db, this.stores, restorer, {
+      intervalMs: this.config.redisCheckIntervalMs,
+      log: this.log.child({ component: 'restore' }),
+      onRebuild: (r) => this.restoreMetrics?.rebuilt(r),
+      registries: () => this.registries(settings),
+      eachPass: () => settings.saveUnsaved(),
+    });
+    // What Redis holds beside the jobs first (an external queue is external before its jobs come back).
+    const state = await this.stores.restore.state().catch(() => null);
+    if (state && !state.installed) await this.watch.restoreRegistries().catch(() => undefined);
     try {
       const reports = await restorer.checkAll();
       const acted = reports.filter((r) => r.action !== 'intact');
@@ -102,12 +119,6 @@ export class MirrorService implements OnApplicationBootstrap {
       );
       this.thread.start();
     } else this.startInProcess(restorer);
-    // Redis lost or rewound while running: noticed at each reconnect and every REDIS_CHECK_INTERVAL_MS.
-    this.watch = new RedisLossWatch(this.db, this.stores, restorer, {
-      intervalMs: this.config.redisCheckIntervalMs,
-      log: this.log.child({ component: 'restore' }),
-      onRebuild: (r) => this.restoreMetrics?.rebuilt(r),
-    });
     this.watch.start();
     this.workersTimer = setInterval(() => {
       mirrorWorkers(this.db, this.workerRegistry).catch((e) =>
@@ -116,6 +127,19 @@ export class MirrorService implements OnApplicationBootstrap {
     }, WORKERS_INTERVAL_MS);
     this.workersTimer.unref?.();
     this.log.info({ writerId: this.writerId, thread: !!this.thread }, 'audit writer started');
+  }
+
+  /**
+   * The registries PostgreSQL keeps, given back to Redis (RedisLossWatch.restoreRegistries):
+   * API keys (revoked ones removed), projects, queue settings and key overrides.
+   * @throws when PostgreSQL or Redis fail.
+   */
+  private async registries(settings: SettingsKeeper): Promise<Record<string, number>> {
+    const keys = await this.keys.reconcile();
+    const projects = await this.projects.reconcile();
+    const s = await settings.restoreAll();
+    if (s.failed) throw new Error(`the settings of ${s.failed} queues were not given back`);
+    return { keys: keys.restored, keysRemoved: keys.removed, projects, queueSettings: s.restored, queueSettingsSaved: s.saved };
   }
 
   /**

@@ -10,7 +10,7 @@ export const RESTORE_LOCK_WAIT_MS = 2000;
 
 /** The restore check of the audit role (src/restore/restore.ts), with its log lines tagged. */
 export function roleRestorer(db: DataSource, stores: RestoreStores, log: Logger): QueueRestorer {
-  return new QueueRestorer(db, stores, { lockWaitMs: RESTORE_LOCK_WAIT_MS, log: log.child({ component: 'restore' }) });
+  return new QueueRestorer(db, stores, { lockWaitMs: RESTORE_LOCK_WAIT_MS, log: log.child({ component: 'restore' }), registriesFirst: true });
 }
 
 /**

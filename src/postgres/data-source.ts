@@ -19,6 +19,7 @@ import { ConcurrencyKeys1796001600000 } from './migrations/1796001600000-Concurr
 import { Workflows1796001700000 } from './migrations/1796001700000-Workflows';
 import { PartitionedHistory1796001800000 } from './migrations/1796001800000-PartitionedHistory';
 import { FoldedExecutionEvents1796001900000 } from './migrations/1796001900000-FoldedExecutionEvents';
+import { QueueSettings1796002000000 } from './migrations/1796002000000-QueueSettings';
 
 /** Every migration, in order. Append only. */
 export const MIGRATIONS = [
@@ -40,6 +41,7 @@ export const MIGRATIONS = [
   Workflows1796001700000,
   PartitionedHistory1796001800000,
   FoldedExecutionEvents1796001900000,
+  QueueSettings1796002000000,
 ];
 
 /**

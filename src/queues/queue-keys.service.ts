@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
+import { SettingsKeeper } from './settings-keeper';
 import { ValidationError } from '../core/errors';
 import { flowKeyProblem, LIMITS } from '../core/job-options';
 import { QueueStore, type KeyLimits, type KeyStats, type QueueSettings } from '../core/ports';
@@ -26,11 +27,19 @@ export interface ApiQueueKey {
  * the URL's bare queue name is qualified with the project
  * (src/core/project-queue.ts), so another project's queue, or a key of it,
  * is a queue this one does not have (404). Overrides live with the queue in
- * Redis (QueueStore.setKeyOverride); nothing here creates a queue.
+ * Redis (QueueStore.setKeyOverride), copied to PostgreSQL (SettingsKeeper); nothing here creates a queue.
  */
 @Injectable()
 export class QueueKeysService {
-  constructor(private readonly store: QueueStore) {}
+  private readonly keeper: SettingsKeeper;
+
+  /** @param keeper copies overrides to PostgreSQL (absent: Redis alone, as in unit tests). */
+  constructor(
+    private readonly store: QueueStore,
+    @Optional() keeper?: SettingsKeeper,
+  ) {
+    this.keeper = keeper ?? new SettingsKeeper(null, store);
+  }
 
   /**
    * The keys of queue `name` of `project`, busiest first (QueueStore.keys), at most `limit`.
@@ -50,7 +59,7 @@ export class QueueKeysService {
   async setOverride(name: string, key: string, change: Partial<KeyLimits>, project: string): Promise<ApiQueueKey> {
     checkKey(key);
     const { qualified, settings } = await this.queue(name, project);
-    const overrides = await this.store.setKeyOverride(qualified, key, change);
+    const overrides = await this.keeper.change(qualified, () => this.store.setKeyOverride(qualified, key, change));
     return render({ ...(await this.counts(qualified, key)), overrides }, settings);
   }
 
@@ -62,7 +71,7 @@ export class QueueKeysService {
   async deleteOverride(name: string, key: string, project: string): Promise<ApiQueueKey> {
     checkKey(key);
     const { qualified, settings } = await this.queue(name, project);
-    await this.store.deleteKeyOverride(qualified, key);
+    await this.keeper.change(qualified, () => this.store.deleteKeyOverride(qualified, key));
     return render({ ...(await this.counts(qualified, key)), overrides: null }, settings);
   }
 

@@ -1,5 +1,6 @@
 import { SluiceError } from '../core/errors';
 import { Inject, Injectable } from '@nestjs/common';
+import { SettingsKeeper } from './settings-keeper';
 import { backoffProblem, BackoffSpec, DEFAULT_BACKOFF } from '../core/backoff';
 import { ValidationError } from '../core/errors';
 import { LIMITS } from '../core/job-options';
@@ -41,7 +42,7 @@ export interface ApiQueue {
  * Queue use cases behind `/queues`: list, read, configure, pause, resume,
  * each within the caller's project: a URL's bare name is qualified with it
  * (src/core/project-queue.ts), answers carry the bare name.
- * Settings live in the queue's Redis meta hash (QueueStore.configure);
+ * Settings live in the queue's Redis meta hash (QueueStore.configure), copied to PostgreSQL (SettingsKeeper);
  * counts are exact (HistoryQueries.queueCounts: live from Redis, terminal from Postgres).
  */
 @Injectable()
@@ -50,6 +51,7 @@ export class QueuesService {
     @Inject(SLUICE_CONFIG) private readonly config: SluiceConfig,
     private readonly store: QueueStore,
     private readonly history: HistoryQueries,
+    private readonly keeper: SettingsKeeper,
   ) {}
 
   /** Every queue of `project`, by name. */
@@ -99,7 +101,7 @@ export class QueuesService {
       const problem = backoffProblem(backoff);
       if (problem) throw new ValidationError(`invalid defaults.backoff: ${problem}`, [{ path: 'defaults.backoff', message: problem }]);
     }
-    await this.store.configure(qualified, {
+    const change = {
       maxConcurrency: body.maxConcurrency,
       rateLimit: body.rateLimit === null ? null : body.rateLimit ? { max: body.rateLimit.max, durationMs: body.rateLimit.durationMs } : undefined,
       external: body.external,
@@ -108,7 +110,9 @@ export class QueuesService {
       keyRateLimit: body.keyRateLimit === null ? null : body.keyRateLimit ? { max: body.keyRateLimit.max, durationMs: body.keyRateLimit.durationMs } : undefined,
       fairness: body.fairness,
       agingMs: body.agingMs,
-    });
+    };
+    // Redis first, then PostgreSQL's copy (src/queues/settings-keeper.ts).
+    await this.keeper.change(qualified, () => this.store.configure(qualified, change));
     // The index's predicate and its bookkeeping name the qualified queue (src/queues/payload-search.ts).
     if (body.payloadSearch === true) await enablePayloadSearch(this.history.db, qualified);
     else if (body.payloadSearch === false) await disablePayloadSearch(this.history.db, qualified);
@@ -124,7 +128,7 @@ export class QueuesService {
   async setPaused(name: string, paused: boolean, project: string): Promise<ApiQueue> {
     const qualified = qualify(project, checkQueueName(name));
     if (!paused && !(await this.store.settings(qualified))) throw new SluiceError('not_found', `queue ${name} not found`);
-    await this.store.configure(qualified, { paused });
+    await this.keeper.change(qualified, () => this.store.configure(qualified, { paused }));
     return this.get(name, project);
   }
 

@@ -150,6 +150,10 @@ export const schedulesChannel = (prefix: string): string => `${prefix}:schedules
 
 /** Hash: process rebuilding Redis from PostgreSQL → until when (epoch ms); every process's `/readyz` answers `restoring` while one is current (src/restore/loss-watch.ts). */
 export const restoringKey = (prefix: string): string => `${prefix}:restoring`;
+/** String: set once the registries PostgreSQL keeps (keys, projects, queue settings) are in this Redis; gone = Redis lost them (src/restore/loss-watch.ts). */
+export const installedKey = (prefix: string): string => `${prefix}:installed`;
+/** Set: queues whose settings changed while PostgreSQL could not take the copy (src/queues/settings-keeper.ts saves them later). */
+export const unsavedSettingsKey = (prefix: string): string => `${prefix}:settings:unsaved`;
 
 /** Workflows: the set of queues that have had flow jobs, whose outboxes the flow worker reads (its own slot). */
 export const flowQueuesKey = (prefix: string): string => `${prefix}:flows:queues`;

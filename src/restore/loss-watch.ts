@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { StoreConnection } from '../core/ports';
 import { silentLogger as silent, type Logger } from '../core/logger';
 import { compareIds } from '../core/stream-ids';
+import { sleep } from '../core/sleep';
 import type { QueueRestorer, QueueRestoreReport, RestoreStores } from './restore';
 
 /**
@@ -57,9 +58,22 @@ export interface RebuildReport {
   ms: number;
 }
 
+/** What a registries step gave back: counts by kind (keys, projects, queue settings…). */
+export type RegistriesReport = Record<string, number>;
+
 export interface LossWatchOptions {
   /** Period of the check, ms (each reconnect also triggers one). */
   intervalMs: number;
+  /**
+   * Gives back to Redis what it holds beside the queues' jobs and PostgreSQL
+   * keeps (API keys, projects, queue settings and key overrides): run when
+   * the installation marker is gone, before any queue's jobs come back (an
+   * external queue is external again before its jobs can be claimed).
+   * @throws when PostgreSQL or Redis fail (the marker stays unset: the next pass runs it again).
+   */
+  registries?: () => Promise<RegistriesReport>;
+  /** Run at each pass: copies queue settings changed while PostgreSQL was away (SettingsKeeper.saveUnsaved). */
+  eachPass?: () => Promise<unknown>;
   log?: Logger;
   /** Called after each rebuild (metrics). */
   onRebuild?: (r: RebuildReport) => void;
@@ -69,6 +83,12 @@ export interface LossWatchOptions {
 const RESTORE_LOCK_TTL_MS = 30_000;
 /** How long the `restoring` flag lives unless renewed, ms (a watch that dies mid-rebuild does not leave it up). */
 const RESTORING_TTL_MS = 60_000;
+/**
+ * How long `restoring` stays up after the registries came back, ms: an api
+ * process may have cached a key's absence just before (src/auth/key-store.ts
+ * KEY_CACHE_MS, 1 s); once `/readyz` says ok, every valid key works.
+ */
+export const REGISTRIES_SETTLE_MS = 1_250;
 
 export class RedisLossWatch {
   private timer?: NodeJS.Timeout;
@@ -140,6 +160,19 @@ export class RedisLossWatch {
    */
   async check(): Promise<RebuildReport | null> {
     if (!this.stores.connection.isReady()) return null;
+    // Redis lost what it held: the registries first, `restoring` held until the queues are back too.
+    const lost = !(await this.stores.restore.state()).installed;
+    if (lost) await this.restoreRegistries({ settle: true, hold: true });
+    try {
+      return await this.checkQueues();
+    } finally {
+      if (lost) await this.stores.restore.setRestoring(this.id, false).catch(() => undefined);
+    }
+  }
+
+  /** The queues' part of {@link check}. */
+  private async checkQueues(): Promise<RebuildReport | null> {
+    await this.opts.eachPass?.().catch((e: Error) => this.log.debug({ err: e.message }, 'restore watch: per-pass step failed'));
     const lost: string[] = [];
     const rewound: { queue: string; epoch: string }[] = [];
     const queues = await this.restorer.listQueues();
@@ -162,6 +195,33 @@ export class RedisLossWatch {
     rewound.sort((a, b) => (a.queue < b.queue ? -1 : 1));
     if (!rewound.length && !lost.length) return null;
     return this.rebuild(lost, rewound);
+  }
+
+  /**
+   * Gives back the registries (options.registries) and sets the installation
+   * marker, with `/readyz` at `restoring` meanwhile and for
+   * {@link REGISTRIES_SETTLE_MS} after. Also run by the audit role at start.
+   * @throws when the registries step fails (logged; the marker stays unset).
+   */
+  async restoreRegistries(opts: { settle?: boolean; hold?: boolean } = {}): Promise<RegistriesReport> {
+    const started = Date.now();
+    await this.stores.restore.setRestoring(this.id, true, RESTORING_TTL_MS);
+    let ok = false;
+    try {
+      const report = (await this.opts.registries?.()) ?? {};
+      await this.stores.restore.markInstalled();
+      const ms = Date.now() - started;
+      const what = Object.entries(report).map(([k, v]) => `${v} ${k}`).join(', ') || 'nothing';
+      this.log.warn({ ...report, ms }, `redis held no installation marker: registries given back from postgres (${what})`);
+      if (opts.settle) await sleep(REGISTRIES_SETTLE_MS);
+      ok = true;
+      return report;
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'redis registries not given back yet: tried again at the next check');
+      throw e;
+    } finally {
+      if (!ok || !opts.hold) await this.stores.restore.setRestoring(this.id, false).catch(() => undefined);
+    }
   }
 
   /** Runs one queue's step; a failure is logged (warn once per queue until it recovers) and swallowed. */

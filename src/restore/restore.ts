@@ -52,10 +52,11 @@ import { FlowRestorer, type FlowRestoreCounts, type FlowRestoreStores } from './
  * Idempotent: the script never touches a job whose hash exists and refuses to
  * run once the marker is set, so a second run restores nothing.
  *
- * Not restored: queue settings (pause, concurrency, rate limit, defaults:
- * they are not persisted in PostgreSQL; re-apply them), idempotency keys (the
- * request body hash is not in PostgreSQL), completed and cancelled jobs
- * (served from PostgreSQL), logs and progress of active jobs.
+ * Queue settings and key overrides are given back before any queue's jobs
+ * (src/queues/settings-keeper.ts, from the restore watch's registries step).
+ * Not restored: idempotency keys (the request body hash is not in
+ * PostgreSQL), completed and cancelled jobs (served from PostgreSQL), logs
+ * and progress of active jobs.
  */
 
 const NON_TERMINAL = ['waiting', 'delayed', 'active', 'blocked'];
@@ -115,6 +116,13 @@ export interface RestoreOptions {
   lockTtlMs?: number;
   /** How long to wait for a queue's mirror lock held by someone else. Default 15000 ms. */
   lockWaitMs?: number;
+  /**
+   * Restore a queue's jobs only once Redis holds the installation marker (the
+   * registries: keys, projects, queue settings were given back first,
+   * src/restore/loss-watch.ts), so a job of an external queue never comes back
+   * into a queue that is not external yet. Set by the audit role.
+   */
+  registriesFirst?: boolean;
   log?: Logger;
 }
 
@@ -278,6 +286,8 @@ export class QueueRestorer {
     }
     if (opts.dryRun)
       return { queue, action: 'planned', epoch: null, counts: await this.plannedCounts(queue) };
+    if (this.opts.registriesFirst && !(await this.stores.restore.state()).installed)
+      throw new Error(`queue ${queue} is restored once the registries (keys, projects, queue settings) are back`);
     return this.restoreQueue(queue, opts.lockToken);
   }
 

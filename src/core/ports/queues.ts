@@ -59,12 +59,28 @@ export interface QueueConfigChange {
   maxConcurrency?: number | null;
   rateLimit?: { max: number; durationMs: number } | null;
   external?: boolean;
-  defaults?: { maxAttempts?: number; backoff?: BackoffSpec; timeoutMs?: number };
+  /** Each: absent stays, null removes the queue's own default. */
+  defaults?: { maxAttempts?: number | null; backoff?: BackoffSpec | null; timeoutMs?: number | null };
   keyConcurrency?: number | null;
   keyRateLimit?: RateLimit | null;
   /** null = back to the default (see {@link QueueSettings.fairness}). */
   fairness?: Fairness | null;
   agingMs?: number | null;
+}
+
+/**
+ * What PostgreSQL keeps of a queue so Redis can be given it back (API.md v1.3
+ * "Security and recovery rules made exact"): its settings as one change with
+ * every field present (null = not set; applied with {@link QueueStore.configure}
+ * it sets exactly these) and each key override.
+ */
+export interface QueueSnapshot {
+  config: Required<Omit<QueueConfigChange, 'defaults' | 'fairness'>> & {
+    defaults: { maxAttempts: number | null; backoff: BackoffSpec | null; timeoutMs: number | null };
+    /** As set (null: the default, see {@link QueueSettings.fairness}). */
+    fairness: Fairness | null;
+  };
+  overrides: { key: string; limits: KeyLimits }[];
 }
 
 /** Live counts of one queue (not the history's). */
@@ -121,4 +137,14 @@ export abstract class QueueStore {
   abstract setKeyOverride(queue: string, key: string, change: Partial<KeyLimits>): Promise<KeyLimits>;
   /** Removes one key's override. @returns false when it had none. */
   abstract deleteKeyOverride(queue: string, key: string): Promise<boolean>;
+  /**
+   * The queue's settings and overrides as PostgreSQL keeps them, and whether
+   * Redis holds them as the truth (`kept`: configured or given back since
+   * Redis last lost them; every {@link configure} marks it). null: no such queue.
+   */
+  abstract snapshot(queue: string): Promise<{ snapshot: QueueSnapshot; kept: boolean } | null>;
+  /** Notes (or forgets, `unsaved` false) a queue whose settings changed while PostgreSQL could not take the copy. */
+  abstract markUnsaved(queue: string, unsaved: boolean): Promise<void>;
+  /** The queues noted by {@link markUnsaved}. */
+  abstract unsaved(): Promise<string[]>;
 }

@@ -96,6 +96,17 @@ export abstract class RestoreStore {
   abstract setRestoring(who: string, on: boolean, ttlMs?: number): Promise<void>;
   /** Whether some process says it rebuilds. */
   abstract isRestoring(): Promise<boolean>;
+  /**
+   * In one round trip: whether some process says it rebuilds, and whether
+   * Redis holds the installation marker ({@link markInstalled}): a marker
+   * gone means Redis lost what it held since it was set.
+   */
+  abstract state(): Promise<{ restoring: boolean; installed: boolean }>;
+  /**
+   * Sets the installation marker, once the registries PostgreSQL keeps (API
+   * keys, projects, queue settings) are in Redis (src/restore/loss-watch.ts).
+   */
+  abstract markInstalled(): Promise<void>;
 }
 
 /** What the restore watch reads of one queue in one step ({@link RestoreStore.inspect}). */

@@ -1,10 +1,10 @@
 import { decodeBackoff, encodeBackoff } from '../../core/backoff';
-import type { KeyLimits, KeyStats, LiveCounts, QueueConfigChange, QueueSettings } from '../../core/ports/queues';
+import type { KeyLimits, KeyStats, LiveCounts, QueueConfigChange, QueueSettings, QueueSnapshot } from '../../core/ports/queues';
 import { QueueStore } from '../../core/ports/queues';
 import type { RedisContext } from '../context';
-import { newQueueChannel, queuesKey } from '../keys';
+import { newQueueChannel, queuesKey, unsavedSettingsKey } from '../keys';
 import { oldestWaitingSince } from '../waiting-age';
-import { keyCounts, laneChange, laneMeta, rebuildLanes, topKeys, writeOverride } from './lane-settings';
+import { decodeOverride, keyCounts, laneChange, laneMeta, rebuildLanes, topKeys, writeOverride } from './lane-settings';
 
 /**
  * The Redis implementation of {@link QueueStore}: the global set of queue
@@ -42,7 +42,9 @@ export class RedisQueueStore implements QueueStore {
   }
 
   async configure(queue: string, cfg: QueueConfigChange): Promise<void> {
-    await this.register(queue);
+    // Always asked of Redis (not this process's memory of it): Redis may have lost the registry since.
+    const { redis, prefix } = this.ctx;
+    if ((await redis.sadd(queuesKey(prefix), queue)) === 1) await redis.publish(newQueueChannel(prefix), queue);
     const k = this.ctx.keys(queue);
     const set: Record<string, string | number> = {};
     const del: string[] = [];
@@ -52,9 +54,13 @@ export class RedisQueueStore implements QueueStore {
     else if (cfg.maxConcurrency !== undefined) set.mc = cfg.maxConcurrency;
     if (cfg.rateLimit === null) del.push('rlMax', 'rlDur');
     else if (cfg.rateLimit) Object.assign(set, { rlMax: cfg.rateLimit.max, rlDur: cfg.rateLimit.durationMs });
-    if (cfg.defaults?.maxAttempts !== undefined) set.dMa = cfg.defaults.maxAttempts;
-    if (cfg.defaults?.backoff) set.dBo = encodeBackoff(cfg.defaults.backoff);
-    if (cfg.defaults?.timeoutMs !== undefined) set.dTo = cfg.defaults.timeoutMs;
+    const d = cfg.defaults ?? {};
+    if (d.maxAttempts === null) del.push('dMa');
+    else if (d.maxAttempts !== undefined) set.dMa = d.maxAttempts;
+    if (d.backoff === null) del.push('dBo');
+    else if (d.backoff) set.dBo = encodeBackoff(d.backoff);
+    if (d.timeoutMs === null) del.push('dTo');
+    else if (d.timeoutMs !== undefined) set.dTo = d.timeoutMs;
     const current = await laneMeta(this.ctx, queue);
     const lanes = laneChange(cfg, current);
     // Slots are counted before a concurrency limit exists, so it holds from its first claim.
@@ -64,9 +70,11 @@ export class RedisQueueStore implements QueueStore {
     // process that dies before it runs leaves it to the maintenance pass
     // (src/maintenance/lanes.ts), never a limit that does not hold.
     if (lanes.rebuild === 'jobs') set.kmig = 1;
+    // Configured since Redis last lost its data: Redis holds the truth (QueueStore.snapshot).
+    set.cfg = 1;
     del.push(...lanes.del);
     const multi = this.ctx.redis.multi();
-    if (Object.keys(set).length) multi.hset(k.meta, set);
+    multi.hset(k.meta, set);
     if (del.length) multi.hdel(k.meta, ...del);
     // Resuming (or lifting a limit) must wake the workers blocked on this queue.
     multi.rpush(k.wake, 1);
@@ -106,6 +114,44 @@ export class RedisQueueStore implements QueueStore {
       fairness: fm === 'f' ? 'fifo' : fm === 'r' || kk === '1' ? 'round_robin' : 'fifo',
       agingMs: ag ? Number(ag) : null,
     };
+  }
+
+  async snapshot(queue: string): Promise<{ snapshot: QueueSnapshot; kept: boolean } | null> {
+    const [s, cfg, fm, ov] = await Promise.all([
+      this.settings(queue),
+      this.ctx.redis.hget(this.ctx.keys(queue).meta, 'cfg'),
+      this.ctx.redis.hget(this.ctx.keys(queue).meta, 'fm'),
+      this.ctx.redis.hgetall(this.ctx.keys(queue).keyOverrides),
+    ]);
+    if (!s) return null;
+    const snapshot: QueueSnapshot = {
+      config: {
+        paused: s.paused,
+        external: s.external,
+        maxConcurrency: s.maxConcurrency,
+        rateLimit: s.rateLimit,
+        defaults: { maxAttempts: s.defaults.maxAttempts ?? null, backoff: s.defaults.backoff ?? null, timeoutMs: s.defaults.timeoutMs ?? null },
+        keyConcurrency: s.keyConcurrency,
+        keyRateLimit: s.keyRateLimit,
+        fairness: fm === 'f' ? 'fifo' : fm === 'r' ? 'round_robin' : null,
+        agingMs: s.agingMs,
+      },
+      overrides: Object.entries(ov)
+        .map(([key, v]) => ({ key, limits: decodeOverride(v) }))
+        .filter((o) => o.limits.concurrency !== null || o.limits.rateLimit !== null)
+        .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
+    };
+    return { snapshot, kept: cfg === '1' };
+  }
+
+  async markUnsaved(queue: string, unsaved: boolean): Promise<void> {
+    const key = unsavedSettingsKey(this.ctx.prefix);
+    if (unsaved) await this.ctx.redis.sadd(key, queue);
+    else await this.ctx.redis.srem(key, queue);
+  }
+
+  unsaved(): Promise<string[]> {
+    return this.ctx.redis.smembers(unsavedSettingsKey(this.ctx.prefix));
   }
 
   async liveCounts(queue: string): Promise<LiveCounts> {

@@ -1,6 +1,6 @@
 import { RestoreStore, type QueueInspection, type RestoreJobInput, type RestoreJobsResult } from '../../core/ports/restore';
 import type { RedisContext } from '../context';
-import { MIRROR_GROUP, queuesKey, restoringKey } from '../keys';
+import { installedKey, MIRROR_GROUP, queuesKey, restoringKey } from '../keys';
 
 /** Ids read per ZRANGE page. */
 const PAGE = 5000;
@@ -102,7 +102,17 @@ export class RedisRestoreStore implements RestoreStore {
   }
 
   async isRestoring(): Promise<boolean> {
+    return (await this.state()).restoring;
+  }
+
+  async state(): Promise<{ restoring: boolean; installed: boolean }> {
     const now = Date.now();
-    return (await this.ctx.redis.hvals(restoringKey(this.ctx.prefix))).some((until) => Number(until) > now);
+    // Two keys of two slots (a Cluster refuses them in one MULTI): sent together.
+    const [until, marker] = await Promise.all([this.ctx.redis.hvals(restoringKey(this.ctx.prefix)), this.ctx.redis.exists(installedKey(this.ctx.prefix))]);
+    return { restoring: until.some((u) => Number(u) > now), installed: marker === 1 };
+  }
+
+  async markInstalled(): Promise<void> {
+    await this.ctx.redis.set(installedKey(this.ctx.prefix), String(Date.now()));
   }
 }
