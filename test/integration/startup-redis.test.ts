@@ -12,7 +12,8 @@ import { makeTmpDir, RedisServer, removeDir, sparePorts, startRedisServer, stopA
  * non-zero exit and a message naming the variable, like an unreachable
  * REDIS_URL (src/redis/startup-check.ts). Real `node dist/main.js` processes,
  * started at once, on private ports: a private redis-server (plain, 16
- * databases) and a private Sentinel that monitors it as `known`.
+ * databases), one more with CONFIG disabled, and a private Sentinel that
+ * monitors the first as `known`.
  */
 jest.setTimeout(120_000);
 
@@ -21,12 +22,15 @@ const STOPS_WITHIN_MS = 30_000;
 
 let dir: string;
 let plain: RedisServer;
+/** Another plain one where CONFIG is disabled (as on managed Redis): the database is checked by SELECT alone. */
+let noConfig: RedisServer;
 let sentinel: RedisServer;
 const procs: SluiceProcess[] = [];
 
 beforeAll(async () => {
   dir = makeTmpDir('startup-redis');
   plain = await startRedisServer({ dir: join(dir, 'plain') });
+  noConfig = await startRedisServer({ dir: join(dir, 'no-config'), extraArgs: ['--rename-command', 'CONFIG', 'config-renamed-away'] });
   const [sentinelPort] = await sparePorts(1);
   const conf = join(dir, 'sentinel', 'sentinel.conf');
   sentinel = new RedisServer({ port: sentinelPort, dir: join(dir, 'sentinel'), sentinelConfig: conf });
@@ -67,6 +71,11 @@ test('each configuration that cannot work stops the process within 30 s, exit â‰
     ],
     ['rediss:// to a plain node', { REDIS_URL: `rediss://127.0.0.1:${plain.port}` }, /REDIS_URL: rediss:\/\/ asks for TLS, but Redis at .* speaks plain TCP/],
     ['a database the server lacks (16 databases)', { REDIS_URL: `${plain.url}/20` }, /REDIS_URL: database 20 does not exist on .*: it has 16 \(0\.\.15\)/],
+    [
+      'a database the server lacks, CONFIG disabled',
+      { REDIS_URL: `${noConfig.url}/16` },
+      /REDIS_URL: database 16 cannot be selected on .*: ERR DB index is out of range/,
+    ],
     ['a database number beyond any server (refused by the config)', { REDIS_URL: `${plain.url}/100000` }, /REDIS_URL is invalid: the database number "100000"/],
   ];
   const results = await Promise.all(cases.map(([, env]) => startAndWait(env)));
