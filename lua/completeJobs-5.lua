@@ -5,7 +5,8 @@
   ARGV[1] key prefix   ARGV[2] worker id   ARGV[3..] triples: job id, lock token, result JSON
   Returns one code per job: 1 completed, 2 cancelled (a client cancelled the job
   while it ran: the cancel wins, API.md "the job ends cancelled"),
-  ERR_LEASE_LOST (stale or wrong token, or the job is no longer active), ERR_NOT_FOUND.
+  ERR_LEASE_LOST (stale or wrong token, the job is no longer active, or its
+  lease has ended: includes/lease.lua), ERR_NOT_FOUND.
   The same ack sent again with the same token after it landed (its reply was
   lost: a timeout, a reconnect that resent it, a client's retry after a 503)
   answers as the first one did, 1 or 2, and changes nothing: only this script
@@ -22,6 +23,7 @@
 @include "job"
 @include "lanes"
 @include "flowout"
+@include "lease"
 
 local now = nowMs()
 local nowS = int(now) -- integers as strings for redis.call (see int() in now.lua)
@@ -51,6 +53,9 @@ for i = 3, #ARGV, 3 do
     if f[1] == 'completed' then out[#out + 1] = 1
     elseif f[1] == 'cancelled' then out[#out + 1] = 2
     else out[#out + 1] = ERR_LEASE_LOST end
+  elseif leaseEnded(KEYS[1], id, now) then
+    -- Past its lease: the reaper's to move on, whatever this holder says.
+    out[#out + 1] = ERR_LEASE_LOST
   elseif f[6] == '1' then
     redis.call('HSET', jk, 's', 'cancelled', 'fa', nowS)
     leave(id, f[7])

@@ -9,7 +9,8 @@
   ARGV[8] worker id
   Returns {code, status}: code 1 and the new status (delayed | waiting | failed |
   cancelled), or ERR_LEASE_LOST / ERR_NOT_FOUND.
-  Guarantee: fenced by the lock token. Attempts left and retryable -> retry
+  Guarantee: fenced by the lock token and the lease (an ended lease,
+  includes/lease.lua, answers ERR_LEASE_LOST). Attempts left and retryable -> retry
   ('retry_scheduled'); a pending cancel request -> 'cancelled'; else the
   dead-letter queue ('failed'). Exactly one event.
 ]]
@@ -21,6 +22,7 @@
 @include "job"
 @include "lanes"
 @include "flowout"
+@include "lease"
 
 local prefix, id, token = ARGV[1], ARGV[2], ARGV[3]
 local jk = jobKey(prefix, id)
@@ -29,6 +31,7 @@ if not f or not f[1] then return {ERR_NOT_FOUND, ''} end
 if f[1] ~= 'active' or f[2] ~= token then return {ERR_LEASE_LOST, f[1]} end
 
 local now = nowMs()
+if leaseEnded(KEYS[1], id, now) then return {ERR_LEASE_LOST, f[1]} end
 local nowS = int(now)
 local a, ma = tonumber(f[3]) or 0, unpackOpts(f[4]) or 1
 -- Bounded before any write (includes/clamp.lua): a retry is at most a year

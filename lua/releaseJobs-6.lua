@@ -10,8 +10,10 @@
   ARGV[5..] pairs: job id, lock token
   Returns one code per job: 1 released, 2 cancelled (a cancel was pending),
   ERR_LEASE_LOST, ERR_NOT_FOUND.
-  Guarantee: fenced by the token and the state (only an 'active' job whose
-  lock token matches is touched; anything else changes nothing). With no
+  Guarantee: fenced by the token, the state and the lease (only an 'active'
+  job whose lock token matches and whose lease has not ended is touched,
+  includes/lease.lua; anything else changes nothing: an ended lease is the
+  reaper's, and its attempt counts). With no
   delay the job returns to its original place in the waiting set; with one it
   is 'delayed' until now + delay. Its attempt is refunded (attempts-1); one
   'released' event (carrying runAt when delayed).
@@ -23,6 +25,7 @@
 @include "wake"
 @include "job"
 @include "lanes"
+@include "lease"
 
 local now = nowMs()
 local delay = clamp(ARGV[3], 0, MAX_DELAY_MS, 0)
@@ -36,7 +39,7 @@ for i = 5, #ARGV, 2 do
   local f = safeHmget(jk, 's', 'lt', 'a', 'pr', 'sq', 'cr', 'x', 'ck')
   if not f or not f[1] then
     out[#out + 1] = ERR_NOT_FOUND
-  elseif f[1] ~= 'active' or f[2] ~= token then
+  elseif f[1] ~= 'active' or f[2] ~= token or leaseEnded(KEYS[1], id, now) then
     out[#out + 1] = ERR_LEASE_LOST
   else
     if redis.call('ZREM', KEYS[1], id) == 1 and slotFree(ARGV[1], f[8]) then any = true end

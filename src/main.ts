@@ -1,9 +1,8 @@
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
-import { AppModule } from './app.module';
 import { ConfigError, loadConfig, SluiceConfig } from './config/config';
 import { createLogger } from './logging/logger';
-import { createHttpApp } from './server/http-app';
+import { checkRedisAtStart } from './redis/startup-check';
 import { startTracing } from './telemetry/tracing';
 
 /** The URL the server is bound to (PORT=0 picks a free port: the bound one is logged). */
@@ -15,11 +14,12 @@ function listenUrl(addr: AddressInfo | string | null, config: SluiceConfig): str
 
 /**
  * Entry point: `node dist/main.js`. Validates the environment (a bad value
- * stops the process naming the variable), starts the roles named by ROLE
+ * stops the process naming the variable), checks that Redis answers as
+ * configured (src/redis/startup-check.ts), starts the roles named by ROLE
  * (every role listens on HOST:PORT for the ops endpoints),
  * and on SIGTERM/SIGINT drains (workers finish or release their jobs within
  * SHUTDOWN_GRACE_MS), flushes the spans still batched and exits 0.
- * OpenTelemetry tracing starts first, when an OTLP endpoint is set (src/telemetry/tracing.ts).
+ * OpenTelemetry tracing starts before the roles load, when an OTLP endpoint is set (src/telemetry/tracing.ts).
  */
 async function bootstrap(): Promise<void> {
   let config: SluiceConfig;
@@ -33,6 +33,15 @@ async function bootstrap(): Promise<void> {
     throw e;
   }
   const log = createLogger(config.logLevel);
+  // Before any role touches Redis: a configuration that cannot work (nothing
+  // listening, Sentinels that do not know the master, TLS to a plain node, a
+  // database the server lacks) stops the process within 30 s naming the
+  // variable, instead of every client retrying in silence.
+  await checkRedisAtStart(config, log);
+  // Loaded only now: a start that fails above does not first spend seconds
+  // loading Nest, Fastify, TypeORM and every role (on a loaded host, most of
+  // the time to the message).
+  const [{ AppModule }, { createHttpApp }] = await Promise.all([import('./app.module'), import('./server/http-app')]);
   const tracing = await startTracing();
   if (tracing) log.info({ endpoint: tracing.endpoint, serviceName: tracing.serviceName }, 'tracing: exporting spans over OTLP/HTTP');
   const module = AppModule.forRoles(config, log);

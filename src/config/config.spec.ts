@@ -1,4 +1,4 @@
-import { ConfigError, ENV_BOUNDS, loadConfig, MAX_SENTINELS } from './config';
+import { ConfigError, ENV_BOUNDS, loadConfig, MAX_REDIS_DB, MAX_SENTINELS } from './config';
 
 /** The value each variable sets in the loaded config (docs/configuration.md). */
 const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
@@ -40,6 +40,16 @@ const WITH: Partial<Record<keyof typeof ENV_BOUNDS, (v: number) => Record<string
 
 const names = Object.keys(ENV_BOUNDS) as (keyof typeof ENV_BOUNDS)[];
 const load = (name: keyof typeof ENV_BOUNDS, v: number | string) => loadConfig({ [name]: String(v), ...(typeof v === 'number' ? WITH[name]?.(v) : {}) });
+/** The message of the ConfigError `fn` throws, after a `^` marking its start ('' when it throws none). */
+const refusal = (fn: () => unknown): string => {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return `^${(e as Error).message}`;
+  }
+  return '';
+};
 const scaled = (name: string, v: number) => (name === 'LOCK_TTL_SECONDS' ? v * 1000 : v);
 
 describe('env bounds: every integer variable has a documented range', () => {
@@ -60,6 +70,22 @@ describe('env bounds: every integer variable has a documented range', () => {
     }
   });
 
+  // One rule for every integer variable: decimal digits, a leading '-' only where the range allows it (API.md v1.2, query integers).
+  it.each(names)('%s: only decimal digits (1e3, 0x10, " 12", "12.0", "+5" refused naming it; -1 only where the range allows; empty = the default)', (name) => {
+    const [min] = ENV_BOUNDS[name];
+    for (const bad of ['1e3', '0x10', ' 12', '12 ', '12.0', '+5', '1_000', '１２', 'Infinity', '12345678901234567']) {
+      expect(refusal(() => load(name, bad))).toContain(`^${name}=${JSON.stringify(bad)} is invalid: expected an integer`);
+    }
+    if (min <= -1) expect((load(name, '-1') as unknown as Record<string, number>)[FIELD[name]]).toBe(-1);
+    else expect(refusal(() => load(name, '-1'))).toContain(`^${name}="-1" is invalid`);
+    expect(loadConfig({ [name]: '' })).toEqual(loadConfig({}));
+  });
+
+  it('a value in decimal digits is read as such: leading zeros, and -0 as 0', () => {
+    expect(loadConfig({ WORKER_CONCURRENCY: '012' }).workerConcurrency).toBe(12);
+    expect(Object.is(loadConfig({ PORT: '-0' }).port, 0)).toBe(true);
+  });
+
   it('durations that feed a Node timer stay within 2^31-1 ms', () => {
     for (const n of ['LOCK_TTL_MS', 'HEARTBEAT_INTERVAL_MS', 'REAPER_INTERVAL_MS', 'SHUTDOWN_GRACE_MS', 'API_RATE_LIMIT_WINDOW_MS'] as const) {
       expect(ENV_BOUNDS[n][1]).toBe(2_147_483_647);
@@ -70,6 +96,34 @@ describe('env bounds: every integer variable has a documented range', () => {
     expect(loadConfig({ REDIS_CLUSTER_NODES: 'a:1,b:65535' }).redisClusterNodes).toEqual([{ host: 'a', port: 1 }, { host: 'b', port: 65535 }]);
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:65536' })).toThrow(/^REDIS_CLUSTER_NODES is invalid/);
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:0' })).toThrow(/^REDIS_CLUSTER_NODES is invalid/);
+  });
+});
+
+describe('REDIS_URL', () => {
+  it('a database number is decimal digits 0..99999 in the path, refused otherwise before any connection', () => {
+    expect(() => loadConfig({ REDIS_URL: 'redis://h:1/15' })).not.toThrow();
+    expect(() => loadConfig({ REDIS_URL: `redis://h:1/${MAX_REDIS_DB}` })).not.toThrow();
+    for (const bad of ['/100000', '/1e3', '/0x10', '/-1', '/+5', '/x', '/3/', '/%31', '/3.0']) {
+      expect(() => loadConfig({ REDIS_URL: `redis://h:1${bad}` })).toThrow(/^REDIS_URL is invalid: the database number/);
+    }
+    expect(() => loadConfig({ REDIS_URL: 'redis://h:1?db=3' })).toThrow(/^REDIS_URL is invalid: give the database number as the path/);
+    expect(() => loadConfig({ REDIS_URL: 'redis://[x' })).toThrow(/^REDIS_URL is invalid: not a URL/);
+  });
+
+  it('never prints the password when refused', () => {
+    expect(() => loadConfig({ REDIS_URL: 'redis://:hunter2@h:1/x' })).toThrow(ConfigError);
+    try {
+      loadConfig({ REDIS_URL: 'redis://:hunter2@h:1/x' });
+    } catch (e) {
+      expect((e as Error).message).not.toContain('hunter2');
+    }
+  });
+
+  it('with REDIS_CLUSTER_NODES, a database other than 0 is refused (a cluster has database 0 only)', () => {
+    expect(loadConfig({ REDIS_CLUSTER_NODES: 'a:1', REDIS_URL: 'redis://h:1/0' }).redisClusterNodes).toHaveLength(1);
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:1', REDIS_URL: 'redis://h:1/2' })).toThrow(
+      new ConfigError('REDIS_URL is invalid: it names database 2, but Redis Cluster (REDIS_CLUSTER_NODES) has database 0 only'),
+    );
   });
 });
 

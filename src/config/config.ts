@@ -158,13 +158,21 @@ export const ENV_BOUNDS = Object.freeze({
 
 type Env = Record<string, string | undefined>;
 
+/**
+ * An integer variable: decimal digits only, with a leading `-` only where its
+ * range goes below 0 (`KEEP_COMPLETED_*=-1`) — the rule API.md v1.2 sets for
+ * query integers. `1e3`, `0x10`, `12.0`, `+5`, ` 12` are refused rather than
+ * read as JavaScript's Number() would; empty or unset means the default.
+ * @throws ConfigError naming the variable and its range.
+ */
 function int(env: Env, name: keyof typeof ENV_BOUNDS, def: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return def;
   const [min, max] = ENV_BOUNDS[name];
-  const v = Number(raw);
-  if (!Number.isInteger(v) || v < min || v > max) {
-    throw new ConfigError(`${name}=${JSON.stringify(raw)} is invalid: expected an integer ${min}..${max}`);
+  // At most 16 digits: every bound is a safe integer, and Number() of a longer run may round into range.
+  const v = /^-?[0-9]{1,16}$/.test(raw) ? Number(raw) + 0 : NaN; // + 0: `-0` is 0
+  if (!Number.isSafeInteger(v) || v < min || v > max) {
+    throw new ConfigError(`${name}=${JSON.stringify(raw)} is invalid: expected an integer ${min}..${max} in decimal digits`);
   }
   return v;
 }
@@ -246,6 +254,36 @@ function hostPorts(name: string, raw: string, max = Infinity): { host: string; p
   return out;
 }
 
+/** Highest database number REDIS_URL may name (*ours*: Redis's default is 16 databases, 0..15). */
+export const MAX_REDIS_DB = 99_999;
+
+/**
+ * What REDIS_URL says beyond host and port: user, password, database number
+ * (`/N`, decimal digits, 0..MAX_REDIS_DB) and TLS (`rediss:`). Whether the
+ * server has that database is checked at start (src/redis/startup-check.ts).
+ * @throws ConfigError naming REDIS_URL (never printing its password).
+ */
+export function parseRedisUrl(redisUrl: string): RedisSentinelConfig['node'] {
+  let u: URL;
+  try {
+    u = new URL(redisUrl);
+  } catch {
+    throw new ConfigError('REDIS_URL is invalid: not a URL');
+  }
+  const path = u.pathname.replace(/^\//, '');
+  if (!/^[0-9]{0,5}$/.test(path) || Number(path) > MAX_REDIS_DB) {
+    throw new ConfigError(`REDIS_URL is invalid: the database number ${JSON.stringify(path.slice(0, 32))} is not an integer 0..${MAX_REDIS_DB}`);
+  }
+  // ioredis would read `?db=N` as the database too, and the path would hide it.
+  if (u.searchParams.has('db')) throw new ConfigError('REDIS_URL is invalid: give the database number as the path (redis://host:port/N), not ?db=');
+  return {
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    db: path === '' ? 0 : Number(path),
+    tls: u.protocol === 'rediss:',
+  };
+}
+
 /**
  * REDIS_SENTINELS and its companions; null without REDIS_SENTINELS (then
  * REDIS_SENTINEL_NAME and REDIS_SENTINEL_PASSWORD are not read). With
@@ -266,25 +304,8 @@ function parseRedisSentinel(env: Env, redisUrl: string): RedisSentinelConfig | n
   if (password !== null && (password.length > 512 || /\p{Cc}/u.test(password))) {
     throw new ConfigError('REDIS_SENTINEL_PASSWORD is invalid: expected 1..512 characters without control characters');
   }
-  let u: URL;
-  try {
-    u = new URL(redisUrl);
-  } catch {
-    throw new ConfigError('REDIS_URL is invalid: not a URL');
-  }
-  const path = u.pathname.replace(/^\//, '');
-  if (!/^\d{0,5}$/.test(path)) throw new ConfigError(`REDIS_URL is invalid: the database number "${path}" is not an integer 0..99999`);
-  return {
-    sentinels,
-    name,
-    password,
-    node: {
-      ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
-      ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
-      db: path === '' ? 0 : Number(path),
-      tls: u.protocol === 'rediss:',
-    },
-  };
+  const node = parseRedisUrl(redisUrl);
+  return { sentinels, name, password, node };
 }
 
 /**
@@ -304,6 +325,11 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
   const redisClusterNodes = env.REDIS_CLUSTER_NODES ? hostPorts('REDIS_CLUSTER_NODES', env.REDIS_CLUSTER_NODES) : null;
   const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
   if (!/^rediss?:\/\//.test(redisUrl)) throw new ConfigError(`REDIS_URL=${JSON.stringify(redisUrl)} is invalid: expected redis://host:port`);
+  const redisDb = parseRedisUrl(redisUrl).db;
+  // A cluster has database 0 only (its nodes refuse SELECT of any other).
+  if (redisClusterNodes && redisDb !== 0) {
+    throw new ConfigError(`REDIS_URL is invalid: it names database ${redisDb}, but Redis Cluster (REDIS_CLUSTER_NODES) has database 0 only`);
+  }
   const redisSentinel = parseRedisSentinel(env, redisUrl);
   const databaseUrl = env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/sluice';
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError(`DATABASE_URL is invalid: expected postgres://...`);

@@ -1,5 +1,7 @@
 import { request as httpRequest } from 'node:http';
+import { JobStore, QueueStore } from '../../src/core/ports';
 import { HistoryQueries } from '../../src/history';
+import { reapExpiredLeases } from '../../src/maintenance/reaper';
 import { startTestApi, TestApi } from '../support/http';
 import { sleep } from '../support/redis';
 import { waitUntil } from '../support/timing';
@@ -391,5 +393,59 @@ describe('external worker protocol (e2e)', () => {
       if (!closed) await other.app.close();
       await other.db.close();
     }
+  });
+});
+
+/**
+ * API.md v1.3: a lease ends at its `leaseExpiresAt` (Redis time), whether or
+ * not the reaper has passed. The reaper is configured but far off
+ * (REAPER_INTERVAL_MS 10 min), as between two passes of a real one: a claim
+ * with leaseMs 100, 600 ms of waiting, and every call with its token answers
+ * 409 lease_lost. Before, release answered 200 and refunded the attempt, so a
+ * maxAttempts 1 job ran again instead of being dead-lettered.
+ */
+describe('external worker protocol: an ended lease, before the reaper (e2e)', () => {
+  let api: TestApi;
+  let history: HistoryQueries;
+
+  beforeAll(async () => {
+    api = await startTestApi('e2e-external-expiry', { ROLE: 'api,audit,scheduler', REAPER_INTERVAL_MS: '600000' });
+    history = api.app.get(HistoryQueries);
+    expect((await api.http.put('/queues/ext-expiry').send({ external: true })).status).toBe(200);
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it('heartbeat, release, complete and fail answer 409 lease_lost; the reaper then dead-letters the job as stalled, not run again', async () => {
+    const job = (await api.http.post('/jobs').send({ type: 'ext.work', queue: 'ext-expiry', maxAttempts: 1 })).body as { id: string };
+    const [c] = (await api.http.post('/queues/ext-expiry/claim').send({ workerId: 'ext-1', leaseMs: 100 })).body.jobs;
+    expect(c).toMatchObject({ id: job.id, attempts: 1 });
+    await sleep(600);
+    for (const [path, body] of [
+      ['heartbeat', { lockToken: c.lockToken }],
+      ['release', { lockToken: c.lockToken }],
+      ['complete', { lockToken: c.lockToken, result: 'late' }],
+      ['fail', { lockToken: c.lockToken, error: { message: 'late' } }],
+    ] as const) {
+      const r = await api.http.post(`/jobs/${c.id}/${path}`).send(body);
+      expect({ path, status: r.status, code: r.body.error?.code }).toEqual({ path, status: 409, code: 'lease_lost' });
+    }
+    // Still active (nobody moved it), its attempt counted; nothing to claim: it is not back in waiting.
+    expect((await api.http.get(`/jobs/${c.id}`)).body).toMatchObject({ status: 'active', attempts: 1 });
+    expect((await api.http.post('/queues/ext-expiry/claim').send({ workerId: 'ext-2' })).body.jobs).toEqual([]);
+
+    // The reaper's pass (the function the scheduler role runs every REAPER_INTERVAL_MS).
+    expect(await reapExpiredLeases({ jobs: api.app.get(JobStore), queues: api.app.get(QueueStore) })).toBe(1);
+    expect((await api.http.get(`/jobs/${c.id}`)).body).toMatchObject({ status: 'failed', attempts: 1 });
+    await waitUntil('audit caught up', async () => (await history.mirrorLag()).pending === 0, 15_000);
+    const events = (await history.jobEvents(c.id)).items;
+    expect(events.map((e) => [e.event, e.from, e.to, e.reason])).toEqual([
+      ['enqueued', null, 'waiting', null],
+      ['claimed', 'waiting', 'active', null],
+      ['stalled', 'active', 'active', 'lease_expired'],
+      ['failed', 'active', 'failed', 'lease_expired'],
+    ]);
+    expect((await api.http.post('/queues/ext-expiry/claim').send({ workerId: 'ext-2' })).body.jobs).toEqual([]);
   });
 });
