@@ -1,10 +1,11 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/principal';
 import { Access } from '../http/access.decorator';
 import { ApiJob, toApiJob } from '../http/api-job';
 import { Audited, NotAudited } from '../http/audited.decorator';
+import { LargeAnswerInterceptor, turnForLargeBody } from '../http/large-answer';
 import { ApiAnswer, ApiTraceHeaders } from '../http/openapi/decorators';
 import { beginEnqueue, spanEnqueue } from '../telemetry/enqueue-trace';
 import { CreateFlowDto } from './dto/create-flow.dto';
@@ -33,7 +34,9 @@ export class FlowsController {
   @ApiAnswer(201, 'FlowCreated', 'The flow: its jobs in request order, the roots waiting (or delayed), the others blocked.')
   @ApiBody({ type: CreateFlowDto })
   @ApiTraceHeaders()
+  @UseInterceptors(LargeAnswerInterceptor)
   async create(@Body(CreateFlowPipe) body: CreateFlowBody, @Req() req: FastifyRequest): Promise<{ flowId: string; jobs: (ApiJob & { ref: string; dependsOn: string[] })[] }> {
+    await turnForLargeBody(req);
     const trace = beginEnqueue(req.headers, true);
     const pending = this.flows.create(body, principalOf(req).project, trace?.carry);
     const out = trace?.span ? await spanFlow(trace, pending) : await pending;

@@ -78,7 +78,8 @@ export class FlowsService {
       const live = await Promise.all(placed.map((p) => (p.src.dependsOn.length === 0 ? this.store.getJob(p.queue, p.id) : null)));
       placed.forEach((p, i) => {
         const r = created.get(p.id)!;
-        jobs.push(live[i] ?? createdJob(p.id, r.status as JobStatus, p, JSON.parse(p.payloadJson) as Record<string, Json>, r.created!));
+        // The payload as sent (its JSON is the one stored): no parse of every payload again.
+        jobs.push(live[i] ?? createdJob(p.id, r.status as JobStatus, p, body.jobs[i].payload as Record<string, Json> | undefined, r.created!));
       });
     } catch (e) {
       await this.rollBack(flowId, placed);
