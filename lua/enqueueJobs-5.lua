@@ -60,6 +60,7 @@
 @include "lanes"
 @include "fence"
 @include "debounce"
+@include "idem"
 
 local prefix = ARGV[1]
 local FIELDS = 14
@@ -118,13 +119,7 @@ for g = 1, groups do
     end
     if key ~= '' then
       local existing = mine[key] or seen[key]
-      if not existing then
-        local v = redis.call('GET', prefix .. 'idem:' .. key)
-        if v then
-          local sep = string.find(v, '|', 1, true)
-          existing = {string.sub(v, 1, sep - 1), string.sub(v, sep + 1)}
-        end
-      end
+      if not existing then existing = idemRead(prefix .. 'idem:' .. key) end
       if existing then
         if existing[2] ~= hash then
           conflict[g] = j
@@ -322,7 +317,7 @@ for g = 1, groups do
           if runAt ~= now then args[#args + 1] = 'ra'; args[#args + 1] = int(runAt) end
           if key ~= '' then
             args[#args + 1] = 'ik'; args[#args + 1] = key
-            redis.call('SET', prefix .. 'idem:' .. key, id .. '|' .. ARGV[b + 10], 'PX', ARGV[5])
+            idemWrite(prefix .. 'idem:' .. key, id, ARGV[b + 10], ARGV[5])
           end
           if ck ~= '' then args[#args + 1] = 'ck'; args[#args + 1] = ck end
           if tp then

@@ -12,6 +12,8 @@ const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
   SHUTDOWN_GRACE_MS: 'shutdownGraceMs',
   MAX_RETRIES: 'maxRetries',
   MAX_PAYLOAD_BYTES: 'maxPayloadBytes',
+  MAX_REQUEST_BYTES: 'maxRequestBytes',
+  MAX_INFLIGHT_BODY_BYTES: 'maxInflightBodyBytes',
   IDEMPOTENCY_TTL_MS: 'idempotencyTtlMs',
   AUDIT_MAX_BACKLOG: 'auditMaxBacklog',
   KEEP_COMPLETED_COUNT: 'keepCompletedCount',
@@ -36,6 +38,8 @@ const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
 const WITH: Partial<Record<keyof typeof ENV_BOUNDS, (v: number) => Record<string, string>>> = {
   HEARTBEAT_INTERVAL_MS: (v) => ({ LOCK_TTL_MS: String(Math.min(Math.max(v + 1, 100), 2_147_483_647)) }),
   HTTP_HEADERS_TIMEOUT_MS: (v) => ({ HTTP_REQUEST_TIMEOUT_MS: String(Math.min(Math.max(v, 100), 3_600_000)) }),
+  // The in-flight bound admits the largest body: at its least, bodies of 1 MiB.
+  MAX_INFLIGHT_BODY_BYTES: (v) => ({ MAX_REQUEST_BYTES: String(Math.min(Math.max(v, 1_048_576), 268_435_456)) }),
 };
 
 const names = Object.keys(ENV_BOUNDS) as (keyof typeof ENV_BOUNDS)[];
@@ -208,5 +212,17 @@ describe('QUEUES', () => {
   });
   it('refuses anything else naming the variable (default/x is x: one name per queue)', () => {
     for (const bad of ['Emails', 'default/emails', 'acme/', '/q', 'a/b/c', 'acme/Q']) expect(() => loadConfig({ QUEUES: bad })).toThrow(/^QUEUES/);
+  });
+});
+
+describe('MAX_REQUEST_BYTES and MAX_INFLIGHT_BODY_BYTES', () => {
+  it('default to 16 MiB and 256 MiB', () => {
+    expect(loadConfig({})).toMatchObject({ maxRequestBytes: 16_777_216, maxInflightBodyBytes: 268_435_456 });
+  });
+
+  it('refuse an in-flight bound below the largest body a route reads, naming the variable', () => {
+    expect(() => loadConfig({ MAX_INFLIGHT_BODY_BYTES: '8388608' })).toThrow(/^MAX_INFLIGHT_BODY_BYTES=8388608 is invalid: must be at least the largest body a route reads, 16777216 /);
+    expect(() => loadConfig({ MAX_PAYLOAD_BYTES: '67108864', MAX_INFLIGHT_BODY_BYTES: '33554432' })).toThrow(/^MAX_INFLIGHT_BODY_BYTES=33554432 is invalid: .*67174400/);
+    expect(loadConfig({ MAX_REQUEST_BYTES: '8388608', MAX_INFLIGHT_BODY_BYTES: '8388608' })).toMatchObject({ maxRequestBytes: 8_388_608, maxInflightBodyBytes: 8_388_608 });
   });
 });

@@ -37,6 +37,10 @@ export interface SluiceConfig {
   shutdownGraceMs: number;
   maxRetries: number;
   maxPayloadBytes: number;
+  /** Largest body of `POST /jobs/batch` and `POST /flows`, bytes (MAX_REQUEST_BYTES); larger → 413 unread. */
+  maxRequestBytes: number;
+  /** Bytes of request bodies being read and parsed at once in this process (MAX_INFLIGHT_BODY_BYTES); beyond → 503. */
+  maxInflightBodyBytes: number;
   idempotencyTtlMs: number;
   diagnosticHandlers: boolean;
   logLevel: string;
@@ -111,6 +115,12 @@ export class ConfigError extends Error {}
 /** Most Sentinels REDIS_SENTINELS may name (*ours*: a deployment runs 3 or 5). */
 export const MAX_SENTINELS = 16;
 
+/**
+ * Bytes a one-job body (`POST /jobs`, a complete with its result, ...) may
+ * carry besides its payload or result (MAX_PAYLOAD_BYTES): the other fields.
+ */
+export const BODY_ENVELOPE_BYTES = 65_536;
+
 /** Node timers hold at most 2^31−1 ms; a longer value would silently fire after 1 ms. */
 const MAX_TIMER_MS = 2_147_483_647;
 /** One year, ms: the longest retention-like duration (as API.md bounds a job's delayMs). */
@@ -132,6 +142,14 @@ export const ENV_BOUNDS = Object.freeze({
   MAX_RETRIES: [1, 100],
   /** 64 MiB: a payload is one Redis value and one PostgreSQL row. */
   MAX_PAYLOAD_BYTES: [2, 67_108_864],
+  /** 1 MiB .. 256 MiB (API.md v1.3): the bodies of POST /jobs/batch and POST /flows. */
+  MAX_REQUEST_BYTES: [1_048_576, 268_435_456],
+  /**
+   * 1 MiB .. 4 GiB (*ours*): bodies being read and parsed at once; a parsed
+   * body takes a few times its size in memory, so 4 GiB of them is already
+   * more than a process should hold.
+   */
+  MAX_INFLIGHT_BODY_BYTES: [1_048_576, 4_294_967_296],
   IDEMPOTENCY_TTL_MS: [1000, YEAR_MS],
   AUDIT_MAX_BACKLOG: [1, 100_000_000],
   KEEP_COMPLETED_COUNT: [-1, 10_000_000],
@@ -376,6 +394,17 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
   if (metricsToken !== null && !/^[\x21-\x7e]{16,512}$/.test(metricsToken)) {
     throw new ConfigError('METRICS_TOKEN is invalid: expected 16..512 printable ASCII characters without spaces');
   }
+  const maxPayloadBytes = int(env, 'MAX_PAYLOAD_BYTES', 524_288);
+  const maxRequestBytes = int(env, 'MAX_REQUEST_BYTES', 16_777_216);
+  const maxInflightBodyBytes = int(env, 'MAX_INFLIGHT_BODY_BYTES', 268_435_456);
+  // A body the in-flight bound could never admit would be refused 503 ("retry") for ever.
+  const largestBody = Math.max(maxRequestBytes, maxPayloadBytes + BODY_ENVELOPE_BYTES);
+  if (maxInflightBodyBytes < largestBody) {
+    throw new ConfigError(
+      `MAX_INFLIGHT_BODY_BYTES=${maxInflightBodyBytes} is invalid: must be at least the largest body a route reads, ${largestBody} ` +
+        `(MAX_REQUEST_BYTES=${maxRequestBytes}, MAX_PAYLOAD_BYTES + ${BODY_ENVELOPE_BYTES} = ${maxPayloadBytes + BODY_ENVELOPE_BYTES})`,
+    );
+  }
   return {
     port: int(env, 'PORT', 3000),
     host,
@@ -393,7 +422,9 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     redisCheckIntervalMs: int(env, 'REDIS_CHECK_INTERVAL_MS', 5000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 30_000),
     maxRetries: int(env, 'MAX_RETRIES', 3),
-    maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 524_288),
+    maxPayloadBytes,
+    maxRequestBytes,
+    maxInflightBodyBytes,
     idempotencyTtlMs: int(env, 'IDEMPOTENCY_TTL_MS', 86_400_000),
     diagnosticHandlers: bool(env, 'DIAGNOSTIC_HANDLERS', false),
     logLevel,

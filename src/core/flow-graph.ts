@@ -21,6 +21,8 @@ export const FLOW_LIMITS = Object.freeze({
    * is refused before anything is read further.
    */
   maxEdges: 20_000,
+  /** The flow's own `idempotencyKey` (API.md v1.3): 1..256 characters. */
+  maxIdempotencyKeyLength: 256,
 });
 
 export type DependencyFailurePolicy = 'cancel' | 'run';

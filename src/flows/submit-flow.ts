@@ -4,6 +4,13 @@ import type { FlowRecordStore } from '../core/ports/flows';
 import type { EnqueueResult, JobStore } from '../core/ports/jobs';
 import type { JobTrace } from '../core/trace-context';
 
+/** The flow id is another flow's (a record exists): nothing was written. */
+export class FlowIdTakenError extends UnavailableError {
+  constructor(readonly flowId: string) {
+    super(`flow id ${flowId} exists already: nothing was created, submit again`);
+  }
+}
+
 /** A job of a flow ready for the stores: normalized, with its placement (ids chosen by the caller). */
 export type PlacedFlowJob = NormalizedEnqueue & { flow: FlowPlacement };
 
@@ -28,9 +35,12 @@ const ENQUEUE_CHUNK = 1000;
  * throw), the tests (test/support/flows.ts) and the benchmark
  * (scripts/bench/flows.js). Framework-free.
  * @param jobs every job of the flow, all with the same `flow.flowId`; 1..20,000.
+ * @param created filled with the id of each job as its enqueue is confirmed
+ *   (also when a later step throws: the caller's rollback tells a job Redis
+ *   lost from one never created).
  * @returns each job's enqueue result, by job id.
- * @throws UnavailableError when the flow id exists already (nothing written),
- *   an enqueue answers another job, or a root was not released (Redis
+ * @throws FlowIdTakenError when the flow id exists already (nothing written);
+ *   UnavailableError when an enqueue answers another job, or a root was not released (Redis
  *   restarted midway); whatever a store throws. After the record, a throw
  *   leaves what was written: the caller rolls back.
  */
@@ -40,13 +50,14 @@ export async function submitFlow(
   project: string,
   jobs: PlacedFlowJob[],
   trace?: JobTrace | null,
+  created?: Set<string>,
 ): Promise<Map<string, EnqueueResult>> {
   const recorded = await stores.flows.record(
     flowId,
     project,
     jobs.map((j) => ({ id: j.flow.jobId, queue: j.queue, onDependencyFailure: j.flow.onDependencyFailure, dependsOn: j.flow.dependsOn.map((d) => d.id), ref: j.flow.ref })),
   );
-  if (!recorded) throw new UnavailableError(`flow id ${flowId} exists already: nothing was created, submit again`);
+  if (!recorded) throw new FlowIdTakenError(flowId);
   const groups = byQueue(jobs);
   await Promise.all([...groups.keys()].map((q) => stores.flows.watch(q)));
   const results = new Map<string, EnqueueResult>();
@@ -57,6 +68,7 @@ export async function submitFlow(
       answered.forEach((r, k) => {
         if (r.id !== chunk[k].flow.jobId || !r.created) throw new UnavailableError(`flow ${flowId}: the enqueue of ${chunk[k].flow.ref} answered another job`);
         results.set(r.id, r);
+        created?.add(r.id);
       });
     }
   }
@@ -68,7 +80,7 @@ export async function submitFlow(
         for (const id of await stores.flows.move(q, 'unblock', rs.slice(i, i + ENQUEUE_CHUNK).map((r) => r.flow.jobId))) moved.add(id);
       }
       const stuck = rs.filter((r) => !moved.has(r.flow.jobId));
-      if (stuck.length) throw new UnavailableError(`flow ${flowId}: queue ${q} did not release ${stuck.map((r) => r.flow.ref).join(', ')} (Redis restarted?); nothing was kept, submit again`);
+      if (stuck.length) throw new UnavailableError(`flow ${flowId}: queue ${q} did not release ${stuck.map((r) => r.flow.ref).join(', ')} (Redis restarted?)`);
     }),
   );
   return results;

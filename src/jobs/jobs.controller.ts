@@ -1,6 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req, Res, UseInterceptors } from '@nestjs/common';
 import { Access } from '../http/access.decorator';
 import { Audited, NotAudited } from '../http/audited.decorator';
+import { LargeAnswerInterceptor, turnForLargeBody } from '../http/large-answer';
 import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/principal';
@@ -64,7 +65,9 @@ export class JobsController {
   @ApiErrors([409, 'An idempotency key was used with a different body (code conflict).'])
   @ApiBody({ type: EnqueueBatchDto })
   @ApiTraceHeaders()
+  @UseInterceptors(LargeAnswerInterceptor)
   async createBatch(@Body(EnqueueBatchPipe) body: EnqueueBatchBody, @Req() req: FastifyRequest): Promise<{ jobs: ApiJob[] }> {
+    await turnForLargeBody(req);
     const trace = beginEnqueue(req.headers, true);
     const pending = this.jobs.enqueue(body.jobs, true, principalOf(req).project, trace?.carry);
     const out = await (trace?.span ? spanEnqueue(trace, pending) : pending);

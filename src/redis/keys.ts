@@ -59,6 +59,12 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
 
 export const jobKey = (prefix: string, queue: string, id: string): string => `${prefix}:{${queue}}:job:${id}`;
 
+/**
+ * A `POST /flows` idempotency key of a project (lua/claimIdempotencyKey-1.lua):
+ * `<prefix>:{flows@<project>}:idem:<key>`, one slot per project's flow keys.
+ */
+export const flowIdempotencyKey = (prefix: string, project: string, key: string): string => `${prefix}:{flows@${project}}:idem:${key}`;
+
 /** Global set of known queue names (its own slot; never touched by scripts). */
 export const queuesKey = (prefix: string): string => `${prefix}:queues`;
 

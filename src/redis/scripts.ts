@@ -38,7 +38,9 @@ export type ScriptName =
   | 'restoreFlow'
   | 'advanceFlow'
   | 'moveFlowJobs'
-  | 'takeFlowOutcomes';
+  | 'takeFlowOutcomes'
+  | 'claimIdempotencyKey'
+  | 'releaseIdempotencyKey';
 
 /**
  * Redis Cluster replies that prove a script did not run: its slot is served by

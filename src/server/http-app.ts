@@ -16,10 +16,15 @@ import { errorBody, mapError } from '../http/error-envelope';
 import { EnvelopeExceptionFilter } from './exception.filter';
 import { createValidationPipe } from '../http/validation';
 import { registerRequestLog } from './request-log';
-import { UnavailableError, ValidationError } from '../core/errors';
+import { UnavailableError } from '../core/errors';
 import { CLAIM_LIMITS } from '../workers/external/dto/claim.dto';
 import { createClientErrorHandler } from './client-error';
-import { findBadJsonString, findBadParam, jsonDepthExceeds, MAX_JSON_DEPTH } from '../core/json-guard';
+import { findBadParam } from '../core/json-guard';
+import { METRICS_REGISTRY } from '../metrics/metrics.module';
+import { BodyBudget } from './body-budget';
+import { bodyLimitBytes, largestBodyBytes } from './body-limits';
+import { jsonBodyParser, refused } from './json-body';
+import { registerBodyMetrics } from './body-metrics';
 import { installLeanAsyncBind } from './lean-async-bind';
 import { cacheValidationMetadata } from './validation-metadata-cache';
 import { assertEveryRouteDeclared } from '../http/route-table';
@@ -28,20 +33,6 @@ import { AuthGuard } from '../auth/auth.guard';
 import { ROLES } from '../core/access';
 import { registerOperatorAudit } from '../oplog/oplog-recorder';
 import { answerDeadline } from './answer-deadline';
-
-/** Hard cap: bodies above it are refused before they are read (the client may see a reset). */
-const READ_LIMIT_BYTES = 64 * 1024 * 1024;
-
-/**
- * Largest body a route accepts, bytes: `POST /jobs/batch` and `POST /flows` up to
- * the read cap (1,000 jobs), every other route one maximal payload plus its envelope.
- * Bodies up to the read cap are read in full before a 413, so clients that
- * are still sending get the 413 answer rather than a broken pipe.
- */
-export function bodyLimitBytes(config: Pick<SluiceConfig, 'maxPayloadBytes'>, url = ''): number {
-  if (/^\/(jobs\/batch|flows)(\?|$)/.test(url)) return READ_LIMIT_BYTES;
-  return Math.min(READ_LIMIT_BYTES, config.maxPayloadBytes + 64 * 1024);
-}
 
 /** A client's X-Request-Id is echoed when it is printable ASCII of 1..200 characters; otherwise one is made. */
 function requestId(req: { headers: Record<string, string | string[] | undefined> }): string {
@@ -81,11 +72,6 @@ export function serverTimeouts(config: Pick<SluiceConfig, 'httpRequestTimeoutMs'
   };
 }
 
-/** The 400 of a refused string (NUL, lone surrogate) or an over-deep body. */
-function refused(what: string, detail: { path: string; message: string }): ValidationError {
-  return new ValidationError(`${what}: ${detail.path || 'body'} ${detail.message}`, [detail]);
-}
-
 /** Paths served even while Redis is down (they report on it, or need nothing: the console's static files). */
 const OPS_PATHS = /^\/(healthz|readyz|metrics|docs|ui)(\/|-json|\?|$)/;
 /** The OpenAPI document and Swagger UI (served outside Nest's router, so outside the guard). */
@@ -93,7 +79,9 @@ const DOCS_PATHS = /^\/docs(\/|-json|\?|$)/;
 
 /**
  * Creates the HTTP application (not yet listening) on the Fastify adapter:
- * - body limit {@link bodyLimitBytes} per route (413), JSON only (a body of any other
+ * - JSON bodies read by {@link jsonBodyParser}: the limit per route ({@link bodyLimitBytes},
+ *   413 unread), the bytes in flight (MAX_INFLIGHT_BODY_BYTES, 503 with Retry-After),
+ *   large parses one per event-loop turn; JSON only (a body of any other
  *   content type: 415); an empty body is treated as no body, prototype-poisoning keys
  *   are refused (400), and so are bodies nested deeper than MAX_JSON_DEPTH levels and
  *   strings (keys and values, of bodies, query strings and path parameters) holding
@@ -124,7 +112,7 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   cacheValidationMetadata();
   const t = serverTimeouts(config);
   const adapter = new FastifyAdapter({
-    bodyLimit: READ_LIMIT_BYTES,
+    bodyLimit: largestBodyBytes(config),
     genReqId: requestId,
     requestIdHeader: false,
     logger: false,
@@ -149,22 +137,9 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   const jsonParser = fastify.getDefaultJsonParser('error', 'error');
   fastify.removeContentTypeParser('application/json');
   fastify.removeContentTypeParser('text/plain');
-  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    const text = body as string;
-    if (text.length > bodyLimitBytes(config, req.url) && Buffer.byteLength(text) > bodyLimitBytes(config, req.url)) {
-      return done(Object.assign(new Error('request body too large'), { statusCode: 413 }), undefined);
-    }
-    if (text === '' || text.trim() === '') return done(null, undefined);
-    // Before the parse: every later walk of the value (prototype-key scan, validation) recurses.
-    if (jsonDepthExceeds(text)) {
-      return done(refused('JSON body too deep', { path: '', message: `must not nest objects and arrays deeper than ${MAX_JSON_DEPTH} levels` }), undefined);
-    }
-    jsonParser(req, text, (err, value) => {
-      if (err) return done(err, undefined);
-      const bad = findBadJsonString(value, text);
-      done(bad ? refused('invalid string', bad) : null, bad ? undefined : value);
-    });
-  });
+  // Bodies are read by json-body.ts: route limits (413 unread), the in-flight bound (503), the parse queue.
+  const budget = new BodyBudget(config.maxInflightBodyBytes);
+  fastify.addContentTypeParser('application/json', jsonBodyParser({ budget, limitFor: (url) => bodyLimitBytes(config, url), jsonParser }));
   // Any other content type: no body (e.g. a bodiless POST .../pause) passes, a body is 415.
   fastify.addContentTypeParser('*', (req, _payload, done) => {
     const h = req.headers;
@@ -191,7 +166,8 @@ export async function createHttpApp(module: DynamicModule, config: SluiceConfig,
   // Set as the server starts closing: preClose runs in the same tick as Fastify's own closing flag (before
   // server.close()), so every request routed from then on sees it.
   let closing = false;
-  const deadline = answerDeadline(fastify, config.httpAnswerTimeoutMs);
+  const deadline = answerDeadline(fastify, config.httpAnswerTimeoutMs, budget);
+  registerBodyMetrics(app.get(METRICS_REGISTRY), budget);
   fastify.addHook('preClose', (done) => {
     closing = true;
     done();

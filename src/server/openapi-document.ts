@@ -36,7 +36,7 @@ const HEADERS = {
   'X-Request-Id': { description: 'The request id: echoed when the client sent a printable one (1..200 characters), else generated. On every response.', required: true, schema: { type: 'string' } },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
   // Not required: the enqueue's 200 answers either a replay (this header) or a debounce (Sluice-Debounced).
-  'Idempotent-Replayed': { description: '`true`: the idempotency key matched an existing job with the same body; this is that job.', required: false, schema: { type: 'string', enum: ['true'] } },
+  'Idempotent-Replayed': { description: '`true`: the idempotency key matched an existing job (POST /jobs) or flow (POST /flows) with the same body; this is it.', required: false, schema: { type: 'string', enum: ['true'] } },
   'Sluice-Debounced': {
     description: '`true` (API.md v1.2): the debounce key matched a job of the queue not claimed yet; this is that job, updated (payload, options, runAt).',
     required: false,

@@ -342,7 +342,14 @@ describe('workflows over HTTP (AUTH off)', () => {
           { ref: 'c', type: 't', queue: 'wf-rb1', dependsOn: ['b'] },
         ],
       });
-      expect([res.status, res.body.error?.code, res.body.error?.message]).toEqual([503, 'unavailable', 'injected: Redis refused the second queue']);
+      expect([res.status, res.body.error?.code, res.body.error?.message]).toEqual([
+        503,
+        'unavailable',
+        expect.stringMatching(/^POST \/flows: flow [0-9a-f-]{36} failed after it was recorded \(injected: Redis refused the second queue\); rolled back: none of its 3 jobs will run: submit again$/),
+      ]);
+      // The flow is named in `details` (API.md v1.3), and it is the one the message names.
+      expect(res.body.error.details).toEqual([{ path: 'flowId', message: expect.stringMatching(/^[0-9a-f-]{36}$/) }]);
+      expect(res.body.error.message).toContain(res.body.error.details[0].message);
     } finally {
       spy.mockRestore();
     }

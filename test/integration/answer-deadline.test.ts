@@ -5,8 +5,11 @@
  * write it sent still lands when Redis resumes, and the same request sent
  * again with the same idempotency key finds it (200, replayed) — a 503 means
  * "unknown", never "nothing written". A claim's long poll is not cut at the
- * deadline: it gets its waitMs on top.
+ * deadline: it gets its waitMs on top. The 503 says where the time went: the
+ * store, or this process's event loop (busy); a request whose body never
+ * reached its route is dropped, and its 503 says nothing was written.
  */
+import { connect } from 'node:net';
 import { startTestApi, type TestApi } from '../support/http';
 import { makeTmpDir, type RedisServer, removeDir, sleepMs, startRedisServer, stopAllRedisServers } from '../support/redis-server';
 
@@ -37,7 +40,7 @@ test('a write Redis does not answer gets 503 at the deadline and lands later; th
     const took = Date.now() - t0;
     expect(r.status).toBe(503);
     expect(r.body.error.code).toBe('unavailable');
-    expect(r.body.error.message).toMatch(/HTTP_ANSWER_TIMEOUT_MS/);
+    expect(r.body.error.message).toMatch(/HTTP_ANSWER_TIMEOUT_MS\): the store is not answering .*; what this request wrote may still land: retry with the same idempotency key/);
     expect(r.headers['retry-after']).toBe('1');
     expect(took).toBeGreaterThanOrEqual(DEADLINE_MS - 20);
     expect(took).toBeLessThan(DEADLINE_MS + 1500);
@@ -80,4 +83,37 @@ test('a claim long poll longer than the deadline is not cut by it', async () => 
   expect(r.status).toBe(200);
   expect(r.body.jobs).toEqual([]);
   expect(Date.now() - t0).toBeGreaterThanOrEqual(1100);
+});
+
+test('the loop held (not the store): the 503 says the process was busy, not that the store is not answering', async () => {
+  server.proc!.kill('SIGSTOP');
+  try {
+    const pending = api.http.post('/jobs').send({ type: 'diag.echo', queue: 'dl-b', payload: {} }).then((r) => r);
+    // The app runs in this process: hold its event loop past the deadline, as parsing large bodies would.
+    await sleepMs(50);
+    for (const t0 = Date.now(); Date.now() - t0 < DEADLINE_MS + 600; );
+    const r = await pending;
+    expect(r.status).toBe(503);
+    expect(r.body.error.message).toMatch(/HTTP_ANSWER_TIMEOUT_MS\): this process was busy \d+ ms of the \d+ ms waited \(\d+ ms of it parsing request bodies, .*\), not waiting on the store/);
+  } finally {
+    server.proc!.kill('SIGCONT');
+  }
+});
+
+test('a body still arriving at the deadline: dropped, 503 says nothing was written, the connection closed', async () => {
+  const url = new URL(api.url);
+  const socket = connect(Number(url.port), url.hostname);
+  let got = '';
+  const closed = new Promise<void>((r) => socket.on('close', () => r()));
+  socket.on('data', (d) => (got += d.toString()));
+  socket.on('error', () => undefined);
+  const body = JSON.stringify({ type: 'diag.echo', queue: 'dl-d', payload: { n: 1 } });
+  // The headers and half the body: the rest never comes.
+  socket.write(`POST /jobs HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+  await closed;
+  expect(got).toMatch(/^HTTP\/1\.1 503 /);
+  expect(got).toMatch(/\r\nconnection: close\r\n/i);
+  expect(got).toMatch(/this request's body \(10 bytes\): still arriving after \d+ ms; nothing of this request was written \(its body never reached its route\): send it again/);
+  // Nothing was: the queue holds no job.
+  expect((await api.http.get('/queues/dl-d')).status).toBe(404);
 });

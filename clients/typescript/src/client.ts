@@ -171,11 +171,20 @@ export class SluiceClient {
   readonly flows = {
     /**
      * `POST /flows`: 1..1000 jobs with dependencies between them (refs), all or nothing.
-     * Retried on 429 only (a repeat after a lost answer would submit the flow twice).
-     * @throws ValidationFailedError (400: a cycle, an unknown or duplicate ref… named in the details), PayloadTooLargeError (413)
+     * With `idempotencyKey` (1..256 characters, per project) the call is retried on 503 and connection
+     * errors too: a repeat answers the flow the first attempt created (`replayed: true`), also once that
+     * attempt's answer was lost, and 503 (retried) while it is still being submitted. Without one,
+     * retried on 429 only (a repeat after a lost answer would submit the flow twice).
+     * @throws ValidationFailedError (400: a cycle, an unknown or duplicate ref… named in the details),
+     *   ConflictError (409: the key reused with another body), PayloadTooLargeError (413),
+     *   UnavailableError (503: its `details` name the flow id once one was assigned; its message says whether the flow may exist)
      */
-    create: async (jobs: FlowJob[], opts: RequestOptions = {}): Promise<FlowCreated> =>
-      (await this.send(this.raw.POST('/flows', { body: { jobs }, fetch: this.fetch({ idempotent: false, headers: traceHeaders(), signal: opts.signal }) }))).data,
+    create: async (jobs: FlowJob[], opts: RequestOptions & { idempotencyKey?: string } = {}): Promise<FlowCreated & { replayed: boolean }> => {
+      const body = opts.idempotencyKey === undefined ? { jobs } : { jobs, idempotencyKey: opts.idempotencyKey };
+      const idempotent = opts.idempotencyKey !== undefined;
+      const { data, response } = await this.send(this.raw.POST('/flows', { body, fetch: this.fetch({ idempotent, headers: traceHeaders(), signal: opts.signal }) }));
+      return { ...data, replayed: response.headers.get('idempotent-replayed') === 'true' };
+    },
     /** `GET /flows/:id`. @throws NotFoundError (also another project's flow) */
     get: async (id: string, opts: RequestOptions = {}): Promise<Flow> =>
       (await this.send(this.raw.GET('/flows/{id}', { params: { path: { id } }, fetch: this.fetch({ idempotent: true, signal: opts.signal }) }))).data,

@@ -947,6 +947,11 @@ export interface components {
         };
         CreateFlowDto: {
             jobs: components["schemas"]["FlowJobDto"][];
+            /**
+             * @description per project: the same key and body within IDEMPOTENCY_TTL_MS answer the flow it created (200, Idempotent-Replayed), also while that flow is still being submitted (503 until it is complete); the same key with another body: 409. Taken before anything of the flow is written, so a retry after a 503 or a timeout never makes a second flow
+             * @example nightly-import-2026-12-05
+             */
+            idempotencyKey?: string;
         };
         CreateScheduleDto: {
             /** @example send_email */
@@ -2697,7 +2702,7 @@ export interface components {
         "X-Request-Id": string;
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
-        /** @description `true`: the idempotency key matched an existing job with the same body; this is that job. */
+        /** @description `true`: the idempotency key matched an existing job (POST /jobs) or flow (POST /flows) with the same body; this is it. */
         "Idempotent-Replayed": "true";
         /** @description `true` (API.md v1.2): the debounce key matched a job of the queue not claimed yet; this is that job, updated (payload, options, runAt). */
         "Sluice-Debounced": "true";
@@ -3376,6 +3381,17 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The idempotencyKey names a flow submitted with the same body: that flow, each job as it is now (`Idempotent-Replayed: true`). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowCreated"];
+                };
+            };
             /** @description The flow: its jobs in request order, the roots waiting (or delayed), the others blocked. */
             201: {
                 headers: {
@@ -3391,12 +3407,31 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            /** @description The idempotencyKey was used with a different body (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
-            503: components["responses"]["Unavailable"];
+            /** @description The store failed after the flow was recorded (rolled back; the message says whether any of it may exist), or the idempotencyKey names a flow not completely submitted yet. `details` holds `{"path": "flowId", "message": <id>}` once a flow id was assigned. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getFlow: {

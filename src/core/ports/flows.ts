@@ -1,3 +1,4 @@
+import type { NormalizedFlowJob } from '../flow-graph';
 import type { Subscription } from './subscription';
 
 /**
@@ -66,7 +67,24 @@ export interface FlowOutboxEntry {
   raw: string;
 }
 
+/**
+ * What {@link FlowRecordStore.claimKey} found: the key taken for this flow
+ * now, or held by a flow (`flowId`) submitted with the same body or another.
+ */
+export type FlowKeyClaim = { claimed: true } | { claimed: false; flowId: string; sameBody: boolean };
+
 export abstract class FlowRecordStore {
+  /**
+   * Takes a `POST /flows` idempotency key of `project` for `flowId`, before
+   * anything of the flow is written (the mechanism and lifetime of the job
+   * idempotency keys: lua/includes/idem.lua, `ttlMs` = IDEMPOTENCY_TTL_MS).
+   * "The same body" is the same validated jobs in the same order: refs,
+   * queues, dependencies, policies and each job's fields as an enqueue hashes
+   * them. Of concurrent claims of one key exactly one gets it.
+   */
+  abstract claimKey(project: string, key: string, flowId: string, jobs: NormalizedFlowJob[], ttlMs: number): Promise<FlowKeyClaim>;
+  /** Frees a key {@link claimKey} took for `flowId` (its flow is known not to exist); @returns false when it was free or held for another flow. */
+  abstract releaseKey(project: string, key: string, flowId: string): Promise<boolean>;
   /**
    * Writes the record of a new flow (1..20,000 jobs, RangeError beyond: a 10,000-child fan-in fits; POST /flows sends at most 1,000; the graph already
    * validated: src/core/flow-graph.ts). @returns false when a flow with this

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsOptional, IsString, Matches, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsOptional, IsString, Length, Matches, ValidateNested } from 'class-validator';
 import { FLOW_LIMITS } from '../../core/flow-graph';
 import { EnqueueJobDto } from '../../jobs/dto/enqueue-job.dto';
 
@@ -41,7 +41,10 @@ export class FlowJobDto extends EnqueueJobDto {
   onDependencyFailure?: 'cancel' | 'run';
 }
 
-/** The `POST /flows` body: 1..1000 jobs, all validated (graph included) before any is created. */
+/**
+ * The `POST /flows` body: 1..1000 jobs, all validated (graph included) before
+ * any is created, and the flow's own idempotency key (API.md v1.3).
+ */
 export class CreateFlowDto {
   @ApiProperty({ type: [FlowJobDto], minItems: 1, maxItems: FLOW_LIMITS.maxJobs })
   @IsArray()
@@ -50,4 +53,16 @@ export class CreateFlowDto {
   @ValidateNested({ each: true })
   @Type(() => FlowJobDto)
   jobs!: FlowJobDto[];
+
+  @ApiPropertyOptional({
+    minLength: 1,
+    maxLength: FLOW_LIMITS.maxIdempotencyKeyLength,
+    description:
+      "per project: the same key and body within IDEMPOTENCY_TTL_MS answer the flow it created (200, Idempotent-Replayed), also while that flow is still being submitted (503 until it is complete); the same key with another body: 409. Taken before anything of the flow is written, so a retry after a 503 or a timeout never makes a second flow",
+    example: 'nightly-import-2026-12-05',
+  })
+  @IsOptional()
+  @IsString()
+  @Length(1, FLOW_LIMITS.maxIdempotencyKeyLength)
+  idempotencyKey?: string;
 }

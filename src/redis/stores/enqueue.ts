@@ -254,8 +254,8 @@ export class EnqueueBatcher {
 
 }
 
-/** Stable hash of the parts of an enqueue request that define "the same body". */
-function bodyHash(j: NormalizedEnqueue): string {
+/** Stable hash of the parts of an enqueue request that define "the same body" (also each job of a flow's: flow-keys.ts). */
+export function bodyHash(j: NormalizedEnqueue): string {
   const canonical = JSON.stringify([j.type, j.payloadJson, j.priority, j.delayMs ?? null, j.runAt ?? null, j.maxAttempts ?? null, j.backoff ?? null, j.timeoutMs ?? null, j.concurrencyKey ?? null]);
   return createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
 }

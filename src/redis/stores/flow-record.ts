@@ -1,8 +1,10 @@
-import { FlowAdvance, FlowOutboxEntry, FlowOutcome, FlowRecord, FlowRecordJob, FlowRecordStore, JobPlacement } from '../../core/ports/flows';
+import type { NormalizedFlowJob } from '../../core/flow-graph';
+import { FlowAdvance, FlowKeyClaim, FlowOutboxEntry, FlowOutcome, FlowRecord, FlowRecordJob, FlowRecordStore, JobPlacement } from '../../core/ports/flows';
 import type { Subscription } from '../../core/ports/subscription';
 import type { RedisClient } from '../connection';
 import type { RedisContext } from '../context';
 import { flowQueuesKey, flowWakeChannel } from '../keys';
+import { claimFlowKey, releaseFlowKey } from './flow-keys';
 import type { SubscriberFactory } from './schedule-signals';
 
 /** The keys of one flow's record: `<prefix>:{flow:<id>}:` (a hash tag of its own: one slot per flow). */
@@ -51,6 +53,14 @@ export class RedisFlowRecordStore implements FlowRecordStore {
     private readonly ctx: RedisContext,
     private readonly connect: SubscriberFactory = () => ctx.redis.duplicate() as RedisClient,
   ) {}
+
+  claimKey(project: string, key: string, flowId: string, jobs: NormalizedFlowJob[], ttlMs: number): Promise<FlowKeyClaim> {
+    return claimFlowKey(this.ctx, project, key, flowId, jobs, ttlMs);
+  }
+
+  releaseKey(project: string, key: string, flowId: string): Promise<boolean> {
+    return releaseFlowKey(this.ctx, project, key, flowId);
+  }
 
   async record(flowId: string, project: string, jobs: FlowRecordJob[]): Promise<boolean> {
     if (jobs.length < 1 || jobs.length > MAX_RECORD_JOBS) throw new RangeError(`a flow record holds 1..${MAX_RECORD_JOBS} jobs`);
