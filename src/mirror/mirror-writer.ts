@@ -552,8 +552,12 @@ export class MirrorWriter {
       if (this.failingReads.delete(queues[i])) this.log.info({ queue: queues[i] }, 'audit writer: reading the queue works again');
       for (const { id, fields } of r.value) out.push({ queue: queues[i], id, fields: entryFields(fields) });
     });
-    // Nothing read at all (Redis away): the loop's backoff, as before.
-    if (!read && failure !== null) throw failure;
+    // Nothing read at all (Redis away): the loop's backoff, as before — unless entries are held
+    // (withCarry): they go now, alone. Held until a read answers again, they would land after a
+    // restore that answer waited for (Redis lost the streams: their consumer groups are made again by
+    // the restore) read PostgreSQL: newer than the state it rebuilt, and its check would take the
+    // queue for rewound (PostgreSQL ahead of the group it had just made).
+    if (!read && failure !== null && !this.carry.length) throw failure;
     this.lastRead.full = settled.some((r, i) => r.status === 'fulfilled' && shares[i] > 0 && r.value.length >= shares[i]);
     return out;
   }

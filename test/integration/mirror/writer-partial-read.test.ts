@@ -17,6 +17,7 @@ import { MIRROR_GROUP } from '../../../src/redis/keys';
 import { openTestDb, TestDb } from '../../support/postgres';
 import { openStore, TestStore } from '../../support/redis';
 import { scriptHelpers } from '../../support/scripts';
+import { normalizeEnqueue } from '../../../src/core/job-options';
 
 let t: TestStore;
 let db: TestDb;
@@ -62,4 +63,35 @@ test("one queue's failing read does not drop what the others delivered: a job's 
   expect(await db.dataSource.query(`SELECT status, attempts FROM jobs WHERE id = $1`, [id])).toEqual([{ status: 'completed', attempts: 1 }]);
   // Said once, naming the queue's failure, not the batch's.
   expect(warns.filter((m) => m.includes('reading a queue failed'))).toHaveLength(1);
+});
+
+test('a round whose every read fails still writes the entries held for it (withCarry): they never land after the restore those reads wait for', async () => {
+  // A store of its own: the writer owns this one queue only, so every read of the round fails.
+  const t2 = await openStore('partial-read-carry');
+  const a = 'prc';
+  await t2.stores.queues.register(a);
+  const w = new MirrorWriter(t2.stores, db.dataSource, { writerId: 'pr-carry' });
+  type Batch = { entries: { id: string; fields: Record<string, string> }[] };
+  const writer = w as unknown as { refreshOwnership(): Promise<void>; nextBatch(hold?: boolean): Promise<Batch>; write(p: Batch): Promise<unknown>; carry: unknown[] };
+  await writer.refreshOwnership();
+  const [{ id }] = await t2.store.enqueue([normalizeEnqueue({ queue: a, type: 't' }, 1e6)]);
+  const c = await t2.store.claim(a, 1, 30_000, 'w1');
+  expect(c.jobs.map((j) => j.id)).toEqual([id]);
+  // The loop's read holds the job's `claimed` (its last entry) for the next batch, to meet its `completed`.
+  const first = await writer.nextBatch(true);
+  expect(first.entries.map((e) => e.fields.e)).toEqual(['enqueued']);
+  expect(writer.carry).toHaveLength(1);
+  await writer.write(first);
+  // Redis loses the stream (FLUSHALL): every read of the next round fails; the held entry goes now.
+  await t2.redis.xgroup('DESTROY', t2.keys(a).events, MIRROR_GROUP);
+  const second = await writer.nextBatch(true);
+  expect(second.entries.map((e) => e.fields.e)).toEqual(['claimed']);
+  await writer.write(second);
+  expect(await db.dataSource.query(`SELECT status FROM jobs WHERE id = $1`, [id])).toEqual([{ status: 'active' }]);
+  expect(writer.carry).toEqual([]);
+  // Nothing held any more: a round that reads nothing fails as before (the loop's backoff).
+  await expect(writer.nextBatch(true)).rejects.toThrow(/NOGROUP/);
+  await t2.stores.mirror.ensureGroup(a);
+  await w.stop();
+  await t2.close();
 });
