@@ -18,6 +18,7 @@ import { Projects1796001500000 } from './migrations/1796001500000-Projects';
 import { ConcurrencyKeys1796001600000 } from './migrations/1796001600000-ConcurrencyKeys';
 import { Workflows1796001700000 } from './migrations/1796001700000-Workflows';
 import { PartitionedHistory1796001800000 } from './migrations/1796001800000-PartitionedHistory';
+import { DependencyQueues1796002050000 } from './migrations/1796002050000-DependencyQueues';
 import { FoldedExecutionEvents1796001900000 } from './migrations/1796001900000-FoldedExecutionEvents';
 
 /** Every migration, in order. Append only. */
@@ -40,6 +41,7 @@ export const MIGRATIONS = [
   Workflows1796001700000,
   PartitionedHistory1796001800000,
   FoldedExecutionEvents1796001900000,
+  DependencyQueues1796002050000,
 ];
 
 /**
