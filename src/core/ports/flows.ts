@@ -93,13 +93,17 @@ export abstract class FlowRecordStore {
    * reason dependency_failed; its outcome goes to the queue's flow outbox),
    * 'reblock' (cancelled for a dependency → blocked). A job not in the
    * expected state is left alone. @returns the ids moved.
+   * @throws UnavailableError when the queue is fenced until the restore watch
+   *   checked it after a Redis restart (nothing moved: try again once checked).
    */
   abstract move(queue: string, op: 'unblock' | 'cancel' | 'reblock', ids: string[]): Promise<string[]>;
   /**
    * 'reblock' of {@link move}, with the queue's time when it ran (µs, as
    * outbox entries carry it): the caller applies each moved job's 'retried'
    * at that time, so its cancellation still in the queue's outbox (the
-   * cascade the DLQ retry raced with) reads as older and is ignored.
+   * cascade the DLQ retry raced with) reads as older and is ignored. On a
+   * fenced queue nothing moves and the answer is `{moved: [], at: ''}`
+   * (no throw: the dependents stay cancelled, which ends them).
    */
   abstract reblock(queue: string, ids: string[]): Promise<{ moved: string[]; at: string }>;
   /**

@@ -37,6 +37,7 @@ import { openStore, TestStore } from '../../support/redis';
 import { removeDir, RedisServer, startRedisServer, stopAllRedisServers } from '../../support/redis-server';
 import { scriptHelpers } from '../../support/scripts';
 import { FlowSpec, submitFlow } from '../../support/flows';
+import { entryFields } from '../../../src/mirror/projection';
 
 jest.setTimeout(120_000);
 
@@ -298,3 +299,105 @@ it("a cluster shard rewound (d's queue and the record) after d was released: the
   expect(await record(flowId, 'meta')).toMatchObject({ n: '3', nc: '3', nx: '0' });
   expect(await t.redis.pttl(flowKeyBase(t.prefix, flowId) + 'meta')).toBeGreaterThan(0);
 });
+
+// ---- Issue 34 (third probe), defect 2: flows answered 201 that never finished after a Redis loss.
+
+/** The entries of `q`'s stream that `keep` refuses are removed: Redis lost them before the mirror wrote them. */
+async function dropEntries(q: string, drop: (f: Record<string, string>) => boolean): Promise<number> {
+  const entries = await t.redis.xrange(t.keys(q).events, '-', '+');
+  let n = 0;
+  for (const [id, flat] of entries) {
+    const f = entryFields(flat);
+    if (drop(f)) n += await t.redis.xdel(t.keys(q).events, id);
+  }
+  return n;
+}
+
+it("shape (a): a root whose `unblocked` Redis lost before the mirror wrote it comes back blocked with nothing to wait for: it is released, once, and the flow ends", async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { flowId, id } = await submitFlow(t, [
+    { ref: 'a', queue: q1 },
+    { ref: 'b', queue: q2, deps: ['a'] },
+  ]);
+  // PostgreSQL got a's `enqueued` (blocked) but not its `unblocked`: the loss came in between.
+  expect(await dropEntries(q1, (f) => f.e === 'unblocked' && f.j === id.a)).toBe(1);
+  await mirror([q1, q2]);
+  expect(await db.dataSource.query(`SELECT status FROM jobs WHERE id = $1`, [id.a])).toEqual([{ status: 'blocked' }]);
+
+  await loseRedis();
+  const reports = await restorer.checkAll({ only: [q1, q2] });
+  expect(reports.map((r) => r.action)).toEqual(['restored', 'restored']);
+  expect(reports[0].flows).toMatchObject({ flows: 1, created: 1, released: 1 });
+  expect(await status(q1, id.a)).toBe('waiting');
+  expect(await eventsNamed(q1, id.a, 'unblocked')).toHaveLength(1);
+  // Again: nothing more.
+  expect(await restorer.releaseFlows(q1)).toMatchObject({ released: 0 });
+  expect(await runReady(q1)).toHaveLength(1);
+  await advanceFlows(t.stores.flows);
+  expect(await status(q2, id.b)).toBe('waiting');
+  expect(await runReady(q2)).toHaveLength(1);
+  await advanceFlows(t.stores.flows);
+  expect(await record(flowId, 'meta')).toMatchObject({ n: '2', nc: '2', nx: '0' });
+});
+
+it('shape (b): dependencies lost with Redis before they reached PostgreSQL end the flow: cancel dependents cancelled, run dependents run, dp names their queue', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { flowId, id } = await submitFlow(t, [
+    { ref: 'a', queue: q1 },
+    { ref: 'b', queue: q2, deps: ['a'] },
+    { ref: 'r', queue: q2, deps: ['a'], run: true },
+    { ref: 'e', queue: q2, deps: ['b'] },
+  ]);
+  // Only q2 reaches PostgreSQL: q1's mirror lock is held elsewhere until Redis loses everything.
+  expect(await t.stores.ownership.take(q1, 'elsewhere', 60_000)).toBe(true);
+  await mirror([q2]);
+  expect(await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE id = $1`, [id.a])).toEqual([{ n: 0 }]);
+
+  await loseRedis();
+  const [report] = await restorer.checkAll({ only: [q2] });
+  expect(report.action).toBe('restored');
+  expect(report.flows).toMatchObject({ flows: 1, created: 1, lost: 1, released: 1, cancelled: 1 });
+  // b was to wait for a, which never ran and never will: cancelled; r (policy run) runs; e follows b down the graph.
+  expect(await status(q2, id.b)).toBe('cancelled');
+  expect((await eventsNamed(q2, id.b, 'cancelled')).map((x) => x.r)).toEqual(['dependency_failed']);
+  expect(await status(q2, id.r)).toBe('waiting');
+  expect(JSON.parse((await raw(q2, id.r)).dp)).toEqual([{ ref: 'a', id: id.a, queue: q1 }]);
+  await advanceFlows(t.stores.flows);
+  expect(await status(q2, id.e)).toBe('cancelled');
+  expect((await runReady(q2)).length).toBe(1);
+  await advanceFlows(t.stores.flows);
+  // The record holds a as ended; every job has an outcome: the flow has ended.
+  expect(await record(flowId, 'out')).toEqual({ [id.a]: 'x', [id.b]: 'x', [id.e]: 'x', [id.r]: 'c' });
+  expect(await record(flowId, 'meta')).toMatchObject({ n: '4', nc: '1', nx: '3' });
+});
+
+it('a dependency that completes while its dependent is being restored: the moves are read once the jobs are back, the dependent is released once', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { flowId, id } = await submitFlow(t, [
+    { ref: 'a', queue: q1 },
+    { ref: 'd', queue: q2, deps: ['a'] },
+  ]);
+  await mirror([q1, q2]);
+  await loseRedis();
+  expect((await restorer.checkAll({ only: [q1] }))[0].action).toBe('restored');
+  // q2's restore: the record is read (d waits for a), then, before d is back, a completes and the flow
+  // worker's move of d finds nothing to move; then d comes back blocked.
+  let once = false;
+  const restore = Object.create(t.stores.restore) as typeof t.stores.restore;
+  restore.restoreJobs = async (...args) => {
+    if (!once && args[3].length) {
+      once = true;
+      expect((await runReady(q1)).map((j) => j.id)).toEqual([id.a]);
+      await advanceFlows(t.stores.flows);
+      expect((await record(flowId, 'left'))[id.d]).toBe('0');
+    }
+    return t.stores.restore.restoreJobs(...args);
+  };
+  const racing = new QueueRestorer(db.dataSource, { ...t.stores, restore }, { chunkSize: 2 });
+  const [report] = await racing.checkAll({ only: [q2] });
+  expect(once).toBe(true);
+  expect(report.flows).toMatchObject({ released: 1 });
+  expect(await status(q2, id.d)).toBe('waiting');
+  expect(await eventsNamed(q2, id.d, 'unblocked')).toHaveLength(1);
+});
+
