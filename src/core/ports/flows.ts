@@ -111,6 +111,8 @@ export abstract class FlowRecordStore {
    * dependencies and refs. O(jobs). @returns null for an unknown flow.
    */
   abstract read(flowId: string): Promise<FlowRecord | null>;
+  /** Whether Redis holds the flow's record (one EXISTS on its meta hash). */
+  abstract exists(flowId: string): Promise<boolean>;
   /**
    * Deletes a flow's record (a submission rolled back: its jobs were
    * cancelled, or never created). Outcomes of its jobs still in an outbox

@@ -94,6 +94,10 @@ export class RedisFlowRecordStore implements FlowRecordStore {
     return { flowId, project: meta[0], createdAt: Number(meta[1]), jobs };
   }
 
+  async exists(flowId: string): Promise<boolean> {
+    return (await this.ctx.redis.exists(flowKeyBase(this.ctx.prefix, flowId) + 'meta')) === 1;
+  }
+
   async discard(flowId: string): Promise<void> {
     const base = flowKeyBase(this.ctx.prefix, flowId);
     await this.ctx.redis.del(...RECORD_PARTS.map((p) => base + p));

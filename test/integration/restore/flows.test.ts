@@ -38,6 +38,9 @@ import { removeDir, RedisServer, startRedisServer, stopAllRedisServers } from '.
 import { scriptHelpers } from '../../support/scripts';
 import { FlowSpec, submitFlow } from '../../support/flows';
 import { entryFields } from '../../../src/mirror/projection';
+import { v7 as uuidv7 } from 'uuid';
+import { normalizeEnqueue } from '../../../src/core/job-options';
+import { type PlacedFlowJob, submitFlow as submitFlowSteps } from '../../../src/flows/submit-flow';
 
 jest.setTimeout(120_000);
 
@@ -401,3 +404,26 @@ it('a dependency that completes while its dependent is being restored: the moves
   expect(await eventsNamed(q2, id.d, 'unblocked')).toHaveLength(1);
 });
 
+it('Redis loses everything while a flow is submitted, between its record and its jobs: the submission is refused (503), not answered with a flow whose record is gone', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const flowId = uuidv7();
+  const ids = { a: uuidv7(), b: uuidv7() };
+  const jobs: PlacedFlowJob[] = [
+    { ...normalizeEnqueue({ queue: q1, type: 't', payload: {} }, 1e6), flow: { flowId, jobId: ids.a, ref: 'a', onDependencyFailure: 'cancel', dependsOn: [] } },
+    { ...normalizeEnqueue({ queue: q2, type: 't', payload: {} }, 1e6), flow: { flowId, jobId: ids.b, ref: 'b', onDependencyFailure: 'cancel', dependsOn: [{ ref: 'a', id: ids.a, queue: q1 }] } },
+  ];
+  // The loss lands after the record was written, before the first job is created.
+  let lost = false;
+  const store = Object.create(t.store) as typeof t.store;
+  store.enqueue = async (...args) => {
+    if (!lost) {
+      lost = true;
+      await loseRedis();
+    }
+    return t.store.enqueue(...args);
+  };
+  await expect(submitFlowSteps({ jobs: store, flows: t.stores.flows }, flowId, 'default', jobs)).rejects.toMatchObject({ code: 'unavailable' });
+  expect(lost).toBe(true);
+  // What the submission made after the loss lives without the record: POST /flows rolls it back (src/flows/flows.service.ts).
+  expect(await t.stores.flows.exists(flowId)).toBe(false);
+});
