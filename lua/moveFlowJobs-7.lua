@@ -16,7 +16,11 @@
     blocked already counts as moved (no event): a repeat goes on down the graph.
   Returns the ids moved; for 'reblock', {ids moved, this queue's time in µs}.
   Guarantee: fenced like every script that moves jobs (includes/fence.lua):
-  nothing moves on a queue not checked since Redis restarted (answers {}).
+  nothing moves on a queue not checked since Redis restarted, and the caller
+  is told so ({ERR_RESTORING}, never an empty answer): an unblock or cancel
+  it took for a no-op was lost (the flow worker acknowledged the outcome;
+  the dependent stayed blocked for good) — the flow worker now keeps the
+  outcome in flight and carries it out again once the queue is checked.
 ]]
 @include "errors"
 @include "now"
@@ -27,7 +31,7 @@
 @include "wake"
 @include "flowout"
 
-if fenced(redis.call('HGET', KEYS[6], 'vr')) then return {} end
+if fenced(redis.call('HGET', KEYS[6], 'vr')) then return {ERR_RESTORING} end
 local prefix, op = ARGV[1], ARGV[2]
 local now = nowMs()
 local nowS = int(now)

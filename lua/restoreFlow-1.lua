@@ -21,17 +21,21 @@
   Applying an outcome is advanceFlow's: skipped when `out` holds one for the
   job; else `out` and nc/nx are set and each dependent's `left` loses one
   ('c' always, 'x' only for policy-'r' dependents).
+  A job PostgreSQL never heard of, named by a dependent's edge and lost with
+  Redis, comes as outcome 'x' with its queue ('' when unknown), no
+  dependencies, authoritative: it ended without completing.
   Returns {created 1|0, outcomes applied, release, cancel}, release and cancel
-  flat lists of queue, job id over the jobs given that have dependencies and
-  no outcome: cancel = policy 'c' with a dependency whose outcome is 'x';
-  release = the others whose `left` is 0 or less (the caller moves each
-  with lua/moveFlowJobs-7.lua, a no-op on a job not blocked).
+  flat lists of queue, job id over every job of the record without an
+  outcome (includes/flowmoves.lua: a job without dependencies included); the
+  restore reads them again with lua/flowMoves-1.lua once the queue's jobs
+  are back, and moves each with lua/moveFlowJobs-7.lua.
   Guarantee: atomic; idempotent (a second call applies nothing and answers
   the same lists); O(jobs + edges).
 ]]
 @include "now"
 @include "clamp"
 @include "flowrecord"
+@include "flowmoves"
 
 local base = ARGV[1]
 local n = clamp(ARGV[4], 1, 10000, 1)
@@ -62,25 +66,6 @@ for i = 0, n - 1 do
   end
 end
 
--- What the queues must do: the flow worker's release and cancel, over the whole flow.
-local release, cancel = {}, {}
-for i = 0, n - 1 do
-  local b = 5 + i * F
-  local id = ARGV[b]
-  local d = redis.call('HGET', base .. 'deps', id)
-  if d and not redis.call('HGET', base .. 'out', id) then
-    local dq = redis.call('HGET', base .. 'q', id)
-    local failed = false
-    if redis.call('HGET', base .. 'pol', id) ~= 'r' then
-      for dep in string.gmatch(d, '[^,]+') do
-        if redis.call('HGET', base .. 'out', dep) == 'x' then failed = true; break end
-      end
-    end
-    if failed then
-      cancel[#cancel + 1] = dq; cancel[#cancel + 1] = id
-    elseif (tonumber(redis.call('HGET', base .. 'left', id)) or 0) <= 0 then
-      release[#release + 1] = dq; release[#release + 1] = id
-    end
-  end
-end
+-- What the queues must do, over the whole record (includes/flowmoves.lua).
+local release, cancel = flowMoves(base)
 return {created, applied, release, cancel}

@@ -40,8 +40,10 @@ const ENQUEUE_CHUNK = 1000;
  *   lost from one never created).
  * @returns each job's enqueue result, by job id.
  * @throws FlowIdTakenError when the flow id exists already (nothing written);
- *   UnavailableError when an enqueue answers another job, or a root was not released (Redis
- *   restarted midway); whatever a store throws. After the record, a throw
+ *   UnavailableError when an enqueue answers another job, a root was not
+ *   released, or the record is gone once the roots are released (Redis
+ *   restarted midway: checked last, so a flow answered is one whose record
+ *   outlived its jobs' creation); whatever a store throws. After the record, a throw
  *   leaves what was written: the caller rolls back.
  */
 export async function submitFlow(
@@ -83,5 +85,9 @@ export async function submitFlow(
       if (stuck.length) throw new UnavailableError(`flow ${flowId}: queue ${q} did not release ${stuck.map((r) => r.flow.ref).join(', ')} (Redis restarted?)`);
     }),
   );
+  // Redis lost the record while the jobs were being created (a FLUSHALL, a restart without persistence
+  // between two steps): the jobs made after it live without it, and their outcomes would advance nothing
+  // (an unknown flow) — dependents blocked for good. Refused like a root not released.
+  if (!(await stores.flows.exists(flowId))) throw new UnavailableError(`flow ${flowId}: Redis lost its record while it was submitted (Redis restarted?)`);
   return results;
 }

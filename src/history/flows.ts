@@ -94,8 +94,10 @@ const FIELDS_CHUNK = 1000;
 
 /**
  * The flow fields of these jobs (those of a flow), `dependsOn` rebuilt from
- * `job_dependencies` with each dependency's queue from its `jobs` row (the
- * job's own queue when the history pruned that row), ordered by ref.
+ * `job_dependencies` with each dependency's queue as the edge names it
+ * (migration 1796002050000-DependencyQueues), else from the dependency's
+ * `jobs` row, else (an edge mirrored before that version whose dependency
+ * the history no longer holds) the job's own queue; ordered by ref.
  * @param ids at most 1,000 per query (more are read in chunks).
  */
 export async function readFlowFields(db: DataSource, ids: string[]): Promise<Map<string, RestoreJobFlow>> {
@@ -103,7 +105,7 @@ export async function readFlowFields(db: DataSource, ids: string[]): Promise<Map
   for (let i = 0; i < ids.length; i += FIELDS_CHUNK) {
     const rows = (await db.query(
       `SELECT j.id::text AS id, j.flow_id::text AS fl, j.on_dependency_failure AS pol, j.flow_ref AS ref,
-              coalesce((SELECT json_agg(json_build_object('ref', d.ref, 'id', d.depends_on_id::text, 'queue', coalesce(dj.queue, j.queue)) ORDER BY d.ref, d.depends_on_id)
+              coalesce((SELECT json_agg(json_build_object('ref', d.ref, 'id', d.depends_on_id::text, 'queue', coalesce(d.queue, dj.queue, j.queue)) ORDER BY d.ref, d.depends_on_id)
                         FROM job_dependencies d LEFT JOIN jobs dj ON dj.id = d.depends_on_id WHERE d.job_id = j.id), '[]'::json) AS dp
        FROM jobs j WHERE j.id = ANY($1::uuid[]) AND j.flow_id IS NOT NULL`,
       [ids.slice(i, i + FIELDS_CHUNK)],

@@ -161,11 +161,11 @@ function jobRows(rows: JobInsert[]): string {
   return s;
 }
 
-const DEPENDENCY_COPY_SQL = 'COPY job_dependencies (job_id, depends_on_id, flow_id, ref) FROM STDIN';
+const DEPENDENCY_COPY_SQL = 'COPY job_dependencies (job_id, depends_on_id, flow_id, ref, queue) FROM STDIN';
 
 function dependencyRows(rows: DependencyRow[]): string {
   let s = '';
-  for (const r of rows) s += copyText(r.jobId) + '\t' + copyText(r.dependsOnId) + '\t' + copyText(r.flowId) + '\t' + copyText(r.ref) + '\n';
+  for (const r of rows) s += copyText(r.jobId) + '\t' + copyText(r.dependsOnId) + '\t' + copyText(r.flowId) + '\t' + copyText(r.ref) + '\t' + copyText(r.queue) + '\n';
   return s;
 }
 
@@ -284,10 +284,10 @@ export function planBatch(b: MirrorBatch, fresh = false): PlannedStatement[] {
     if (fresh) out.push(copyOf(DEPENDENCY_COPY_SQL, dependencyRows(d)));
     else {
       out.push({
-        sql: `INSERT INTO job_dependencies (job_id, depends_on_id, flow_id, ref)
-         SELECT j, d, fl, rf FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[]) AS u(j, d, fl, rf)
+        sql: `INSERT INTO job_dependencies (job_id, depends_on_id, flow_id, ref, queue)
+         SELECT j, d, fl, rf, q FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[]) AS u(j, d, fl, rf, q)
          ON CONFLICT (job_id, depends_on_id) DO NOTHING`,
-        params: [txt(d, (r) => r.jobId), txt(d, (r) => r.dependsOnId), txt(d, (r) => r.flowId), txt(d, (r) => r.ref)],
+        params: [txt(d, (r) => r.jobId), txt(d, (r) => r.dependsOnId), txt(d, (r) => r.flowId), txt(d, (r) => r.ref), txt(d, (r) => r.queue)],
       });
     }
   }

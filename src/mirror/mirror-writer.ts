@@ -533,13 +533,43 @@ export class MirrorWriter {
     const extra = budget % queues.length;
     const turn = this.reads++ % queues.length;
     const shares = queues.map((_, i) => base + ((i - turn + queues.length) % queues.length < extra ? 1 : 0));
-    const replies = await Promise.all(queues.map((q, i) => (shares[i] > 0 ? this.stores.mirror.readNew(q, this.opts.writerId, shares[i]) : [])));
+    // Settled one by one: an XREADGROUP that answered has delivered its entries (they are pending under this
+    // writer now), whatever another queue's read did. Dropped with the round, they were written only once taken
+    // back (takeOver, sweepOrphans), after the queue's newer entries: a job's row then missed the patches written
+    // before its insert (the third probe: jobs `waiting` whose timeline says `completed`, after a FLUSHALL left one
+    // queue's consumer group missing while another's was back).
+    const settled = await Promise.allSettled(queues.map((q, i) => (shares[i] > 0 ? this.stores.mirror.readNew(q, this.opts.writerId, shares[i]) : [])));
     const out: StreamEntry[] = [];
-    replies.forEach((r, i) => {
-      for (const { id, fields } of r) out.push({ queue: queues[i], id, fields: entryFields(fields) });
+    let failure: unknown = null;
+    let read = 0;
+    settled.forEach((r, i) => {
+      if (r.status === 'rejected') {
+        failure ??= r.reason;
+        this.readFailed(queues[i], r.reason);
+        return;
+      }
+      read++;
+      if (this.failingReads.delete(queues[i])) this.log.info({ queue: queues[i] }, 'audit writer: reading the queue works again');
+      for (const { id, fields } of r.value) out.push({ queue: queues[i], id, fields: entryFields(fields) });
     });
-    this.lastRead.full = replies.some((r, i) => shares[i] > 0 && r.length >= shares[i]);
+    // Nothing read at all (Redis away): the loop's backoff, as before — unless entries are held
+    // (withCarry): they go now, alone. Held until a read answers again, they would land after a
+    // restore that answer waited for (Redis lost the streams: their consumer groups are made again by
+    // the restore) read PostgreSQL: newer than the state it rebuilt, and its check would take the
+    // queue for rewound (PostgreSQL ahead of the group it had just made).
+    if (!read && failure !== null && !this.carry.length) throw failure;
+    this.lastRead.full = settled.some((r, i) => r.status === 'fulfilled' && shares[i] > 0 && r.value.length >= shares[i]);
     return out;
+  }
+
+  /** Queues whose last read failed (a failure is logged once until the queue reads again). */
+  private failingReads = new Set<string>();
+
+  /** A queue's read failed while others answered: logged at warn once; the queue is read again next round. */
+  private readFailed(queue: string, e: unknown): void {
+    if (this.failingReads.has(queue)) return;
+    this.failingReads.add(queue);
+    this.log.warn({ queue, err: (e as Error)?.message }, 'audit writer: reading a queue failed, its entries stay in Redis; the others go on');
   }
 
   private async acknowledge(entries: StreamEntry[], batch = project(entries)): Promise<void> {

@@ -217,12 +217,14 @@ export interface DlqChange {
   failedAt: number;
 }
 
-/** One edge of a flow (`job_dependencies`): job `jobId` waits for `dependsOnId`, whose ref in the flow is `ref`. */
+/** One edge of a flow (`job_dependencies`): job `jobId` waits for `dependsOnId`, whose ref in the flow is `ref` and whose queue is `queue`. */
 export interface DependencyRow {
   jobId: string;
   dependsOnId: string;
   flowId: string;
   ref: string;
+  /** The dependency's queue as `dp` names it (null when empty): the restore finds a dependency PostgreSQL never heard of there. */
+  queue: string | null;
 }
 
 export interface MirrorBatch {
@@ -292,7 +294,7 @@ export interface FlowFields {
   ref: string | null;
   onDependencyFailure: 'cancel' | 'run' | null;
   /** Its dependencies (ref, job id), in the order of `dp`; empty when `dp` could not be read (then `warning` says why). */
-  dependencies: { ref: string; id: string }[];
+  dependencies: { ref: string; id: string; queue: string }[];
   /** Why a part was left out (never quotes a value), or null. */
   warning: string | null;
 }
@@ -328,7 +330,7 @@ export function flowOf(f: Record<string, string>): FlowFields | null {
 }
 
 /** `dp` as (ref, id) pairs, or why it cannot be read (a reason that quotes no value). */
-function readDependencies(dp: string | undefined): { ref: string; id: string }[] | string {
+function readDependencies(dp: string | undefined): { ref: string; id: string; queue: string }[] | string {
   if (dp === undefined || dp === '') return [];
   let v: unknown;
   try {
@@ -338,7 +340,7 @@ function readDependencies(dp: string | undefined): { ref: string; id: string }[]
   }
   if (!Array.isArray(v)) return 'flow dependencies (dp) not an array: mirrored without them';
   if (v.length > FLOW_LIMITS.maxDependsOn) return `flow dependencies (dp) over ${FLOW_LIMITS.maxDependsOn} entries: mirrored without them`;
-  const out: { ref: string; id: string }[] = [];
+  const out: { ref: string; id: string; queue: string }[] = [];
   const seen = new Set<string>();
   for (const d of v as unknown[]) {
     const o = d as { ref?: unknown; id?: unknown; queue?: unknown } | null;
@@ -353,7 +355,7 @@ function readDependencies(dp: string | undefined): { ref: string; id: string }[]
     const id = o.id.toLowerCase();
     if (seen.has(id)) return 'flow dependencies (dp) name a job twice: mirrored without them';
     seen.add(id);
-    out.push({ ref: o.ref, id });
+    out.push({ ref: o.ref, id, queue: o.queue });
   }
   return out;
 }
@@ -435,7 +437,7 @@ export function project(entries: StreamEntry[]): MirrorBatch {
       if (flow) {
         if (flow.warning !== null) batch.warnings.push({ entry, reason: flow.warning });
         // The same entry twice in a batch (a replay) writes its edges once.
-        if (!withEdges.has(jobId)) for (const d of flow.dependencies) batch.dependencies.push({ jobId, dependsOnId: d.id, flowId: flow.flowId, ref: d.ref });
+        if (!withEdges.has(jobId)) for (const d of flow.dependencies) batch.dependencies.push({ jobId, dependsOnId: d.id, flowId: flow.flowId, ref: d.ref, queue: d.queue || null });
         withEdges.add(jobId);
       }
       batch.inserts.push({

@@ -18,6 +18,7 @@ import { Projects1796001500000 } from './migrations/1796001500000-Projects';
 import { ConcurrencyKeys1796001600000 } from './migrations/1796001600000-ConcurrencyKeys';
 import { Workflows1796001700000 } from './migrations/1796001700000-Workflows';
 import { PartitionedHistory1796001800000 } from './migrations/1796001800000-PartitionedHistory';
+import { DependencyQueues1796002050000 } from './migrations/1796002050000-DependencyQueues';
 import { FoldedExecutionEvents1796001900000 } from './migrations/1796001900000-FoldedExecutionEvents';
 import { QueueSettings1796002000000 } from './migrations/1796002000000-QueueSettings';
 
@@ -42,6 +43,7 @@ export const MIGRATIONS = [
   PartitionedHistory1796001800000,
   FoldedExecutionEvents1796001900000,
   QueueSettings1796002000000,
+  DependencyQueues1796002050000,
 ];
 
 /**

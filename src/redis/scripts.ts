@@ -36,6 +36,7 @@ export type ScriptName =
   | 'topKeys'
   | 'recordFlow'
   | 'restoreFlow'
+  | 'flowMoves'
   | 'advanceFlow'
   | 'moveFlowJobs'
   | 'takeFlowOutcomes'

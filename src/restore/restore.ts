@@ -586,7 +586,7 @@ export function formatRestoreReport(r: QueueRestoreReport): string {
   // Blocked (flow) jobs named only when there are some: the line outside flows is unchanged.
   const blocked = c.blocked ? `${c.blocked} blocked, ` : '';
   const f = r.flows;
-  const flows = f ? `; ${f.flows} flows (${f.created} records rebuilt, ${f.applied} outcomes applied, ${f.released} dependents released, ${f.cancelled} cancelled${f.skipped ? `, ${f.skipped} skipped` : ''})` : '';
+  const flows = f ? `; ${f.flows} flows (${f.created} records rebuilt, ${f.applied} outcomes applied, ${f.released} dependents released, ${f.cancelled} cancelled${f.lost ? `, ${f.lost} dependencies lost before PostgreSQL had them` : ''}${f.skipped ? `, ${f.skipped} skipped` : ''})` : '';
   const jobs = `${c.waiting} waiting, ${c.delayed} delayed, ${c.active} active (back to waiting, stalled), ${blocked}${c.failed} failed (DLQ), ${c.cancelled} cancelled${flows}`;
   switch (r.action) {
     case 'intact':

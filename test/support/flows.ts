@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import { normalizeEnqueue } from '../../src/core/job-options';
 import type { Json } from '../../src/core/job';
 import { type PlacedFlowJob, submitFlow as submit } from '../../src/flows/submit-flow';
@@ -22,7 +23,8 @@ export interface FlowSpec {
  * on a chosen Redis Cluster shard).
  */
 export async function submitFlow(t: TestStore, specs: FlowSpec[], flowId: string = randomUUID()): Promise<{ flowId: string; id: Record<string, string> }> {
-  const id = Object.fromEntries(specs.map((s) => [s.ref, randomUUID()]));
+  // UUIDv7s, as the server makes them (the restore tells a lost job from one retention pruned by its id's time).
+  const id = Object.fromEntries(specs.map((s) => [s.ref, uuidv7()]));
   const queueOf = Object.fromEntries(specs.map((s) => [s.ref, s.queue]));
   const jobs = specs.map(
     (s): PlacedFlowJob => ({

@@ -35,7 +35,7 @@ export interface FlowRestoreResult {
   created: boolean;
   /** Outcomes newly applied to the record. */
   applied: number;
-  /** Jobs with dependencies, no outcome and nothing left to wait for: to unblock (a no-op on a job not blocked). */
+  /** Jobs of the record with no outcome and nothing left to wait for (none, for a job without dependencies): to unblock (a no-op on a job not blocked). */
   release: { queue: string; id: string }[];
   /** 'cancel' jobs with no outcome and a dependency ended otherwise: to cancel, reason dependency_failed (a no-op on a job not blocked). */
   cancel: { queue: string; id: string }[];
@@ -56,10 +56,27 @@ export abstract class FlowRestoreStore {
    */
   abstract rebuild(flowId: string, project: string, createdAt: number, jobs: FlowRestoreJob[]): Promise<FlowRestoreResult>;
   /**
+   * What the flow's record says its queues must do now (lua/flowMoves-1.lua,
+   * read-only): the same lists {@link rebuild} answers, read again once a
+   * restored queue's jobs are back in Redis.
+   * @returns empty lists when the record is missing.
+   */
+  abstract moves(flowId: string): Promise<Pick<FlowRestoreResult, 'release' | 'cancel'>>;
+  /**
    * Each job's status in Redis (field `s` of its hash, in its queue's slot:
    * one command per job, pipelined; any cluster slot).
    * @param jobs at most 10,000.
    * @returns one status per job, in order; null when Redis does not hold the job.
    */
   abstract statuses(jobs: { queue: string; id: string }[]): Promise<(string | null)[]>;
+  /**
+   * Each job's flow fields in Redis (fields s, fp, dp of its hash; pipelined
+   * like {@link statuses}): for a dependency PostgreSQL does not know yet
+   * (its queue kept by Redis, its `enqueued` not mirrored), so a record
+   * written anew waits for it as its dependents do.
+   * @param jobs at most 10,000.
+   * @returns one per job, in order; null when Redis does not hold the job. `dependsOn`: job ids
+   *   from `dp` (empty when it has none or it cannot be read).
+   */
+  abstract peek(jobs: { queue: string; id: string }[]): Promise<({ status: string; onDependencyFailure: 'cancel' | 'run'; dependsOn: string[] } | null)[]>;
 }

@@ -111,13 +111,17 @@ export abstract class FlowRecordStore {
    * reason dependency_failed; its outcome goes to the queue's flow outbox),
    * 'reblock' (cancelled for a dependency → blocked). A job not in the
    * expected state is left alone. @returns the ids moved.
+   * @throws UnavailableError when the queue is fenced until the restore watch
+   *   checked it after a Redis restart (nothing moved: try again once checked).
    */
   abstract move(queue: string, op: 'unblock' | 'cancel' | 'reblock', ids: string[]): Promise<string[]>;
   /**
    * 'reblock' of {@link move}, with the queue's time when it ran (µs, as
    * outbox entries carry it): the caller applies each moved job's 'retried'
    * at that time, so its cancellation still in the queue's outbox (the
-   * cascade the DLQ retry raced with) reads as older and is ignored.
+   * cascade the DLQ retry raced with) reads as older and is ignored. On a
+   * fenced queue nothing moves and the answer is `{moved: [], at: ''}`
+   * (no throw: the dependents stay cancelled, which ends them).
    */
   abstract reblock(queue: string, ids: string[]): Promise<{ moved: string[]; at: string }>;
   /**
@@ -125,6 +129,8 @@ export abstract class FlowRecordStore {
    * dependencies and refs. O(jobs). @returns null for an unknown flow.
    */
   abstract read(flowId: string): Promise<FlowRecord | null>;
+  /** Whether Redis holds the flow's record (one EXISTS on its meta hash). */
+  abstract exists(flowId: string): Promise<boolean>;
   /**
    * Deletes a flow's record (a submission rolled back: its jobs were
    * cancelled, or never created). Outcomes of its jobs still in an outbox

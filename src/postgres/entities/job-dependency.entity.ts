@@ -13,4 +13,6 @@ export class JobDependencyEntity {
   @Column('uuid', { name: 'flow_id' }) flowId!: string;
   /** The dependency's ref in the flow. */
   @Column('text') ref!: string;
+  /** The dependency's queue (migration 1796002050000-DependencyQueues); null for edges mirrored before it. */
+  @Column('text', { nullable: true }) queue!: string | null;
 }

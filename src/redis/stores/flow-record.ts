@@ -1,4 +1,5 @@
 import type { NormalizedFlowJob } from '../../core/flow-graph';
+import { ScriptErrorCode, UnavailableError } from '../../core/errors';
 import { FlowAdvance, FlowKeyClaim, FlowOutboxEntry, FlowOutcome, FlowRecord, FlowRecordJob, FlowRecordStore, JobPlacement } from '../../core/ports/flows';
 import type { Subscription } from '../../core/ports/subscription';
 import type { RedisClient } from '../connection';
@@ -47,6 +48,18 @@ function pairs(flat: string[] | undefined): { queue: string; id: string }[] {
 }
 
 /** The flow record in Redis (lua/recordFlow-1.lua, lua/advanceFlow-1.lua) and the queue-side moves (lua/moveFlowJobs-7.lua). */
+/**
+ * lua/moveFlowJobs-7.lua answers {ERR_RESTORING} on a queue fenced until the
+ * restore watch checked it (includes/fence.lua): nothing moved, and a move
+ * taken for a no-op would be lost.
+ * @throws UnavailableError then.
+ */
+function fencedMove(queue: string, reply: unknown[]): void {
+  if (reply[0] === ScriptErrorCode.Restoring) {
+    throw new UnavailableError(`queue ${queue} awaits its check against PostgreSQL after a Redis restart: its flow jobs cannot move yet; retry shortly`);
+  }
+}
+
 export class RedisFlowRecordStore implements FlowRecordStore {
   /** @param connect opens the subscriber's own connection (default: a duplicate of the context's). */
   constructor(
@@ -91,6 +104,10 @@ export class RedisFlowRecordStore implements FlowRecordStore {
     return { flowId, project: meta[0], createdAt: Number(meta[1]), jobs };
   }
 
+  async exists(flowId: string): Promise<boolean> {
+    return (await this.ctx.redis.exists(flowKeyBase(this.ctx.prefix, flowId) + 'meta')) === 1;
+  }
+
   async discard(flowId: string): Promise<void> {
     const base = flowKeyBase(this.ctx.prefix, flowId);
     await this.ctx.redis.del(...RECORD_PARTS.map((p) => base + p));
@@ -126,14 +143,19 @@ export class RedisFlowRecordStore implements FlowRecordStore {
     if (op === 'reblock') return (await this.reblock(queue, ids)).moved;
     if (!ids.length) return [];
     const k = this.ctx.keys(queue);
-    return this.ctx.scripts.run<string[]>('moveFlowJobs', [k.blocked, k.waiting, k.delayed, k.events, k.wake, k.meta, k.flowOutbox], [k.base, op, ...ids]);
+    const r = await this.ctx.scripts.run<(string | number)[]>('moveFlowJobs', [k.blocked, k.waiting, k.delayed, k.events, k.wake, k.meta, k.flowOutbox], [k.base, op, ...ids]);
+    fencedMove(queue, r);
+    return r as string[];
   }
 
   async reblock(queue: string, ids: string[]): Promise<{ moved: string[]; at: string }> {
     if (!ids.length) return { moved: [], at: '' };
     const k = this.ctx.keys(queue);
-    // A fenced queue (not checked since Redis restarted) answers {}: nothing moved.
-    const [moved, at] = await this.ctx.scripts.run<[string[]?, string?]>('moveFlowJobs', [k.blocked, k.waiting, k.delayed, k.events, k.wake, k.meta, k.flowOutbox], [k.base, 'reblock', ...ids]);
+    const r = await this.ctx.scripts.run<[string[]?, string?] | [number]>('moveFlowJobs', [k.blocked, k.waiting, k.delayed, k.events, k.wake, k.meta, k.flowOutbox], [k.base, 'reblock', ...ids]);
+    // A fenced queue moves nothing and says so with an empty answer (no time): the dependents stay
+    // cancelled, an end; the DLQ retry that asked is itself refused (503) on a fenced queue.
+    if (r[0] === ScriptErrorCode.Restoring) return { moved: [], at: '' };
+    const [moved, at] = r as [string[]?, string?];
     return { moved: moved ?? [], at: at ?? '' };
   }
 

@@ -6,7 +6,7 @@
  * and they complete; an entry taken by a worker that died is handed out again
  * after its lease and applied once.
  */
-import { advanceFlows, applyBatch } from '../../../src/flows/flow-worker';
+import { advanceFlows, applyBatch, FLOW_LEASE_MS } from '../../../src/flows/flow-worker';
 import { openStore, sleep, TestStore } from '../../support/redis';
 import { expectLegal, scriptHelpers } from '../../support/scripts';
 import { FlowSpec, runReady as ready, submitFlow } from '../../support/flows';
@@ -135,4 +135,21 @@ it("a failure's entry handed out again after the DLQ retry was applied changes n
   await advanceFlows(t.stores.flows, [q]);
   expect(await t.redis.hmget(`${t.prefix}:{flow:${(await raw(q, id.d)).fl}}:meta`, 'nc', 'nx')).toEqual(['2', '0']);
   expectLegal(await events(q));
+});
+
+it("a dependent's queue fenced after a Redis restart (not yet checked by the restore watch): its release is kept and carried out once the queue is checked", async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { id } = await submit([{ ref: 'a', queue: q1 }, { ref: 'd', queue: q2, deps: ['a'] }]);
+  // q2 was checked on another Redis server (the restart): fenced until checked here (includes/fence.lua).
+  await t.redis.hset(t.keys(q2).meta, 'vr', 'another-run-id');
+  expect(await runReady(q1)).toEqual([id.a]);
+  // The move of d answers "fenced", not "nothing to move": a's outcome stays in flight.
+  await expect(advanceFlows(t.stores.flows, [q1])).rejects.toMatchObject({ code: 'unavailable' });
+  expect(await status(q2, id.d)).toBe('blocked');
+  // The watch checks q2; once the lease of a's entry ran out the pass carries the move out.
+  await t.redis.hdel(t.keys(q2).meta, 'vr');
+  await sleep(FLOW_LEASE_MS + 200);
+  await advanceFlows(t.stores.flows, [q1]);
+  expect(await status(q2, id.d)).toBe('waiting');
+  expect((await events(q2, id.d)).filter((e) => e.e === 'unblocked')).toHaveLength(1);
 });

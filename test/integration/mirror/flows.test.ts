@@ -48,9 +48,9 @@ async function mirror(): Promise<{ o: Record<string, unknown>; msg?: string }[]>
 type JobFlowRow = { id: string; status: string; flow_id: string | null; flow_ref: string | null; on_dependency_failure: string | null };
 const jobRows = (ids: string[]): Promise<JobFlowRow[]> =>
   db.dataSource.query(`SELECT id, status, flow_id, flow_ref, on_dependency_failure FROM jobs WHERE id = ANY($1::uuid[]) ORDER BY id`, [ids]);
-type EdgeRow = { job_id: string; depends_on_id: string; flow_id: string; ref: string };
+type EdgeRow = { job_id: string; depends_on_id: string; flow_id: string; ref: string; queue?: string | null };
 const edges = (ids: string[]): Promise<EdgeRow[]> =>
-  db.dataSource.query(`SELECT job_id, depends_on_id, flow_id, ref FROM job_dependencies WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, ref`, [ids]);
+  db.dataSource.query(`SELECT job_id, depends_on_id, flow_id, ref, queue FROM job_dependencies WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, ref`, [ids]);
 const sortRows = <T extends { id: string }>(rows: T[]) => [...rows].sort((a, b) => (a.id < b.id ? -1 : 1));
 const sortEdges = (rows: EdgeRow[]) => [...rows].sort((a, b) => (a.job_id + a.ref < b.job_id + b.ref ? -1 : 1));
 
@@ -79,11 +79,16 @@ test('a flow across two queues: flow columns on every job, one row per edge, not
     ]),
   );
   const expected = sortEdges([
-    { job_id: id.b, depends_on_id: id.a, flow_id: flowId, ref: 'a' },
-    { job_id: id.c, depends_on_id: id.a, flow_id: flowId, ref: 'a' },
-    { job_id: id.d, depends_on_id: id.b, flow_id: flowId, ref: 'b' },
-    { job_id: id.d, depends_on_id: id.c, flow_id: flowId, ref: 'c' },
+    { job_id: id.b, depends_on_id: id.a, flow_id: flowId, ref: 'a', queue: q1 },
+    { job_id: id.c, depends_on_id: id.a, flow_id: flowId, ref: 'a', queue: q1 },
+    { job_id: id.d, depends_on_id: id.b, flow_id: flowId, ref: 'b', queue: q2 },
+    { job_id: id.d, depends_on_id: id.c, flow_id: flowId, ref: 'c', queue: q1 },
   ]);
+  // Each edge names its dependency's queue (migration 1796002050000: the restore looks for a dependency PostgreSQL never heard of there).
+  expect(sortEdges(await edges(all))).toEqual(expected);
+  // The idempotent form writes the same rows.
+  await db.dataSource.query(`DELETE FROM job_dependencies WHERE flow_id = $1`, [flowId]);
+  await writeBatch(db.dataSource, project(entries), false);
   expect(sortEdges(await edges(all))).toEqual(expected);
 
   // The mirror applies the same entries again after a crash: the idempotent form, twice, changes nothing.
@@ -140,7 +145,7 @@ test('a dp the projection cannot read: the job is mirrored without dependencies,
   expect(rows.find((r) => r.id === good)).toEqual({ id: good, status: 'blocked', flow_id: fl, flow_ref: 'good', on_dependency_failure: 'run' });
   expect(rows.find((r) => r.id === plainish)).toEqual({ id: plainish, status: 'blocked', flow_id: null, flow_ref: null, on_dependency_failure: null });
   expect(await edges([...Object.values(ids), plainish])).toEqual([]);
-  expect(sortEdges(await edges([good]))).toEqual(goodDeps.map((d) => ({ job_id: good, depends_on_id: d.id, flow_id: fl, ref: d.ref })));
+  expect(sortEdges(await edges([good]))).toEqual(goodDeps.map((d) => ({ job_id: good, depends_on_id: d.id, flow_id: fl, ref: d.ref, queue: q })));
   // Nothing quarantined: every entry made its row.
   const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM audit_quarantine`);
   expect(n).toBe(0);

@@ -37,6 +37,10 @@ import { openStore, TestStore } from '../../support/redis';
 import { removeDir, RedisServer, startRedisServer, stopAllRedisServers } from '../../support/redis-server';
 import { scriptHelpers } from '../../support/scripts';
 import { FlowSpec, submitFlow } from '../../support/flows';
+import { entryFields } from '../../../src/mirror/projection';
+import { v7 as uuidv7 } from 'uuid';
+import { normalizeEnqueue } from '../../../src/core/job-options';
+import { type PlacedFlowJob, submitFlow as submitFlowSteps } from '../../../src/flows/submit-flow';
 
 jest.setTimeout(120_000);
 
@@ -297,4 +301,129 @@ it("a cluster shard rewound (d's queue and the record) after d was released: the
   await advanceFlows(t.stores.flows);
   expect(await record(flowId, 'meta')).toMatchObject({ n: '3', nc: '3', nx: '0' });
   expect(await t.redis.pttl(flowKeyBase(t.prefix, flowId) + 'meta')).toBeGreaterThan(0);
+});
+
+// ---- Issue 34 (third probe), defect 2: flows answered 201 that never finished after a Redis loss.
+
+/** The entries of `q`'s stream that `keep` refuses are removed: Redis lost them before the mirror wrote them. */
+async function dropEntries(q: string, drop: (f: Record<string, string>) => boolean): Promise<number> {
+  const entries = await t.redis.xrange(t.keys(q).events, '-', '+');
+  let n = 0;
+  for (const [id, flat] of entries) {
+    const f = entryFields(flat);
+    if (drop(f)) n += await t.redis.xdel(t.keys(q).events, id);
+  }
+  return n;
+}
+
+it("shape (a): a root whose `unblocked` Redis lost before the mirror wrote it comes back blocked with nothing to wait for: it is released, once, and the flow ends", async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { flowId, id } = await submitFlow(t, [
+    { ref: 'a', queue: q1 },
+    { ref: 'b', queue: q2, deps: ['a'] },
+  ]);
+  // PostgreSQL got a's `enqueued` (blocked) but not its `unblocked`: the loss came in between.
+  expect(await dropEntries(q1, (f) => f.e === 'unblocked' && f.j === id.a)).toBe(1);
+  await mirror([q1, q2]);
+  expect(await db.dataSource.query(`SELECT status FROM jobs WHERE id = $1`, [id.a])).toEqual([{ status: 'blocked' }]);
+
+  await loseRedis();
+  const reports = await restorer.checkAll({ only: [q1, q2] });
+  expect(reports.map((r) => r.action)).toEqual(['restored', 'restored']);
+  expect(reports[0].flows).toMatchObject({ flows: 1, created: 1, released: 1 });
+  expect(await status(q1, id.a)).toBe('waiting');
+  expect(await eventsNamed(q1, id.a, 'unblocked')).toHaveLength(1);
+  // Again: nothing more.
+  expect(await restorer.releaseFlows(q1)).toMatchObject({ released: 0 });
+  expect(await runReady(q1)).toHaveLength(1);
+  await advanceFlows(t.stores.flows);
+  expect(await status(q2, id.b)).toBe('waiting');
+  expect(await runReady(q2)).toHaveLength(1);
+  await advanceFlows(t.stores.flows);
+  expect(await record(flowId, 'meta')).toMatchObject({ n: '2', nc: '2', nx: '0' });
+});
+
+it('shape (b): dependencies lost with Redis before they reached PostgreSQL end the flow: cancel dependents cancelled, run dependents run, dp names their queue', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { flowId, id } = await submitFlow(t, [
+    { ref: 'a', queue: q1 },
+    { ref: 'b', queue: q2, deps: ['a'] },
+    { ref: 'r', queue: q2, deps: ['a'], run: true },
+    { ref: 'e', queue: q2, deps: ['b'] },
+  ]);
+  // Only q2 reaches PostgreSQL: q1's mirror lock is held elsewhere until Redis loses everything.
+  expect(await t.stores.ownership.take(q1, 'elsewhere', 60_000)).toBe(true);
+  await mirror([q2]);
+  expect(await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE id = $1`, [id.a])).toEqual([{ n: 0 }]);
+
+  await loseRedis();
+  const [report] = await restorer.checkAll({ only: [q2] });
+  expect(report.action).toBe('restored');
+  expect(report.flows).toMatchObject({ flows: 1, created: 1, lost: 1, released: 1, cancelled: 1 });
+  // b was to wait for a, which never ran and never will: cancelled; r (policy run) runs; e follows b down the graph.
+  expect(await status(q2, id.b)).toBe('cancelled');
+  expect((await eventsNamed(q2, id.b, 'cancelled')).map((x) => x.r)).toEqual(['dependency_failed']);
+  expect(await status(q2, id.r)).toBe('waiting');
+  expect(JSON.parse((await raw(q2, id.r)).dp)).toEqual([{ ref: 'a', id: id.a, queue: q1 }]);
+  await advanceFlows(t.stores.flows);
+  expect(await status(q2, id.e)).toBe('cancelled');
+  expect((await runReady(q2)).length).toBe(1);
+  await advanceFlows(t.stores.flows);
+  // The record holds a as ended; every job has an outcome: the flow has ended.
+  expect(await record(flowId, 'out')).toEqual({ [id.a]: 'x', [id.b]: 'x', [id.e]: 'x', [id.r]: 'c' });
+  expect(await record(flowId, 'meta')).toMatchObject({ n: '4', nc: '1', nx: '3' });
+});
+
+it('a dependency that completes while its dependent is being restored: the moves are read once the jobs are back, the dependent is released once', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const { flowId, id } = await submitFlow(t, [
+    { ref: 'a', queue: q1 },
+    { ref: 'd', queue: q2, deps: ['a'] },
+  ]);
+  await mirror([q1, q2]);
+  await loseRedis();
+  expect((await restorer.checkAll({ only: [q1] }))[0].action).toBe('restored');
+  // q2's restore: the record is read (d waits for a), then, before d is back, a completes and the flow
+  // worker's move of d finds nothing to move; then d comes back blocked.
+  let once = false;
+  const restore = Object.create(t.stores.restore) as typeof t.stores.restore;
+  restore.restoreJobs = async (...args) => {
+    if (!once && args[3].length) {
+      once = true;
+      expect((await runReady(q1)).map((j) => j.id)).toEqual([id.a]);
+      await advanceFlows(t.stores.flows);
+      expect((await record(flowId, 'left'))[id.d]).toBe('0');
+    }
+    return t.stores.restore.restoreJobs(...args);
+  };
+  const racing = new QueueRestorer(db.dataSource, { ...t.stores, restore }, { chunkSize: 2 });
+  const [report] = await racing.checkAll({ only: [q2] });
+  expect(once).toBe(true);
+  expect(report.flows).toMatchObject({ released: 1 });
+  expect(await status(q2, id.d)).toBe('waiting');
+  expect(await eventsNamed(q2, id.d, 'unblocked')).toHaveLength(1);
+});
+
+it('Redis loses everything while a flow is submitted, between its record and its jobs: the submission is refused (503), not answered with a flow whose record is gone', async () => {
+  const [q1, q2] = [newQueue(), newQueue()];
+  const flowId = uuidv7();
+  const ids = { a: uuidv7(), b: uuidv7() };
+  const jobs: PlacedFlowJob[] = [
+    { ...normalizeEnqueue({ queue: q1, type: 't', payload: {} }, 1e6), flow: { flowId, jobId: ids.a, ref: 'a', onDependencyFailure: 'cancel', dependsOn: [] } },
+    { ...normalizeEnqueue({ queue: q2, type: 't', payload: {} }, 1e6), flow: { flowId, jobId: ids.b, ref: 'b', onDependencyFailure: 'cancel', dependsOn: [{ ref: 'a', id: ids.a, queue: q1 }] } },
+  ];
+  // The loss lands after the record was written, before the first job is created.
+  let lost = false;
+  const store = Object.create(t.store) as typeof t.store;
+  store.enqueue = async (...args) => {
+    if (!lost) {
+      lost = true;
+      await loseRedis();
+    }
+    return t.store.enqueue(...args);
+  };
+  await expect(submitFlowSteps({ jobs: store, flows: t.stores.flows }, flowId, 'default', jobs)).rejects.toMatchObject({ code: 'unavailable' });
+  expect(lost).toBe(true);
+  // What the submission made after the loss lives without the record: POST /flows rolls it back (src/flows/flows.service.ts).
+  expect(await t.stores.flows.exists(flowId)).toBe(false);
 });
