@@ -5,7 +5,7 @@ import { LargeAnswerInterceptor, turnForLargeBody } from '../http/large-answer';
 import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/principal';
-import { ApiAnswer, ApiErrors, ApiTraceHeaders } from '../http/openapi/decorators';
+import { ApiAnswer, ApiErrors, ApiPreferMinimal, ApiTraceHeaders, schemaRef } from '../http/openapi/decorators';
 import { ApiJob, toApiJob } from '../http/api-job';
 import { EnqueueBatchBody, EnqueueBatchPipe, EnqueueJobBody, EnqueueJobPipe } from './dto/enqueue-body.pipe';
 import { EnqueueBatchDto, EnqueueJobDto } from './dto/enqueue-job.dto';
@@ -13,6 +13,7 @@ import { ListJobsQueryDto } from './dto/list-jobs.dto';
 import { ApiJobEvent, ApiJobExecution, ApiJobLogLine, toApiEvent, toApiExecution, toApiLog } from './history-view';
 import { JobsService } from './jobs.service';
 import { beginEnqueue, spanEnqueue } from '../telemetry/enqueue-trace';
+import { applyMinimal, type MinimalJob } from '../http/prefer';
 
 /**
  * API.md "Jobs": enqueue, read, list, history, cancel; each in the
@@ -29,48 +30,60 @@ export class JobsController {
    * 201 with the new job; 200 with the existing job and
    * `Idempotent-Replayed: true` when its idempotency key matched; 200 with
    * the updated job and `Sluice-Debounced: true` when its debounce key
-   * matched a job not claimed yet (API.md v1.2).
+   * matched a job not claimed yet (API.md v1.2). With `Prefer:
+   * return=minimal` the job is `{id, status}` and `Preference-Applied:
+   * return=minimal` is set (API.md v1.3); status codes and headers as without.
    */
   @Post()
   @Access('producer')
   @NotAudited('enqueue: in the job history already, and the hot path')
   @ApiOperation({ operationId: 'enqueueJob', summary: 'Enqueue a job' })
-  @ApiAnswer(201, 'Job', 'The new job.')
+  @ApiAnswer(201, { anyOf: [schemaRef('Job'), schemaRef('MinimalJob')] }, 'The new job (with `Prefer: return=minimal`: its id and status).', ['Preference-Applied'])
   @ApiAnswer(
     200,
-    'Job',
+    { anyOf: [schemaRef('Job'), schemaRef('MinimalJob')] },
     'Either the idempotency key matched a job enqueued with the same body: that job (`Idempotent-Replayed: true`); or the debounce key matched a job of the queue not claimed yet: that job, updated with this body and its runAt moved (`Sluice-Debounced: true`).',
-    ['Idempotent-Replayed', 'Sluice-Debounced'],
+    ['Idempotent-Replayed', 'Sluice-Debounced', 'Preference-Applied'],
   )
   @ApiErrors([409, 'The idempotency key was used with a different body (code conflict).'])
   @ApiBody({ type: EnqueueJobDto })
   @ApiTraceHeaders()
-  async create(@Body(EnqueueJobPipe) body: EnqueueJobBody, @Res({ passthrough: true }) reply: FastifyReply, @Req() req: FastifyRequest): Promise<ApiJob> {
+  @ApiPreferMinimal()
+  async create(@Body(EnqueueJobPipe) body: EnqueueJobBody, @Res({ passthrough: true }) reply: FastifyReply, @Req() req: FastifyRequest): Promise<ApiJob | MinimalJob> {
     const trace = beginEnqueue(req.headers, false);
     const pending = this.jobs.enqueue([body], false, principalOf(req).project, trace?.carry);
     const [r] = await (trace?.span ? spanEnqueue(trace, pending) : pending);
     if (r.replayed) void reply.status(200).header('idempotent-replayed', 'true');
     else if (r.debounced) void reply.status(200).header('sluice-debounced', 'true');
     else void reply.status(201);
-    return toApiJob(r.job);
+    return applyMinimal(req, reply) ? { id: r.job.id, status: r.job.status } : toApiJob(r.job);
   }
 
-  /** 201 `{jobs: [job...]}` in input order; all validated before any is enqueued. */
+  /**
+   * 201 `{jobs: [job...]}` in input order; all validated before any is enqueued.
+   * With `Prefer: return=minimal`: `{jobs: [{id, status}...]}` and `Preference-Applied: return=minimal`.
+   */
   @Post('batch')
   @Access('producer')
   @NotAudited('enqueue: in the job history already, and the hot path')
   @HttpCode(201)
   @ApiOperation({ operationId: 'enqueueJobs', summary: 'Enqueue 1..1000 jobs (atomic per queue)' })
-  @ApiAnswer(201, 'JobBatch', 'The jobs, in input order.')
+  @ApiAnswer(201, { anyOf: [schemaRef('JobBatch'), schemaRef('MinimalJobBatch')] }, 'The jobs, in input order (with `Prefer: return=minimal`: their ids and statuses).', ['Preference-Applied'])
   @ApiErrors([409, 'An idempotency key was used with a different body (code conflict).'])
   @ApiBody({ type: EnqueueBatchDto })
   @ApiTraceHeaders()
+  @ApiPreferMinimal()
   @UseInterceptors(LargeAnswerInterceptor)
-  async createBatch(@Body(EnqueueBatchPipe) body: EnqueueBatchBody, @Req() req: FastifyRequest): Promise<{ jobs: ApiJob[] }> {
+  async createBatch(
+    @Body(EnqueueBatchPipe) body: EnqueueBatchBody,
+    @Req() req: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<{ jobs: ApiJob[] | MinimalJob[] }> {
     await turnForLargeBody(req);
     const trace = beginEnqueue(req.headers, true);
     const pending = this.jobs.enqueue(body.jobs, true, principalOf(req).project, trace?.carry);
     const out = await (trace?.span ? spanEnqueue(trace, pending) : pending);
+    if (applyMinimal(req, reply)) return { jobs: out.map((r) => ({ id: r.job.id, status: r.job.status })) };
     return { jobs: out.map((r) => toApiJob(r.job)) };
   }
 

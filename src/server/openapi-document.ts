@@ -37,6 +37,11 @@ const HEADERS = {
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
   // Not required: the enqueue's 200 answers either a replay (this header) or a debounce (Sluice-Debounced).
   'Idempotent-Replayed': { description: '`true`: the idempotency key matched an existing job (POST /jobs) or flow (POST /flows) with the same body; this is it.', required: false, schema: { type: 'string', enum: ['true'] } },
+  'Preference-Applied': {
+    description: '`return=minimal` (RFC 7240, API.md v1.3): the request asked `Prefer: return=minimal` and each job in the answer is `{id, status}`.',
+    required: false,
+    schema: { type: 'string', enum: ['return=minimal'] },
+  },
   'Sluice-Debounced': {
     description: '`true` (API.md v1.2): the debounce key matched a job of the queue not claimed yet; this is that job, updated (payload, options, runAt).',
     required: false,

@@ -110,6 +110,16 @@ describe('SluiceClient (e2e)', () => {
     expect(await client.logs(job.id)).toEqual([]);
   });
 
+  it('enqueueBatch({minimal: true}) sends Prefer: return=minimal and answers {id, status} in order', async () => {
+    const jobs = await client.enqueueBatch(
+      Array.from({ length: 3 }, (_, i) => ({ type: 'diag.echo', queue: 'cl-minimal', payload: { i }, ...(i === 2 ? { delayMs: 60_000 } : {}) })),
+      { minimal: true },
+    );
+    expect(jobs.map((j) => Object.keys(j).sort())).toEqual([['id', 'status'], ['id', 'status'], ['id', 'status']]);
+    expect(jobs.map((j) => j.status)).toEqual(['waiting', 'waiting', 'delayed']);
+    expect((await client.get(jobs[1].id)).payload).toEqual({ i: 1 });
+  });
+
   it('enqueueBatch enqueues all; list follows nextCursor over more than two pages', async () => {
     const jobs = await client.enqueueBatch(Array.from({ length: 7 }, (_, i) => ({ type: 'diag.echo', queue: 'cl-list', payload: { i } })));
     expect(jobs.map((j) => j.payload)).toEqual(Array.from({ length: 7 }, (_, i) => ({ i })));

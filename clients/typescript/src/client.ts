@@ -6,6 +6,8 @@ import { callFetch, DEFAULT_RETRIES, type CallOptions, type RetryPolicy, type Tr
 
 type S = components['schemas'];
 export type Job = S['Job'];
+/** A job as `Prefer: return=minimal` answers it: `{id, status}` (API.md v1.3). */
+export type MinimalJob = S['MinimalJob'];
 export type JobStatus = S['JobStatus'];
 export type ClaimedJob = S['ClaimedJob'];
 export type EnqueueJob = S['EnqueueJobDto'];
@@ -99,16 +101,22 @@ export class SluiceClient {
     const body = opts.idempotencyKey === undefined ? job : { ...job, idempotencyKey: opts.idempotencyKey };
     const idempotent = body.idempotencyKey !== undefined;
     const { data, response } = await this.send(this.raw.POST('/jobs', { body, fetch: this.fetch({ idempotent, headers: traceHeaders(), signal: opts.signal }) }));
-    return { job: data, replayed: response.headers.get('idempotent-replayed') === 'true', debounced: response.headers.get('sluice-debounced') === 'true' };
+    // No Prefer header is sent here: the answer is the full job.
+    return { job: data as Job, replayed: response.headers.get('idempotent-replayed') === 'true', debounced: response.headers.get('sluice-debounced') === 'true' };
   }
 
   /**
    * `POST /jobs/batch`: 1..1000 jobs, validated first (400 names the index), enqueued atomically per queue.
    * Retried on 503/connection errors only when every job has an idempotency key.
+   * `minimal: true` sends `Prefer: return=minimal`: the answer is each job's `{id, status}` in input
+   * order (lighter for the server, the wire and this process when the full jobs are not needed).
    */
-  async enqueueBatch(jobs: EnqueueJob[], opts: RequestOptions = {}): Promise<Job[]> {
+  async enqueueBatch(jobs: EnqueueJob[], opts?: RequestOptions & { minimal?: false }): Promise<Job[]>;
+  async enqueueBatch(jobs: EnqueueJob[], opts: RequestOptions & { minimal: true }): Promise<MinimalJob[]>;
+  async enqueueBatch(jobs: EnqueueJob[], opts: RequestOptions & { minimal?: boolean } = {}): Promise<Job[] | MinimalJob[]> {
     const idempotent = jobs.length > 0 && jobs.every((j) => j.idempotencyKey !== undefined);
-    const { data } = await this.send(this.raw.POST('/jobs/batch', { body: { jobs }, fetch: this.fetch({ idempotent, headers: traceHeaders(), signal: opts.signal }) }));
+    const headers: Record<string, string> = { ...traceHeaders(), ...(opts.minimal ? { prefer: 'return=minimal' } : {}) };
+    const { data } = await this.send(this.raw.POST('/jobs/batch', { body: { jobs }, fetch: this.fetch({ idempotent, headers, signal: opts.signal }) }));
     return data.jobs;
   }
 

@@ -1640,6 +1640,32 @@ export interface components {
             /** @description in input order */
             jobs: components["schemas"]["Job"][];
         };
+        /**
+         * @description A job as `Prefer: return=minimal` answers it (API.md v1.3).
+         * @example {
+         *       "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *       "status": "waiting"
+         *     }
+         */
+        MinimalJob: {
+            /** @description the job id */
+            id: string;
+            status: components["schemas"]["JobStatus"];
+        };
+        /**
+         * @example {
+         *       "jobs": [
+         *         {
+         *           "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *           "status": "waiting"
+         *         }
+         *       ]
+         *     }
+         */
+        MinimalJobBatch: {
+            /** @description in input order */
+            jobs: components["schemas"]["MinimalJob"][];
+        };
         ClaimedJobs: {
             /** @description empty when nothing came within waitMs */
             jobs: components["schemas"]["ClaimedJob"][];
@@ -2704,6 +2730,8 @@ export interface components {
         "Retry-After": number;
         /** @description `true`: the idempotency key matched an existing job (POST /jobs) or flow (POST /flows) with the same body; this is it. */
         "Idempotent-Replayed": "true";
+        /** @description `return=minimal` (RFC 7240, API.md v1.3): the request asked `Prefer: return=minimal` and each job in the answer is `{id, status}`. */
+        "Preference-Applied": "return=minimal";
         /** @description `true` (API.md v1.2): the debounce key matched a job of the queue not claimed yet; this is that job, updated (payload, options, runAt). */
         "Sluice-Debounced": "true";
         /** @description The dashboard session cookie `sluice_session`: HttpOnly, SameSite=Strict, Path=/, Max-Age = the session's absolute lifetime (0 and an empty value clear it), Secure over TLS. */
@@ -3050,6 +3078,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description RFC 7240. `return=minimal`: each job in the answer is `{id, status}` (same status codes and headers, plus `Preference-Applied: return=minimal`); absent or `return=representation`: the full job. Other preferences are ignored. */
+                Prefer?: string;
                 /** @description W3C Trace Context (version 00): the enqueued jobs carry it, and their processing spans continue that trace. A malformed value is ignored (never a 400). */
                 traceparent?: string;
                 /** @description W3C tracestate that goes with `traceparent` (at most 512 characters and 32 members; an invalid list is dropped). */
@@ -3072,20 +3102,22 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "Sluice-Debounced": components["headers"]["Sluice-Debounced"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["Job"] | components["schemas"]["MinimalJob"];
                 };
             };
-            /** @description The new job. */
+            /** @description The new job (with `Prefer: return=minimal`: its id and status). */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Job"];
+                    "application/json": components["schemas"]["Job"] | components["schemas"]["MinimalJob"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3115,6 +3147,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description RFC 7240. `return=minimal`: each job in the answer is `{id, status}` (same status codes and headers, plus `Preference-Applied: return=minimal`); absent or `return=representation`: the full job. Other preferences are ignored. */
+                Prefer?: string;
                 /** @description W3C Trace Context (version 00): the enqueued jobs carry it, and their processing spans continue that trace. A malformed value is ignored (never a 400). */
                 traceparent?: string;
                 /** @description W3C tracestate that goes with `traceparent` (at most 512 characters and 32 members; an invalid list is dropped). */
@@ -3131,14 +3165,15 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The jobs, in input order. */
+            /** @description The jobs, in input order (with `Prefer: return=minimal`: their ids and statuses). */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobBatch"];
+                    "application/json": components["schemas"]["JobBatch"] | components["schemas"]["MinimalJobBatch"];
                 };
             };
             400: components["responses"]["BadRequest"];

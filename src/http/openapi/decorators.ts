@@ -68,3 +68,14 @@ export function ApiTraceHeaders(): MethodDecorator {
     }),
   );
 }
+
+/** The optional RFC 7240 `Prefer` request header of the enqueue routes (API.md v1.3, src/http/prefer.ts). */
+export function ApiPreferMinimal(): MethodDecorator {
+  return ApiHeader({
+    name: 'Prefer',
+    required: false,
+    description:
+      'RFC 7240. `return=minimal`: each job in the answer is `{id, status}` (same status codes and headers, plus `Preference-Applied: return=minimal`); absent or `return=representation`: the full job. Other preferences are ignored.',
+    schema: { type: 'string', example: 'return=minimal' },
+  });
+}

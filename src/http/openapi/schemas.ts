@@ -289,6 +289,14 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
     { description: "A flow job's dependencies with their results (API.md v1.2 \"Workflows\")." },
   ),
   JobBatch: obj({ jobs: { type: 'array', items: ref('Job'), description: 'in input order' } }, { example: { jobs: [JOB_EXAMPLE] } }),
+  MinimalJob: obj(
+    { id: str('the job id'), status: ref('JobStatus') },
+    { description: 'A job as `Prefer: return=minimal` answers it (API.md v1.3).', example: { id: JOB_EXAMPLE.id, status: 'waiting' } },
+  ),
+  MinimalJobBatch: obj(
+    { jobs: { type: 'array', items: ref('MinimalJob'), description: 'in input order' } },
+    { example: { jobs: [{ id: JOB_EXAMPLE.id, status: 'waiting' }] } },
+  ),
   ClaimedJobs: obj({ jobs: { type: 'array', items: ref('ClaimedJob'), description: 'empty when nothing came within waitMs' } }),
   JobEvent: obj(
     {
