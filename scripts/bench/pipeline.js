@@ -1,24 +1,32 @@
 #!/usr/bin/env node
 /*
- * Pipeline benchmark (issue 22): the whole write path, HTTP → Redis → worker →
- * mirror writer → PostgreSQL, of a real Sluice process beside BullMQ 6.7 on
- * the same Redis. Alternating systems, several rounds; medians, ranges and
- * ratios; and a CPU split per job by process.
+ * Pipeline benchmark (issues 22 and 35): the whole write path, HTTP → Redis →
+ * worker → mirror writer → PostgreSQL, of a real Sluice process beside what a
+ * user would pick instead, in one run: pg-boss 12 (its job table is its
+ * history), BullMQ 6.7 with a history in PostgreSQL bolted on, and bare BullMQ
+ * 6.7 (no history) — the peers as scripts/bench/peers.js and systems.js write
+ * them. Systems alternate (each round's order rotated by one), a warm-up round
+ * of each first, several rounds for each N; medians, ranges and ratios; and a
+ * CPU split per job by process for every system.
  *
- *   npm run build && npm run bench:pipeline
+ *   npm run build && npm run bench:pipeline          # N = 20,000 and 100,000, 3 rounds
  *   node scripts/bench/pipeline.js --n 5000 --rounds 1 --http-duration 3      # quick
+ *   node scripts/bench/pipeline.js --peers bull     # Sluice beside bare BullMQ only (issue 22's run)
  *   node scripts/bench/pipeline.js --audit-process    # the mirror writer in a process of its own
  *
- * Rows (rows 1–2 for every round, then row 3's rounds, then row 4's; Sluice
- * and BullMQ alternate which goes first):
- *  1. enqueue: N no-op jobs (`diag.echo`) with POST /jobs/batch, --batch per
- *     request, into a paused queue, timed until every job's `enqueued` is
- *     mirrored (its `jobs` row exists in PostgreSQL: the queue's job_counts up by N) — vs BullMQ addBulk of
- *     --batch per call.
+ * Rows (rows 1–2 for every round of every N, then row 3's rounds, then row 4's):
+ *  1. enqueue: N no-op jobs (`diag.echo`) with POST /jobs/batch (with
+ *     `Prefer: return=minimal` unless --full-answer), --batch per request,
+ *     into a paused queue, timed until every job's `enqueued` is mirrored (its
+ *     `jobs` row exists in PostgreSQL: the queue's job_counts up by N) — vs
+ *     pg-boss `insert()` of --batch jobs (its rows are its history), BullMQ
+ *     `addBulk` of --batch plus the batch's job rows inserted, bare `addBulk`.
  *  2. processing until history complete: resume that queue; timed until
  *     GET /queues/:name says counts.completed is up by N (a PostgreSQL count) and the
- *     last job's GET /jobs/:id/events has its `completed` — vs a BullMQ Worker
- *     (concurrency --concurrency, removeOnComplete) processing its N jobs.
+ *     last job's GET /jobs/:id/events has its `completed` — vs pg-boss `work()`
+ *     until its table says every job completed, BullMQ's Worker until every
+ *     `completed` event is written to its history table, and a bare Worker
+ *     (concurrency --concurrency, removeOnComplete) until its N `completed` events.
  *  3. single POST /jobs (into a paused queue of its own) vs GET /healthz, the
  *     server's no-op endpoint, on the same server: autocannon in a child
  *     process, --connections, --http-duration s each (0 skips the row).
@@ -26,7 +34,9 @@
  *  4. idle latency, enqueue → handler start: one job at a time into an idle
  *     queue, --samples of them; Sluice: Date.now() before POST /jobs to the
  *     job's startedAt (set by the claim, Redis clock); BullMQ: Date.now() before
- *     Queue.add to Date.now() in the handler. Both in whole milliseconds.
+ *     Queue.add to Date.now() in the handler; pg-boss (--pgboss-samples, 100):
+ *     Date.now() before send() to the handler, woken by LISTEN/NOTIFY. All in
+ *     whole milliseconds (each system's own clocks, as issue 35 decided).
  *     Printed beside it: the POST /jobs round trip alone and a GET /healthz
  *     one (µs precision), to tell HTTP from the wake-up.
  *     (scripts/bench/engine.js measures it in-process, without HTTP, in µs.)
@@ -49,7 +59,8 @@
  * --audit-process: ROLE=api,worker,scheduler and a second process ROLE=audit
  * (as docker-compose deploys it), each measured apart.
  *
- * Options: --n 20000 --rounds 3 --batch 1000 --concurrency 50 (BullMQ's
+ * Options: --n 20000,100000 (one or more) --rounds 3 --peers pgboss,bullhist,bull
+ * --full-answer --pgboss-samples 100 --batch 1000 --concurrency 50 (BullMQ's
  * worker, and Sluice's) --worker-concurrency (Sluice's, a number or `default`)
  * --http-duration 5 --connections 50 --samples 300 --timeout 180 (s, per
  * phase) --audit-process --shared-redis --queue-per-round (rows 1–2 in a
@@ -77,10 +88,18 @@ const { run: autocannon } = require('./autocannon-run');
 const { freePort, startServer, waitReady, cleanup } = require('../lib/server');
 const { client } = require('../lib/http');
 const { RedisNode } = require('../lib/private-redis');
+const peers = require('./peers');
 
 const args = process.argv.slice(2);
 const opt = (name, def) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : def);
-const N = Number(opt('n', 20000));
+/** --n: one or more job counts, comma-separated (issue 35: both 20,000 and 100,000). */
+const NS = String(opt('n', '20000,100000')).split(',').map(Number);
+/** --peers: which peers run beside Sluice (pgboss, bullhist, bull). */
+const PEERS = String(opt('peers', 'pgboss,bullhist,bull')).split(',').filter(Boolean);
+/** Sluice's batches ask `Prefer: return=minimal` (API.md v1.3) unless --full-answer. */
+const MINIMAL = !args.includes('--full-answer');
+/** Idle-latency samples for pg-boss (each waits for a NOTIFY round trip or a poll). */
+const PGBOSS_SAMPLES = Number(opt('pgboss-samples', 100));
 const ROUNDS = Number(opt('rounds', 3));
 const BATCH = Number(opt('batch', 1000));
 const CONC = Number(opt('concurrency', 50));
@@ -158,7 +177,7 @@ const SERVER_NAMES = SPLIT_AUDIT ? ['api+worker', 'audit'] : ['sluice'];
 const job = (queue, i) => ({ type: 'diag.echo', queue, payload: { i } });
 
 /** Row 1 for Sluice: jobs/s until the last `enqueued` is in PostgreSQL. */
-async function sluiceEnqueue(ctx, queue) {
+async function sluiceEnqueue(ctx, queue, N) {
   expect(await ctx.api.post(`/queues/${queue}/pause`), 200, 'pause');
   // The queue's rows in PostgreSQL from the counters the writer's triggers keep exact (job_counts): a read of a few
   // rows, where count(*) of the queue's jobs read every row of every round so far, 50 times a second, on the same cores.
@@ -170,7 +189,7 @@ async function sluiceEnqueue(ctx, queue) {
   for (let i = 0; i < N; i += BATCH) {
     const jobs = [];
     for (let j = i; j < Math.min(N, i + BATCH); j++) jobs.push(job(queue, j));
-    const body = expect(await ctx.api.post('/jobs/batch', { jobs }, { timeoutMs: 60000 }), 201, 'POST /jobs/batch');
+    const body = expect(await ctx.api.post('/jobs/batch', { jobs }, { timeoutMs: 60000, headers: MINIMAL ? { prefer: 'return=minimal' } : {} }), 201, 'POST /jobs/batch');
     lastId = body.jobs[body.jobs.length - 1].id;
   }
   const tPosted = now();
@@ -181,7 +200,7 @@ async function sluiceEnqueue(ctx, queue) {
 }
 
 /** Row 2 for Sluice: jobs/s from resume until the history is complete (counts.completed up by N). */
-async function sluiceProcess(ctx, queue, lastId) {
+async function sluiceProcess(ctx, queue, lastId, N) {
   const completed = async () => expect(await ctx.api.get(`/queues/${queue}`), 200, 'GET /queues/:name').counts.completed;
   const before = await completed();
   const c0 = await cpuSnapshot(ctx);
@@ -219,7 +238,7 @@ async function sluiceLatency(ctx, queue) {
 
 // ------------------------------------------------------------- BullMQ ---
 /** Rows 1 and 2 for BullMQ: addBulk, then a Worker over those jobs. */
-async function bullRows(ctx) {
+async function bullRows(ctx, N) {
   const q = systems.bullmq({ concurrency: CONC, inflight: 1 });
   ctx.bullQueues.add(q);
   try {
@@ -279,6 +298,41 @@ async function httpRow(ctx, round) {
   return { noop: a.rps, post: b.rps, postNon2xx: b.non2xx, postP99: b.p99 };
 }
 
+// --------------------------------------------------------------- peers ---
+const LABEL = { sluice: 'Sluice', pgboss: 'pg-boss 12', bullhist: 'BullMQ + history', bull: 'bare BullMQ' };
+const SYSTEMS = ['sluice', ...PEERS];
+
+/** Rows 1 and 2 of one system for n jobs: `{enq: {rate, cpu}, proc: {rate, cpu}}` (Sluice's enq adds postedRate). */
+async function systemRows(ctx, sys, n, round) {
+  if (sys === 'sluice') {
+    const queue = queueOf(round);
+    const enq = await sluiceEnqueue(ctx, queue, n);
+    await redisQuiet();
+    return { enq, proc: await sluiceProcess(ctx, queue, enq.lastId, n) };
+  }
+  if (sys === 'bull') {
+    const b = await bullRows(ctx, n);
+    return { enq: b.enqueue, proc: b.process };
+  }
+  const peer = ctx.peers[sys];
+  const r = await peer.rows(n, BATCH, () => cpuSnapshot(ctx));
+  return { enq: { rate: r.enqueue.rate, cpu: cpuPerJob(r.enqueue.c0, r.enqueue.c1, n) }, proc: { rate: r.process.rate, cpu: cpuPerJob(r.process.c1, r.process.c2, n) } };
+}
+
+/** Row 4 of one system: `{p50, p99}` ms (Sluice's adds its round trips). */
+async function systemLatency(ctx, sys, round) {
+  if (sys === 'sluice') return sluiceLatency(ctx, `pipe-lat${round}`);
+  if (sys === 'bull') return bullLatency(ctx);
+  if (sys === 'pgboss') {
+    const lat = await ctx.peers.pgboss.latency(PGBOSS_SAMPLES);
+    return { p50: pct(lat, 50), p99: pct(lat, 99) };
+  }
+  return null; // BullMQ + history starts a job as bare BullMQ does: its history is written after the start
+}
+
+/** The systems in round `round`'s order: rotated by one each round, so each goes first in turn. */
+const orderOf = (round) => SYSTEMS.map((_, i) => SYSTEMS[(i + round - 1) % SYSTEMS.length]);
+
 // --------------------------------------------------------------- main ---
 async function main() {
   const prefix = `bench-pipe-${process.pid}`;
@@ -295,7 +349,7 @@ async function main() {
     process.env.REDIS_URL = `redis://127.0.0.1:${port}`; // systems.js reads it at each use
   }
   const REDIS_URL = systems.redisUrl();
-  const ctx = { servers: [], bullQueues: new Set(), database, redis: new IORedis(REDIS_URL), pg: null, api: null };
+  const ctx = { servers: [], bullQueues: new Set(), database, redis: new IORedis(REDIS_URL), pg: null, api: null, peers: {} };
   const env = {
     REDIS_URL,
     REDIS_PREFIX: prefix,
@@ -310,6 +364,7 @@ async function main() {
     if (stopping) return;
     stopping = true;
     for (const q of ctx.bullQueues) await q.clean().catch(() => undefined), await q.close().catch(() => undefined);
+    for (const p of Object.values(ctx.peers)) await p.close().catch(() => undefined);
     await ctx.pg?.end().catch(() => undefined);
     for (const s of ctx.servers) await s.stop(20000);
     ctx.redis.disconnect();
@@ -320,7 +375,9 @@ async function main() {
     }
   };
   process.once('SIGINT', () => finish().finally(() => process.exit(130)));
-  const rows = [];
+  const byN = new Map(NS.map((n) => [n, []]));
+  const lats = [];
+  const https = [];
   try {
     // The main server first (it migrates the new database), then the audit one.
     const main = startServer({ port: await freePort(), main: MAIN, env: { ...env, ROLE: SPLIT_AUDIT ? 'api,worker,scheduler' : 'all' } });
@@ -334,45 +391,37 @@ async function main() {
     ctx.api = client(main.url);
     ctx.pg = new Client({ connectionString: dbUrl.toString() });
     await ctx.pg.connect();
+    if (PEERS.includes('pgboss')) ctx.peers.pgboss = await peers.pgBoss({ databaseUrl: dbUrl.toString() });
+    if (PEERS.includes('bullhist')) ctx.peers.bullhist = await peers.bullHistory({ databaseUrl: dbUrl.toString(), concurrency: CONC });
     expect(await ctx.api.post('/queues/pipe-single/pause'), 200, 'pause');
     const la = os.loadavg().map((x) => x.toFixed(2)).join(' ');
     console.log(`# ${os.cpus().length} × ${os.cpus()[0].model}, node ${process.version}, load average ${la}`);
-    console.log(`# Redis ${REDIS_URL}${privateRedis ? ' (a redis-server of its own)' : ''}, PostgreSQL ${PG_BASE.replace(/\/[^/]*$/, '')} (database ${database})`);
-    console.log(`# N=${N}, batches of ${BATCH}, ${ROUNDS} rounds; Sluice ${SPLIT_AUDIT ? 'ROLE=api,worker,scheduler (pid ' + main.proc.pid + ') + ROLE=audit (pid ' + ctx.servers[1].proc.pid + ')' : 'ROLE=all (pid ' + main.proc.pid + ')'}, WORKER_CONCURRENCY ${WORKER_CONC ?? 'default'}; BullMQ Worker concurrency ${CONC}`);
+    console.log(`# Redis ${REDIS_URL}${privateRedis ? ' (a redis-server of its own)' : ''}, PostgreSQL ${PG_BASE.replace(/\/[^/]*$/, '')} (database ${database}, shared by every system)`);
+    console.log(
+      `# N=${NS.join(' and ')}, batches of ${BATCH}, ${ROUNDS} rounds each; systems ${SYSTEMS.map((x) => LABEL[x]).join(', ')}; Sluice ${SPLIT_AUDIT ? 'ROLE=api,worker,scheduler (pid ' + main.proc.pid + ') + ROLE=audit (pid ' + ctx.servers[1].proc.pid + ')' : 'ROLE=all (pid ' + main.proc.pid + ')'}, WORKER_CONCURRENCY ${WORKER_CONC ?? 'default'}, batches ${MINIMAL ? 'with' : 'without'} Prefer: return=minimal; BullMQ Worker concurrency ${CONC}`,
+    );
 
-    // Warm-up, not recorded: JIT, connection pools, the first migration-fresh tables.
-    {
-      const e = await sluiceEnqueue(ctx, queueOf(0));
-      await sluiceProcess(ctx, queueOf(0), e.lastId);
-      await bullRows(ctx);
-    }
+    // Warm-up, not recorded: JIT, connection pools, the first migration-fresh tables; each system once.
+    for (const sys of SYSTEMS) await systemRows(ctx, sys, Math.min(NS[0], 20000), 0);
 
-    // Rows 1 and 2 first, all rounds, on a server holding nothing else; then
+    // Rows 1 and 2 first, all rounds of each N, on a server holding nothing else; then
     // row 3 (whose accepted jobs stay behind in their paused queue), then row 4.
     const load = () => `load ${os.loadavg()[0].toFixed(2)}${hiccups ? `, ${hiccups} failed polls so far (retried)` : ''}`;
-    for (let round = 1; round <= ROUNDS; round++) {
-      const r = { round };
-      const order = round % 2 ? ['sluice', 'bull'] : ['bull', 'sluice'];
-      for (const sys of order) {
-        await redisQuiet();
-        if (sys === 'sluice') {
-          const queue = queueOf(round);
-          r.sEnq = await sluiceEnqueue(ctx, queue);
+    for (const n of NS) {
+      for (let round = 1; round <= ROUNDS; round++) {
+        const r = { round };
+        const order = orderOf(round);
+        for (const sys of order) {
           await redisQuiet();
-          r.sProc = await sluiceProcess(ctx, queue, r.sEnq.lastId);
-        } else {
-          const b = await bullRows(ctx);
-          r.bEnq = b.enqueue;
-          r.bProc = b.process;
+          r[sys] = await systemRows(ctx, sys, n, round);
         }
+        byN.get(n).push(r);
+        console.log(
+          `N=${n} round ${round} (${order.map((x) => LABEL[x]).join(' → ')}): enqueue ${SYSTEMS.map((x) => `${LABEL[x]} ${fmt(r[x].enq.rate)}/s`).join(', ')} (Sluice's HTTP done at ${fmt(r.sluice.enq.postedRate)}/s); ` +
+            `processing ${SYSTEMS.map((x) => `${LABEL[x]} ${fmt(r[x].proc.rate)}/s`).join(', ')}; ${load()}`,
+        );
+        console.log(`  Sluice CPU µs/job enqueue ${cpuLine(r.sluice.enq.cpu)}, processing ${cpuLine(r.sluice.proc.cpu)}; Redis per job, processing: Sluice ${r.sluice.proc.cpu.commands}${r.bull ? `; BullMQ ${r.bull.proc.cpu.commands}` : ''}`);
       }
-      rows.push(r);
-      console.log(
-        `round ${round} (${order[0]} first): enqueue Sluice ${fmt(r.sEnq.rate)}/s (HTTP done at ${fmt(r.sEnq.postedRate)}/s) BullMQ ${fmt(r.bEnq.rate)}/s; ` +
-          `processing Sluice ${fmt(r.sProc.rate)}/s BullMQ ${fmt(r.bProc.rate)}/s; ` +
-          `Sluice CPU µs/job enqueue ${cpuLine(r.sEnq.cpu)}, processing ${cpuLine(r.sProc.cpu)}; ${load()}`,
-      );
-      console.log(`  Redis per job, processing: Sluice ${r.sProc.cpu.commands}; BullMQ ${r.bProc.cpu.commands}`);
     }
     // How PostgreSQL reached the history tables (a growing seq_tup_read means scans that grow with the tables).
     const st = await ctx.pg.query(
@@ -383,73 +432,107 @@ async function main() {
        WHERE p.relname IN ('jobs', 'job_events', 'job_executions') GROUP BY p.relname ORDER BY p.relname`,
     );
     for (const t of st.rows) console.log(`# pg ${t.relname}: ${fmt(t.n_live_tup)} rows, ${fmt(t.seq_scan)} seq scans reading ${fmt(t.seq_tup_read)} rows, ${fmt(t.idx_scan ?? 0)} index scans, auto-analyzed ${t.analyzed}`);
-    for (const r of HTTP_DURATION > 0 ? rows : []) {
-      r.http = await httpRow(ctx, r.round);
-      console.log(`round ${r.round}: POST /jobs ${fmt(r.http.post)} req/s (non-2xx ${r.http.postNon2xx}, p99 ${r.http.postP99} ms) GET /healthz ${fmt(r.http.noop)} req/s; ${load()}`);
+    for (let round = 1; HTTP_DURATION > 0 && round <= ROUNDS; round++) {
+      const h = await httpRow(ctx, round);
+      https.push(h);
+      console.log(`round ${round}: POST /jobs ${fmt(h.post)} req/s (non-2xx ${h.postNon2xx}, p99 ${h.postP99} ms) GET /healthz ${fmt(h.noop)} req/s; ${load()}`);
     }
     // --samples 0 skips the row (BullMQ's side would wait for a job count of zero that its worker never reports).
-    for (const r of SAMPLES > 0 ? rows : []) {
-      await redisQuiet();
-      const q = `pipe-lat${r.round}`;
-      [r.sLat, r.bLat] = r.round % 2 ? [await sluiceLatency(ctx, q), await bullLatency(ctx)] : [await bullLatency(ctx), await sluiceLatency(ctx, q)].reverse();
-      console.log(`round ${r.round}: idle latency p50/p99 Sluice ${r.sLat.p50}/${r.sLat.p99} ms (round trips p50/p99: POST /jobs ${r.sLat.postP50.toFixed(2)}/${r.sLat.postP99.toFixed(2)} ms, GET /healthz ${r.sLat.noopP50.toFixed(2)}/${r.sLat.noopP99.toFixed(2)} ms) BullMQ ${r.bLat.p50}/${r.bLat.p99} ms; ${load()}`);
+    for (let round = 1; SAMPLES > 0 && round <= ROUNDS; round++) {
+      const l = {};
+      for (const sys of orderOf(round)) {
+        await redisQuiet();
+        const got = await systemLatency(ctx, sys, round);
+        if (got) l[sys] = got;
+      }
+      lats.push(l);
+      const extra = l.sluice ? ` (Sluice's round trips p50/p99: POST /jobs ${l.sluice.postP50.toFixed(2)}/${l.sluice.postP99.toFixed(2)} ms, GET /healthz ${l.sluice.noopP50.toFixed(2)}/${l.sluice.noopP99.toFixed(2)} ms)` : '';
+      console.log(`round ${round}: idle latency p50/p99 ${Object.entries(l).map(([k, v]) => `${LABEL[k]} ${v.p50}/${v.p99} ms`).join(', ')}${extra}; ${load()}`);
     }
   } finally {
     await finish();
   }
-  report(rows);
+  for (const [n, rows] of byN) report(n, rows);
+  reportOnce(https, lats);
 }
 
 // ------------------------------------------------------------- report ---
-function report(rows) {
-  const stat = (sel) => {
-    const xs = rows.map(sel);
-    return { med: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
-  };
-  const range = (s, f = fmt) => `${f(s.med)} (${f(s.min)}–${f(s.max)})`;
-  const ratio = (a, b) => {
-    const per = rows.map((r) => a(r) / b(r));
-    return { paired: median(per), per };
-  };
-  const verdict = (ok) => (ok ? 'met' : 'NOT met');
+const range = (xs, f = fmt) => `${f(median(xs))} (${f(Math.min(...xs))}–${f(Math.max(...xs))})`;
+const verdict = (ok) => (ok ? 'met' : 'NOT met');
+/** Median of the per-round ratios, and the ratios. */
+function ratio(rows, a, b) {
+  const per = rows.map((r) => a(r) / b(r));
+  return { paired: median(per), per, text: `${median(per).toFixed(2)}× (${per.map((v) => v.toFixed(2)).join(', ')})` };
+}
+/** Processes counted in a system's CPU total (PostgreSQL as this database's backends: the machine is shared). */
+const PARTS = {
+  sluice: () => [...SERVER_NAMES, 'redis', 'pgOurs'],
+  pgboss: () => ['client', 'pgOurs'],
+  bullhist: () => ['client', 'redis', 'pgOurs'],
+  bull: () => ['client', 'redis'],
+};
+/** Issue 35's targets: Sluice ÷ peer, per row. */
+const TARGETS = {
+  proc: { pgboss: 1.5, bullhist: 1.5, bull: 0.8 },
+  enq: { pgboss: 0.7, bullhist: 1.5 },
+};
+const CPU_TARGET = { enq: 50, proc: 100 };
+
+function report(n, rows) {
   const out = [];
-  out.push(`\nmedians (ranges) of ${rows.length} rounds; ratio = median of the per-round Sluice/BullMQ ratios (rounds: …)`);
-  out.push('| row | Sluice | BullMQ 6.7 | ratio | target |');
-  out.push('|---|---:|---:|---:|---|');
-  const enq = ratio((r) => r.sEnq.rate, (r) => r.bEnq.rate);
-  const proc = ratio((r) => r.sProc.rate, (r) => r.bProc.rate);
-  const rs = (x) => `${x.paired.toFixed(2)}× (${x.per.map((v) => v.toFixed(2)).join(', ')})`;
-  out.push(`| enqueue, POST /jobs/batch of ${BATCH} until mirrored vs addBulk, jobs/s | ${range(stat((r) => r.sEnq.rate))} | ${range(stat((r) => r.bEnq.rate))} | ${rs(enq)} | ≥ 1.0× ${verdict(enq.paired >= 1)} |`);
-  out.push(`| (enqueue, Sluice's HTTP calls alone, jobs/s) | ${range(stat((r) => r.sEnq.postedRate))} | | | |`);
-  out.push(`| processing until history complete vs Worker, jobs/s | ${range(stat((r) => r.sProc.rate))} | ${range(stat((r) => r.bProc.rate))} | ${rs(proc)} | ≥ 1.2× ${verdict(proc.paired >= 1.2)} |`);
-  if (rows[0].http) {
-    const h = ratio((r) => r.http.post, (r) => r.http.noop);
-    out.push(`| single POST /jobs vs GET /healthz (same server), req/s | ${range(stat((r) => r.http.post))} | ${range(stat((r) => r.http.noop))} (GET /healthz) | ${rs(h)} | ≥ 0.5× ${verdict(h.paired >= 0.5)} |`);
-  }
-  if (rows[0].sLat) {
-    const sp99 = stat((r) => r.sLat.p99);
-    const bp99 = stat((r) => r.bLat.p99);
-    const ms = (x) => String(x);
-    out.push(`| idle enqueue → handler start, p50 / p99 ms | ${ms(stat((r) => r.sLat.p50).med)} / ${range(sp99, ms)} | ${ms(stat((r) => r.bLat.p50).med)} / ${range(bp99, ms)} | | p99 ≤ BullMQ's ${verdict(sp99.med <= bp99.med)} |`);
+  out.push(`\nN = ${fmt(n)}: medians (ranges) of ${rows.length} rounds; ratio = median of the per-round Sluice ÷ peer ratios (per round in brackets)`);
+  out.push(`| row | ${SYSTEMS.map((x) => LABEL[x]).join(' | ')} |`);
+  out.push(`|---|${SYSTEMS.map(() => '---:').join('|')}|`);
+  const rowLine = (what, key) => out.push(`| ${what} | ${SYSTEMS.map((x) => range(rows.map((r) => r[x][key].rate))).join(' | ')} |`);
+  rowLine(`enqueue until in the history (Sluice: POST /jobs/batch of ${BATCH}${MINIMAL ? ', return=minimal' : ''}), jobs/s`, 'enq');
+  out.push(`| (enqueue, Sluice's HTTP calls alone, jobs/s) | ${range(rows.map((r) => r.sluice.enq.postedRate))} |${PEERS.map(() => '').join(' |')} |`);
+  rowLine('processing until the history is complete, jobs/s', 'proc');
+  out.push('');
+  out.push('| Sluice ÷ | enqueue | target | processing | target |');
+  out.push('|---|---:|---|---:|---|');
+  for (const peer of PEERS) {
+    const e = ratio(rows, (r) => r.sluice.enq.rate, (r) => r[peer].enq.rate);
+    const p = ratio(rows, (r) => r.sluice.proc.rate, (r) => r[peer].proc.rate);
+    const t = (k, x) => (TARGETS[k][peer] ? `≥ ${TARGETS[k][peer]}× ${verdict(x.paired >= TARGETS[k][peer])}` : '');
+    out.push(`| ${LABEL[peer]} | ${e.text} | ${t('enq', e)} | ${p.text} | ${t('proc', p)} |`);
   }
   out.push('');
-  out.push('CPU per job, µs (medians over rounds); PostgreSQL = every postgres process ("ours" = this database\'s backends); client = this script');
+  out.push('CPU per job, µs (medians over rounds); pg = every postgres process (anyone\'s), pgOurs = this database\'s backends; client = this script (where pg-boss and BullMQ run)');
   const procs = [...SERVER_NAMES, 'redis', 'pg', 'pgOurs', 'client'];
-  out.push(`| phase | system | ${procs.join(' | ')} | total |`);
-  out.push(`|---|---|${procs.map(() => '---:').join('|')}|---:|`);
-  /** total: Sluice = its server process(es) + Redis + PostgreSQL; BullMQ = the client (producer, Worker) + Redis. */
-  const cpuRow = (phase, sys, sel) => {
-    const m = Object.fromEntries(procs.map((p) => [p, median(rows.map((r) => sel(r)[p]))]));
-    const parts = sys === 'Sluice' ? [...SERVER_NAMES, 'redis', 'pg'] : ['client', 'redis'];
-    const total = parts.reduce((t, p) => t + (Number.isFinite(m[p]) ? m[p] : 0), 0);
-    const cell = (v) => (Number.isFinite(v) ? v.toFixed(1) : '–');
-    out.push(`| ${phase} | ${sys} | ${procs.map((p) => cell(m[p])).join(' | ')} | ${cell(total)} |`);
-  };
-  cpuRow('enqueue', 'Sluice', (r) => r.sEnq.cpu);
-  cpuRow('enqueue', 'BullMQ', (r) => r.bEnq.cpu);
-  cpuRow('processing', 'Sluice', (r) => r.sProc.cpu);
-  cpuRow('processing', 'BullMQ', (r) => r.bProc.cpu);
-  out.push('(total: Sluice = server process(es) + Redis + PostgreSQL, its client apart; BullMQ = client (its producer and Worker run there) + Redis. In BullMQ\'s rows the Sluice and PostgreSQL columns are idle cost and whatever else ran.)');
+  out.push(`| phase | system | ${procs.join(' | ')} | total | target |`);
+  out.push(`|---|---|${procs.map(() => '---:').join('|')}|---:|---|`);
+  const cell = (v) => (Number.isFinite(v) ? v.toFixed(1) : '–');
+  for (const phase of ['enq', 'proc']) {
+    for (const sys of SYSTEMS) {
+      const m = Object.fromEntries(procs.map((p) => [p, median(rows.map((r) => r[sys][phase].cpu[p]))]));
+      const total = PARTS[sys]().reduce((t, p) => t + (Number.isFinite(m[p]) ? m[p] : 0), 0);
+      const target = sys === 'sluice' ? `≤ ${CPU_TARGET[phase]} ${verdict(total <= CPU_TARGET[phase])}` : '';
+      out.push(`| ${phase === 'enq' ? 'enqueue' : 'processing'} | ${LABEL[sys]} | ${procs.map((p) => cell(m[p])).join(' | ')} | ${cell(total)} | ${target} |`);
+    }
+  }
+  out.push(
+    '(total: Sluice = its server process(es) + Redis + pgOurs, its load client apart; pg-boss = client + pgOurs; BullMQ + history = client + Redis + pgOurs; bare BullMQ = client + Redis. Columns outside a system\'s total are idle cost and whatever else ran.)',
+  );
+  console.log(out.join('\n'));
+}
+
+function reportOnce(https, lats) {
+  const out = [''];
+  if (https.length) {
+    const h = https.map((x) => x.post / x.noop);
+    out.push(`single POST /jobs ${range(https.map((x) => x.post))} req/s vs GET /healthz ${range(https.map((x) => x.noop))} req/s on the same server: ${median(h).toFixed(2)}× (${h.map((v) => v.toFixed(2)).join(', ')})`);
+  }
+  if (lats.length) {
+    const ms = (x) => String(x);
+    const line = (sys) => `${LABEL[sys]} ${ms(median(lats.map((l) => l[sys].p50)))} / ${range(lats.map((l) => l[sys].p99), ms)}`;
+    const have = SYSTEMS.filter((x) => lats[0][x]);
+    out.push(`idle enqueue → handler start, p50 / p99 ms (medians, p99 range): ${have.map(line).join('; ')}`);
+    if (lats[0].bull) {
+      const s = median(lats.map((l) => l.sluice.p99));
+      const b = median(lats.map((l) => l.bull.p99));
+      out.push(`  target p99 ≤ BullMQ's: ${verdict(s <= b)}`);
+    }
+  }
   console.log(out.join('\n'));
 }
 
