@@ -10,11 +10,19 @@ import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import { ApiJob, toApiJob } from '../http/api-job';
 import { DlqGroupsQueryDto, PurgeDlqQueryDto, RetryDlqDto, RetryJobDto } from './dto/dlq.dto';
 import { ListDlqQueryDto } from './dto/list-jobs.dto';
-import { DlqService } from './dlq.service';
+import { DlqService, GroupSummary } from './dlq.service';
 import type { DlqGroup } from '../history';
 
+/** A group's summary as the API renders it (times ISO). */
+type ApiGroupSummary = Omit<GroupSummary, 'firstAt' | 'lastAt'> & { firstAt: string; lastAt: string };
+
 /** A dead-letter group as the API renders it (times ISO, queues by bare name). */
-type ApiDlqGroup = Omit<DlqGroup, 'firstAt' | 'lastAt'> & { firstAt: string; lastAt: string };
+type ApiDlqGroup = Omit<DlqGroup, 'firstAt' | 'lastAt'> & { firstAt: string; lastAt: string; summary: ApiGroupSummary };
+
+/** A summary with its times as ISO strings. */
+export function toApiSummary(s: GroupSummary): ApiGroupSummary {
+  return { ...s, firstAt: iso(s.firstAt) as string, lastAt: iso(s.lastAt) as string };
+}
 
 /** API.md "Dead-letter queue" and v1.1 "Dead-letter groups": the principal's project's only (another project's job id → 404). */
 @ApiTags('dead-letter queue')
@@ -32,14 +40,14 @@ export class DlqController {
     return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };
   }
 
-  /** 200 `{items: [{fingerprint, sample, count, types, queues, firstAt, lastAt}]}`, largest group first (API.md v1.1). */
+  /** 200 `{items: [{fingerprint, sample, count, types, queues, firstAt, lastAt, summary}]}`, largest group first (API.md v1.1, v1.3 "Failure summaries"). */
   @Get('dlq/groups')
   @Access('viewer', 'producer')
   @ApiOperation({ operationId: 'listDeadLetterGroups', summary: 'The dead-letter queue grouped by error fingerprint (one cause per group), largest first' })
   @ApiAnswer(200, 'DlqGroups', "The project's dead-letter groups, largest first.")
   async groups(@Query() q: DlqGroupsQueryDto, @Req() req: FastifyRequest): Promise<{ items: ApiDlqGroup[] }> {
     const groups = await this.dlq.groups(principalOf(req).project, { queue: q.queue, limit: q.limit });
-    return { items: groups.map((g) => ({ ...g, firstAt: iso(g.firstAt) as string, lastAt: iso(g.lastAt) as string })) };
+    return { items: groups.map((g) => ({ ...g, firstAt: iso(g.firstAt) as string, lastAt: iso(g.lastAt) as string, summary: toApiSummary(g.summary) })) };
   }
 
   /** 200 `{retried: n}`: every dead-letter job of the queue/type (all when the body is empty). */

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DlqGroup, HistoryQueries, ListDlqFilter, Page } from '../history';
+import { GroupFacts, rulesSummary, RulesSummary, SUMMARY_HOURS } from '../core/dlq-summary';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
 import { JobNotFoundError, SluiceError, WrongStateError } from '../core/errors';
@@ -15,6 +16,14 @@ import type { RestoreJobFlow } from '../core/ports/restore';
 function scoped(filter: Omit<ListDlqFilter, 'project'>, project: string): ListDlqFilter {
   return filter.queue !== undefined ? { ...filter, queue: qualify(project, filter.queue) } : { ...filter, project };
 }
+
+/** A group's facts with bare queue names (what the API shows and the sentences name). */
+function bareFacts(f: GroupFacts): GroupFacts {
+  return { ...f, queues: f.queues.map(bareQueue), jobs: f.jobs.map((j) => ({ ...j, queue: bareQueue(j.queue) })) };
+}
+
+/** The `summary` of a dead-letter group (API.md v1.3 "Failure summaries"); times epoch ms. */
+export type GroupSummary = RulesSummary;
 
 /** DLQ pages read (and retried) per round of a bulk retry. */
 const BULK_PAGE = 500;
@@ -52,10 +61,16 @@ export class DlqService {
    * @param project the caller's project: only its queues' dead-letter jobs are grouped.
    * @throws ValidationError (400) on a bad limit.
    */
-  async groups(project: string, filter: { queue?: string; limit?: number }): Promise<DlqGroup[]> {
+  async groups(project: string, filter: { queue?: string; limit?: number }): Promise<(DlqGroup & { summary: GroupSummary })[]> {
     const queue = filter.queue !== undefined ? qualify(project, filter.queue) : undefined;
     const groups = await this.history.dlqGroups(project, { ...filter, queue });
-    return groups.map((g) => ({ ...g, queues: g.queues.map(bareQueue) }));
+    const now = Date.now();
+    const { facts } = await this.history.dlqGroupFacts({ queue, project }, groups, now);
+    return groups.map((g) => {
+      const f = facts.get(g.fingerprint) ?? { ...g, hourly: new Array<number>(SUMMARY_HOURS).fill(0), jobs: [], earlierKeys: null };
+      const rules = rulesSummary(bareFacts(f), now);
+      return { ...g, queues: g.queues.map(bareQueue), summary: rules };
+    });
   }
 
   /**
