@@ -150,7 +150,7 @@ export class HistoryQueries {
    * `project`'s queues (`filter.queue` is a qualified name of it); the
    * groups' `queues` are qualified names.
    */
-  async dlqGroups(project: string, filter: { queue?: string; limit?: number } = {}): Promise<DlqGroup[]> {
+  async dlqGroups(project: string, filter: { queue?: string; limit?: number; fingerprint?: string } = {}): Promise<DlqGroup[]> {
     await this.settle(filter.queue !== undefined ? [filter.queue] : (await this.projectQueues(project)).queues);
     for (let i = 0; i < 10 && (await backfillFingerprints(this.db)) > 0; i++);
     return dlqGroups(this.db, project, filter);

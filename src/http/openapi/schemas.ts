@@ -359,6 +359,7 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
     },
     { example: QUEUE_EXAMPLE },
     {
+      summaryIncludesPayload: { type: 'boolean', description: "failure summaries by a model may send this queue's payload values (API.md v1.3); always sent" },
       payloadSearch: {
         description: "payload search index of the queue (v1.1 console): false when off, else the index's state; absent when PostgreSQL did not answer",
         oneOf: [{ type: 'boolean', enum: [false] }, { type: 'string', enum: ['building', 'ready', 'failed'] }],
@@ -488,6 +489,14 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       summarizedCount: int('kind model: the group\'s size when it was written (made again once the group has doubled)', { minimum: 1 }),
       rulesText: str('kind model: the rules summary\'s sentences, beside the model\'s'),
     },
+  ),
+  SummaryRequest: obj(
+    {
+      fingerprint: str('16 hex characters'),
+      queued: { type: 'boolean', description: 'true: the model summarizes the group again at the scheduler\'s next pass; false: no model is configured' },
+      summary: ref('DlqGroupSummary'),
+    },
+    { description: 'Answer of POST /jobs/dlq/groups/:fingerprint/summary: the summary as it is now.' },
   ),
   DlqGroups: obj({ items: { type: 'array', items: ref('DlqGroup'), description: 'largest group first (ties by fingerprint)' } }),
   DashboardMetrics: obj(
