@@ -48,9 +48,12 @@ export function hourlySql(scope: GroupScope, fingerprints: string[], now: number
 }
 
 /**
- * The newest {@link SUMMARY_SAMPLE} dead-letter jobs of each group (one
- * LIMITed range of `dead_letter_jobs_fingerprint` per fingerprint, then the
- * rows by their tid), each with its last worker from `jobs` (a primary-key
+ * The newest {@link SUMMARY_SAMPLE} dead-letter jobs of each group: the
+ * 50th newest failure time first (an index-only scan of
+ * `dead_letter_jobs_fingerprint` in its order, stopped after 50 entries,
+ * whatever the group's size: without it the planner, which estimates every
+ * group at the average size, reads a large group whole and sorts it), then
+ * the rows from that time on (a bitmap of about 50), each with its last worker from `jobs` (a primary-key
  * probe that names one day partition at run time: the id is a parameter of
  * the nested loop). Only the newest {@link SUMMARY_PAYLOAD_SAMPLE} payloads of at
  * most {@link SUMMARY_PAYLOAD_READ_MAX} characters and the newest
@@ -59,6 +62,8 @@ export function hourlySql(scope: GroupScope, fingerprints: string[], now: number
 export function sampleSql(scope: GroupScope, fingerprints: string[]): { sql: string; params: unknown[] } {
   const p = params();
   const fps = p.param(fingerprints);
+  const scope1 = scopeSql(scope, 'd.queue', p.param);
+  const scope2 = scopeSql(scope, 'i.queue', p.param);
   const sql = `SELECT f.fp AS fingerprint, s.job_id::text AS id, s.queue, s.type, s.attempts, ${epochMs('s.failed_at')} AS failed_ms,
       CASE WHEN s.rn <= ${SUMMARY_PAYLOAD_SAMPLE} AND length(s.payload) <= ${SUMMARY_PAYLOAD_READ_MAX} THEN s.payload END AS payload, w.worker_id,
       CASE WHEN s.rn <= ${SUMMARY_ERROR_SAMPLE} THEN left(s.last_error, ${SUMMARY_ERROR_CHARS}) END AS last_error
@@ -66,7 +71,10 @@ export function sampleSql(scope: GroupScope, fingerprints: string[]): { sql: str
     CROSS JOIN LATERAL (
       SELECT x.*, row_number() OVER (ORDER BY x.failed_at DESC) AS rn FROM (
         SELECT d.job_id, d.queue, d.type, d.attempts, d.failed_at, d.payload, d.last_error FROM dead_letter_jobs d
-        WHERE d.fingerprint = f.fp${scopeSql(scope, 'd.queue', p.param)} ORDER BY d.failed_at DESC LIMIT ${SUMMARY_SAMPLE}
+        WHERE d.fingerprint = f.fp${scope1} AND d.failed_at >= coalesce((
+          SELECT i.failed_at FROM dead_letter_jobs i WHERE i.fingerprint = f.fp${scope2}
+          ORDER BY i.failed_at DESC OFFSET ${SUMMARY_SAMPLE - 1} LIMIT 1), '-infinity')
+        ORDER BY d.failed_at DESC LIMIT ${SUMMARY_SAMPLE}
       ) x
     ) s
     LEFT JOIN LATERAL (SELECT j.worker_id FROM jobs j WHERE j.id = s.job_id) w ON true
