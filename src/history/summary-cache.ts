@@ -90,6 +90,17 @@ export async function logCall(db: Db, project: string, fingerprint: string, outc
   await db.query(`INSERT INTO summary_model_calls (project, fingerprint, outcome) VALUES ($1, $2, $3)`, [project, fingerprint, outcome]);
 }
 
+/**
+ * Deletes the rows of groups nothing happened to for `days` (no summary written, asked for or failed): a group
+ * retried or purged long ago leaves no row behind; one still there is summarized again (one call) if still listed.
+ */
+export async function pruneSummaries(db: Db, days: number): Promise<void> {
+  await db.query(
+    `DELETE FROM dlq_summaries WHERE greatest(generated_at, requested_at, failed_at) < now() - make_interval(days => $1)`,
+    [days],
+  );
+}
+
 /** Deletes call-log rows older than a day. */
 export async function pruneCalls(db: Db): Promise<void> {
   await db.query(`DELETE FROM summary_model_calls WHERE at < now() - interval '1 day'`);

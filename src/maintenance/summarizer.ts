@@ -9,7 +9,7 @@ import { bareQueue, DEFAULT_PROJECT } from '../core/project-queue';
 import { buildSummaryRequest, readSummaryAnswer, SummaryInput } from '../core/summary-request';
 import { dlqGroups, DlqGroup } from '../history/dlq-groups';
 import { groupFacts } from '../history/dlq-summary';
-import { CachedSummary, cachedSummaries, callsInLastHour, logCall, pendingRequests, pruneCalls, storeFailure, storeSummary } from '../history/summary-cache';
+import { CachedSummary, cachedSummaries, callsInLastHour, logCall, pendingRequests, pruneCalls, pruneSummaries, storeFailure, storeSummary } from '../history/summary-cache';
 import { callModel } from './summary-model';
 
 /** pg advisory lock held by the one scheduler replica summarizing at a time (the hourly budget is then exact). */
@@ -102,6 +102,7 @@ export class Summarizer implements OnApplicationBootstrap, OnApplicationShutdown
 
   private async pass(db: DataSource, now: number): Promise<number> {
     await pruneCalls(db);
+    await pruneSummaries(db, this.config.retentionDays);
     let left = this.config.summaryMaxPerHour - (await callsInLastHour(db));
     if (left <= 0) return 0;
     const projects = [...new Set([DEFAULT_PROJECT, ...Object.keys(await this.projects.all())])];
