@@ -509,6 +509,6 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     ...summaryModel(env),
     summaryTimeoutMs: int(env, 'SUMMARY_TIMEOUT_MS', 20_000),
     summaryMaxPerHour: int(env, 'SUMMARY_MAX_PER_HOUR', 30),
-    summaryIntervalMs: int(env, 'SUMMARY_INTERVAL_MS', 30_000),
+    summaryIntervalMs: int(env, 'SUMMARY_INTERVAL_MS', 5_000),
   };
 }

@@ -50,6 +50,14 @@ export async function pendingRequests(db: Db, project: string, limit: number): P
   return rows.map(toCached);
 }
 
+/** Whether any project has a request to summarize again not answered yet (a scan of the small `dlq_summaries`). */
+export async function anyPendingRequest(db: Db): Promise<boolean> {
+  const rows = (await db.query(
+    `SELECT 1 FROM dlq_summaries WHERE requested_at > coalesce(generated_at, '-infinity') AND requested_at > coalesce(failed_at, '-infinity') LIMIT 1`,
+  )) as unknown[];
+  return rows.length > 0;
+}
+
 /** Records a request to summarize `project`'s group again (`POST /jobs/dlq/groups/:fingerprint/summary`). */
 export async function requestSummary(db: Db, project: string, fingerprint: string): Promise<void> {
   await db.query(

@@ -9,13 +9,16 @@ import { bareQueue, DEFAULT_PROJECT } from '../core/project-queue';
 import { buildSummaryRequest, readSummaryAnswer, SummaryInput } from '../core/summary-request';
 import { dlqGroups, DlqGroup } from '../history/dlq-groups';
 import { groupFacts } from '../history/dlq-summary';
-import { CachedSummary, cachedSummaries, callsInLastHour, logCall, pendingRequests, pruneCalls, pruneSummaries, storeFailure, storeSummary } from '../history/summary-cache';
+import { anyPendingRequest, CachedSummary, cachedSummaries, callsInLastHour, logCall, pendingRequests, pruneCalls, pruneSummaries, storeFailure, storeSummary } from '../history/summary-cache';
 import { callModel } from './summary-model';
 
 /** pg advisory lock held by the one scheduler replica summarizing at a time (the hourly budget is then exact). */
 const SUMMARY_LOCK = 774413;
 /** The largest groups of each project the model summarizes (the others keep their rules summary). */
 export const MODEL_GROUPS_PER_PROJECT = 20;
+/** How often the scheduler looks for a request to summarize again between passes, ms (one tiny query). */
+const REQUEST_CHECK_MS = 1000;
+
 /** A group whose model call failed is tried again after this long, ms (a request to summarize again tries at once). */
 export const RETRY_AFTER_FAILURE_MS = 600_000;
 
@@ -33,7 +36,8 @@ export function dueReason(c: CachedSummary | undefined, count: number, now: numb
 /**
  * Failure summaries by a model (API.md v1.3, docs/failure-summaries.md): the
  * scheduler role's loop, off every request path (a group read never waits on
- * a model). Every SUMMARY_INTERVAL_MS, under a PostgreSQL advisory lock (one
+ * a model). Every SUMMARY_INTERVAL_MS (and within a second of an operator's
+ * request to summarize again), under a PostgreSQL advisory lock (one
  * replica at a time), within SUMMARY_MAX_PER_HOUR calls over the last hour
  * (`summary_model_calls`): the {@link MODEL_GROUPS_PER_PROJECT} largest
  * groups of each project, and any group an operator asked to summarize again,
@@ -60,9 +64,19 @@ export class Summarizer implements OnApplicationBootstrap, OnApplicationShutdown
 
   onApplicationBootstrap(): void {
     if (!this.db || !this.config.summaryModelUrl) return;
+    let lastPass = 0;
+    const every = Math.min(REQUEST_CHECK_MS, this.config.summaryIntervalMs);
     this.timer = setInterval(() => {
       if (this.running) return;
-      this.running = this.tick()
+      const db = this.db as DataSource;
+      // A full pass every SUMMARY_INTERVAL_MS; sooner when an operator asked for a summary.
+      const due = async () => Date.now() - lastPass >= this.config.summaryIntervalMs || (await anyPendingRequest(db));
+      this.running = due()
+        .then(async (go) => {
+          if (!go) return;
+          lastPass = Date.now();
+          await this.tick();
+        })
         .catch((e: unknown) => {
           if (Date.now() - this.failuresLoggedAt > 60_000) {
             this.failuresLoggedAt = Date.now();
@@ -70,7 +84,7 @@ export class Summarizer implements OnApplicationBootstrap, OnApplicationShutdown
           }
         })
         .finally(() => (this.running = null));
-    }, this.config.summaryIntervalMs);
+    }, every);
     this.timer.unref?.();
   }
 
@@ -101,17 +115,20 @@ export class Summarizer implements OnApplicationBootstrap, OnApplicationShutdown
   }
 
   private async pass(db: DataSource, now: number): Promise<number> {
-    await pruneCalls(db);
-    await pruneSummaries(db, this.config.retentionDays);
     let left = this.config.summaryMaxPerHour - (await callsInLastHour(db));
     if (left <= 0) return 0;
+    await pruneCalls(db);
+    await pruneSummaries(db, this.config.retentionDays);
     const projects = [...new Set([DEFAULT_PROJECT, ...Object.keys(await this.projects.all())])];
     const due: { project: string; group: DlqGroup; requested: boolean }[] = [];
     for (const project of projects) {
       const groups = await dlqGroups(db, project, { limit: MODEL_GROUPS_PER_PROJECT });
       for (const p of await pendingRequests(db, project, MODEL_GROUPS_PER_PROJECT)) {
         if (groups.some((g) => g.fingerprint === p.fingerprint)) continue;
-        groups.push(...(await dlqGroups(db, project, { fingerprint: p.fingerprint, limit: 1 })));
+        const [asked] = await dlqGroups(db, project, { fingerprint: p.fingerprint, limit: 1 });
+        // A group retried or purged since it was asked for: the request is answered (nothing to summarize).
+        if (asked) groups.push(asked);
+        else await storeFailure(db, project, p.fingerprint, 'the group has left the dead-letter queue');
       }
       const cache = await cachedSummaries(db, project, groups.map((g) => g.fingerprint));
       for (const group of groups) {

@@ -60,7 +60,9 @@ beforeAll(async () => {
   await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
   api = await startTestApi('console-summaries', {
     ROLE: 'api,audit,scheduler', AUTH: 'on', SLUICE_BOOTSTRAP_ADMIN_KEY: BOOTSTRAP,
-    SUMMARY_MODEL_URL: `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`, SUMMARY_MODEL: 'local-llm', SUMMARY_INTERVAL_MS: '250', SUMMARY_TIMEOUT_MS: '2000',
+    SUMMARY_MODEL_URL: `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`, SUMMARY_MODEL: 'local-llm', SUMMARY_TIMEOUT_MS: '2000',
+    // A full pass once a minute: the first one summarizes the groups, "Summarize again" must not wait for the next.
+    SUMMARY_INTERVAL_MS: '60000',
   });
   for (const role of ['viewer', 'operator'] as const) {
     expect((await as(api.http.post('/users')).send({ username: `${role}@example.com`, password: PASSWORD, role })).status).toBe(201);
@@ -68,6 +70,11 @@ beforeAll(async () => {
   expect((await as(api.http.put('/queues/pay')).send({ external: true })).status).toBe(200);
   await deadLetter('pay', INJECTED_ERROR, 4);
   await deadLetter('pay', '<svg onload="window.__pwned=4"> RULES-ONLY upstream said no', 2);
+  // The first full pass ran before these groups existed and the next is a minute away: asked for, they are summarized within a second or two.
+  await until(async () => ((await as(api.http.get('/jobs/dlq/groups'))).body.items as unknown[]).length === 2);
+  for (const g of (await as(api.http.get('/jobs/dlq/groups'))).body.items as { fingerprint: string }[]) {
+    expect((await as(api.http.post(`/jobs/dlq/groups/${g.fingerprint}/summary`))).status).toBe(202);
+  }
   await until(async () => {
     const items = (await as(api.http.get('/jobs/dlq/groups'))).body.items as { sample: string; summary: { kind: string } }[];
     return items.find((g) => g.sample.includes('GROUP-A'))?.summary.kind === 'model' && received.some((r) => r.includes('RULES-ONLY'));
