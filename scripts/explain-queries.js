@@ -370,6 +370,25 @@ queues × 20 rows — a dormant project reads its own few rows instead of every 
 The \`CASE WHEN j.status = 'active' THEN EXISTS (...)\` in the job queries derives \`cancelRequested\`; its SubPlan probes
 the events' key in the job's own day (pruned per row at run time) only for active rows.
 
+## Failure summaries (migration 1796002100000-DlqSummaries)
+
+The rules summary of each dead-letter group (src/history/dlq-summary.ts, API.md v1.3) is three queries for all the groups
+one \`GET /jobs/dlq/groups\` lists, each a range of an index that exists already (no index added, the write path is unchanged):
+- hourly counts: one range of \`dead_letter_jobs_fingerprint (fingerprint, failed_at DESC) INCLUDE (queue, type)\` per
+  fingerprint over the last 24 h, index-only (the project's condition reads the INCLUDEd queue), grouped by hour;
+- the newest 50 jobs: per fingerprint, the 50th newest failure time first (an index-only scan of the same index in its
+  order, stopped after 50 entries), then the rows from that time on (a bitmap of about 50 rows), each joined to its \`jobs\`
+  row for the last worker by primary key — one day partition read per row, pruned at run time (the id is a parameter of
+  the nested loop). Ordering the group's rows with \`LIMIT 50\` instead made the planner, which estimates every group at the
+  average size, read a large group whole and sort it (5.8 ms for 8,507 rows, linear in the group's size; now 0.36 ms);
+- the earlier completed jobs (for the payload keys that are new): per group, one backward range of \`jobs_type_status_id\`
+  (type, status, id DESC) below the UUIDv7 of the group's first failure, newest day first, stopped at 20 rows, queue as a
+  filter.
+
+The model summaries' cache (\`dlq_summaries\`) is read by primary key (project, fingerprint); the hourly budget counts
+\`summary_model_calls\` by its \`at\` index. Plans and timings at 1,000,000 \`jobs\` rows and 50,000 dead-letter rows:
+\`node scripts/bench/dlq-summaries.js\` ([benchmarks.md](benchmarks.md#failure-summaries-2026-12-05)).
+
 | query | execution time | seq scan / sort |
 |---|---|---|
 ${summary.join('\n')}

@@ -32,6 +32,9 @@ const FIELD: Record<keyof typeof ENV_BOUNDS, string> = {
   HTTP_KEEP_ALIVE_TIMEOUT_MS: 'httpKeepAliveTimeoutMs',
   HTTP_MAX_CONNECTIONS: 'httpMaxConnections',
   HTTP_ANSWER_TIMEOUT_MS: 'httpAnswerTimeoutMs',
+  SUMMARY_TIMEOUT_MS: 'summaryTimeoutMs',
+  SUMMARY_MAX_PER_HOUR: 'summaryMaxPerHour',
+  SUMMARY_INTERVAL_MS: 'summaryIntervalMs',
 };
 
 /** What else a variable needs to be accepted at its bound (the heartbeat must stay below the lease). */
@@ -224,5 +227,25 @@ describe('MAX_REQUEST_BYTES and MAX_INFLIGHT_BODY_BYTES', () => {
     expect(() => loadConfig({ MAX_INFLIGHT_BODY_BYTES: '8388608' })).toThrow(/^MAX_INFLIGHT_BODY_BYTES=8388608 is invalid: must be at least the largest body a route reads, 16777216 /);
     expect(() => loadConfig({ MAX_PAYLOAD_BYTES: '67108864', MAX_INFLIGHT_BODY_BYTES: '33554432' })).toThrow(/^MAX_INFLIGHT_BODY_BYTES=33554432 is invalid: .*67174400/);
     expect(loadConfig({ MAX_REQUEST_BYTES: '8388608', MAX_INFLIGHT_BODY_BYTES: '8388608' })).toMatchObject({ maxRequestBytes: 8_388_608, maxInflightBodyBytes: 8_388_608 });
+  });
+});
+
+describe('failure summaries by a model (SUMMARY_*)', () => {
+  it('defaults: no model, 20 s, 30 an hour', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({ summaryModelUrl: null, summaryModel: 'default', summaryModelKey: null, summaryTimeoutMs: 20_000, summaryMaxPerHour: 30 });
+  });
+  it('takes a loopback or private URL; a /v1 base gets /chat/completions', () => {
+    expect(loadConfig({ SUMMARY_MODEL_URL: 'http://127.0.0.1:11434/v1' }).summaryModelUrl).toBe('http://127.0.0.1:11434/v1/chat/completions');
+    expect(loadConfig({ SUMMARY_MODEL_URL: 'http://10.1.2.3:8000/v1/chat/completions' }).summaryModelUrl).toBe('http://10.1.2.3:8000/v1/chat/completions');
+  });
+  it('refuses a bad URL, credentials in it, a bad model or key, never printing the key', () => {
+    for (const env of [{ SUMMARY_MODEL_URL: 'ftp://x/' }, { SUMMARY_MODEL_URL: 'not a url' }, { SUMMARY_MODEL_URL: 'http://u:p@127.0.0.1/v1' }, { SUMMARY_MODEL: 'a b' }]) {
+      expect(() => loadConfig(env)).toThrow(ConfigError);
+    }
+    const key = 'sk-secret with space';
+    expect(refusal(() => loadConfig({ SUMMARY_MODEL_KEY: key }))).toMatch(/^\^SUMMARY_MODEL_KEY is invalid/);
+    expect(refusal(() => loadConfig({ SUMMARY_MODEL_KEY: key }))).not.toContain('secret');
+    expect(refusal(() => loadConfig({ SUMMARY_MAX_PER_HOUR: '-1' }))).toMatch(/SUMMARY_MAX_PER_HOUR/);
   });
 });

@@ -97,6 +97,22 @@ export interface SluiceConfig {
   httpMaxConnections: number;
   /** A request still unanswered this long after it arrived gets 503 `unavailable` (a stalled store), ms; 0 = no deadline. */
   httpAnswerTimeoutMs: number;
+  /**
+   * Failure summaries by a model (API.md v1.3, docs/failure-summaries.md): SUMMARY_MODEL_URL, an
+   * OpenAI-compatible chat-completions endpoint (the operator's own: loopback and private addresses allowed);
+   * null = rules summaries only.
+   */
+  summaryModelUrl: string | null;
+  /** SUMMARY_MODEL: the `model` of each request (default `default`). */
+  summaryModel: string;
+  /** SUMMARY_MODEL_KEY: sent as `Authorization: Bearer`; a secret, never logged; null = none. */
+  summaryModelKey: string | null;
+  /** SUMMARY_TIMEOUT_MS: one model call at most this long (then the rules summary stays). */
+  summaryTimeoutMs: number;
+  /** SUMMARY_MAX_PER_HOUR: model calls per hour across the installation; 0 = none. */
+  summaryMaxPerHour: number;
+  /** SUMMARY_INTERVAL_MS (*ours*): how often the scheduler role looks for groups to summarize. */
+  summaryIntervalMs: number;
 }
 
 /** Redis through Sentinel (SluiceConfig.redisSentinel). The passwords are secrets: never log this object. */
@@ -172,6 +188,12 @@ export const ENV_BOUNDS = Object.freeze({
   HTTP_MAX_CONNECTIONS: [1, 1_000_000],
   /** 0 (off) .. 1 h (*ours*). */
   HTTP_ANSWER_TIMEOUT_MS: [0, 3_600_000],
+  /** 100 ms .. 10 min (*ours*): one model call. */
+  SUMMARY_TIMEOUT_MS: [100, 600_000],
+  /** 0 (no calls) .. 100,000 (*ours*). */
+  SUMMARY_MAX_PER_HOUR: [0, 100_000],
+  /** 100 ms .. 1 h (*ours*). */
+  SUMMARY_INTERVAL_MS: [100, 3_600_000],
 } as const satisfies Record<string, readonly [number, number]>);
 
 type Env = Record<string, string | undefined>;
@@ -327,6 +349,37 @@ function parseRedisSentinel(env: Env, redisUrl: string): RedisSentinelConfig | n
 }
 
 /**
+ * SUMMARY_MODEL_URL: an http(s) URL without credentials (the key goes in
+ * SUMMARY_MODEL_KEY, which is never printed). A URL whose path ends in `/v1`
+ * gets `/chat/completions` appended (Ollama's and vLLM's base URL); any other
+ * path is used as it is. Loopback and private hosts are allowed: the model is
+ * the operator's own (the http.request handler's address rules do not apply).
+ */
+function summaryModel(env: Env): Pick<SluiceConfig, 'summaryModelUrl' | 'summaryModel' | 'summaryModelKey'> {
+  const raw = (env.SUMMARY_MODEL_URL ?? '').trim();
+  let url: string | null = null;
+  if (raw !== '') {
+    let u: URL;
+    try {
+      u = new URL(raw);
+    } catch {
+      throw new ConfigError('SUMMARY_MODEL_URL is invalid: not a URL');
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError('SUMMARY_MODEL_URL is invalid: expected http:// or https://');
+    if (u.username || u.password) throw new ConfigError('SUMMARY_MODEL_URL is invalid: put no credentials in the URL, set SUMMARY_MODEL_KEY');
+    if (/\/v1\/?$/.test(u.pathname)) u.pathname = `${u.pathname.replace(/\/$/, '')}/chat/completions`;
+    u.hash = '';
+    url = u.toString();
+  }
+  const model = env.SUMMARY_MODEL || 'default';
+  if (!/^[\x21-\x7e]{1,200}$/.test(model)) throw new ConfigError(`SUMMARY_MODEL=${JSON.stringify(model.slice(0, 64))} is invalid: expected 1..200 printable characters without spaces`);
+  const key = env.SUMMARY_MODEL_KEY || null;
+  // The value itself is never printed: it is a secret.
+  if (key !== null && !/^[\x21-\x7e]{1,4096}$/.test(key)) throw new ConfigError('SUMMARY_MODEL_KEY is invalid: expected 1..4096 printable ASCII characters without spaces');
+  return { summaryModelUrl: url, summaryModel: model, summaryModelKey: key };
+}
+
+/**
  * Parses and validates the environment.
  * @throws ConfigError naming the first bad variable.
  */
@@ -453,5 +506,9 @@ export function loadConfig(env: Env = process.env): SluiceConfig {
     httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000),
     httpMaxConnections: int(env, 'HTTP_MAX_CONNECTIONS', 10_000),
     httpAnswerTimeoutMs: int(env, 'HTTP_ANSWER_TIMEOUT_MS', 10_000),
+    ...summaryModel(env),
+    summaryTimeoutMs: int(env, 'SUMMARY_TIMEOUT_MS', 20_000),
+    summaryMaxPerHour: int(env, 'SUMMARY_MAX_PER_HOUR', 30),
+    summaryIntervalMs: int(env, 'SUMMARY_INTERVAL_MS', 5_000),
   };
 }

@@ -29,10 +29,11 @@ export const GROUP_NAMES_MAX = 20;
  * groups first; then per group kept, its newest row's `last_error` as the
  * sample (one probe of the same index). With a queue, `queue = $n`; else,
  * with a project, the project's condition on the INCLUDEd `queue` (both an
- * index-only filter). Returns the SQL and its parameters (the limit first).
+ * index-only filter); with a fingerprint, that group only (one range of the
+ * index). Returns the SQL and its parameters (the limit first).
  * Plans and timings at 100,000 DLQ rows: docs/query-plans.md.
  */
-export function dlqGroupsSql(f: { queue?: string; project?: string | null }, limit: number): { sql: string; params: unknown[] } {
+export function dlqGroupsSql(f: { queue?: string; project?: string | null; fingerprint?: string }, limit: number): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const param = (v: unknown) => {
     params.push(v);
@@ -41,7 +42,8 @@ export function dlqGroupsSql(f: { queue?: string; project?: string | null }, lim
   const n = param(limit);
   const cond = (col: string) =>
     f.queue !== undefined ? ` AND ${col} = ${param(f.queue)}` : f.project != null ? ` AND ${projectCondition(col, f.project, param)}` : '';
-  const outer = cond('queue');
+  const fp = f.fingerprint !== undefined ? param(f.fingerprint) : null;
+  const outer = cond('queue') + (fp ? ` AND fingerprint = ${fp}` : '');
   const inner = cond('d.queue');
   const sql = `SELECT g.fingerprint, g.n::int AS count, g.types[1:${GROUP_NAMES_MAX}] AS types, g.queues[1:${GROUP_NAMES_MAX}] AS queues,
       ${epochMs('g.first_at')} AS first_ms, ${epochMs('g.last_at')} AS last_ms, s.last_error AS sample
@@ -66,12 +68,12 @@ export function dlqGroupsSql(f: { queue?: string; project?: string | null }, lim
  * @param limit groups at most, 1..{@link GROUPS_LIMIT_MAX} (default {@link GROUPS_LIMIT_DEFAULT}).
  * @throws ValidationError (400) on a bad limit.
  */
-export async function dlqGroups(db: DataSource, project: string | null, filter: { queue?: string; limit?: number } = {}): Promise<DlqGroup[]> {
+export async function dlqGroups(db: DataSource, project: string | null, filter: { queue?: string; limit?: number; fingerprint?: string } = {}): Promise<DlqGroup[]> {
   const limit = filter.limit ?? GROUPS_LIMIT_DEFAULT;
   if (!Number.isInteger(limit) || limit < 1 || limit > GROUPS_LIMIT_MAX) {
     throw new ValidationError('invalid limit', [{ path: 'limit', message: `must be an integer 1..${GROUPS_LIMIT_MAX}` }]);
   }
-  const { sql, params } = dlqGroupsSql({ queue: filter.queue, project }, limit);
+  const { sql, params } = dlqGroupsSql({ queue: filter.queue, project, fingerprint: filter.fingerprint }, limit);
   const rows = (await db.query(sql, params)) as {
     fingerprint: string; count: number; types: string[]; queues: string[]; first_ms: number; last_ms: number; sample: string | null;
   }[];

@@ -5,6 +5,8 @@ import { backfillFingerprints } from '../postgres/fingerprint-backfill';
 import { inProject } from '../core/project-queue';
 import { mirrorLag } from './mirror-lag';
 import { dlqGroups, DlqGroup } from './dlq-groups';
+import { groupFacts, GroupScope, SampleRow } from './dlq-summary';
+import type { GroupFacts } from '../core/dlq-summary';
 import { waitForMirror } from './mirror-barrier';
 import { getJob } from './get-job';
 import { dependenciesOf, flowJobs, FlowDependency, FlowJob, readFlowFields } from './flows';
@@ -18,6 +20,7 @@ import { listJobs, ListJobsFilter, Page } from './list-jobs';
 import { queueCounts, QueueCounts, sumCounts } from './queue-counts';
 import { throughput, Throughput } from './throughput';
 
+export type { GroupScope, SampleRow };
 export type { DlqGroup, FlowDependency, FlowJob, HistoryJob, JobEvent, JobExecution, JobLogLine, ListDlqFilter, ListJobsFilter, Page, QueueCounts, Throughput };
 export { mirrorLag, dlqGroups, dependenciesOf, flowJobs, getJob, jobEvents, jobExecutions, jobLogs, listDlq, listJobs, queueCounts, sumCounts, throughput };
 
@@ -147,10 +150,20 @@ export class HistoryQueries {
    * `project`'s queues (`filter.queue` is a qualified name of it); the
    * groups' `queues` are qualified names.
    */
-  async dlqGroups(project: string, filter: { queue?: string; limit?: number } = {}): Promise<DlqGroup[]> {
+  async dlqGroups(project: string, filter: { queue?: string; limit?: number; fingerprint?: string } = {}): Promise<DlqGroup[]> {
     await this.settle(filter.queue !== undefined ? [filter.queue] : (await this.projectQueues(project)).queues);
     for (let i = 0; i < 10 && (await backfillFingerprints(this.db)) > 0; i++);
     return dlqGroups(this.db, project, filter);
+  }
+
+  /**
+   * What the failure summaries of `groups` are made of (dlq-summary.ts):
+   * hourly counts, the newest jobs (workers, attempts, payload keys), the
+   * payload keys of jobs completed before each group began. Read without a
+   * mirror barrier: it follows a {@link dlqGroups} call that waited.
+   */
+  dlqGroupFacts(scope: GroupScope, groups: DlqGroup[], now: number): Promise<{ facts: Map<string, GroupFacts>; samples: Map<string, SampleRow[]> }> {
+    return groupFacts(this.db, scope, groups, now);
   }
 
   /** Exact counts per queue (live from Redis, terminal from Postgres). */

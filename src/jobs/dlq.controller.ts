@@ -1,5 +1,5 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/principal';
 import { iso } from '../http/api-job';
 import { Access } from '../http/access.decorator';
@@ -10,11 +10,21 @@ import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import { ApiJob, toApiJob } from '../http/api-job';
 import { DlqGroupsQueryDto, PurgeDlqQueryDto, RetryDlqDto, RetryJobDto } from './dto/dlq.dto';
 import { ListDlqQueryDto } from './dto/list-jobs.dto';
-import { DlqService } from './dlq.service';
+import { DlqService, GroupSummary } from './dlq.service';
 import type { DlqGroup } from '../history';
 
+/** A group's summary as the API renders it (times ISO). */
+type ApiGroupSummary = Omit<GroupSummary, 'firstAt' | 'lastAt' | 'generatedAt'> & { firstAt: string; lastAt: string; generatedAt?: string };
+
 /** A dead-letter group as the API renders it (times ISO, queues by bare name). */
-type ApiDlqGroup = Omit<DlqGroup, 'firstAt' | 'lastAt'> & { firstAt: string; lastAt: string };
+type ApiDlqGroup = Omit<DlqGroup, 'firstAt' | 'lastAt'> & { firstAt: string; lastAt: string; summary: ApiGroupSummary };
+
+/** A summary with its times as ISO strings. */
+export function toApiSummary(s: GroupSummary): ApiGroupSummary {
+  const out: ApiGroupSummary = { ...s, firstAt: iso(s.firstAt) as string, lastAt: iso(s.lastAt) as string } as ApiGroupSummary;
+  if (s.kind === 'model') out.generatedAt = iso(s.generatedAt) as string;
+  return out;
+}
 
 /** API.md "Dead-letter queue" and v1.1 "Dead-letter groups": the principal's project's only (another project's job id → 404). */
 @ApiTags('dead-letter queue')
@@ -32,14 +42,36 @@ export class DlqController {
     return { items: page.items.map(toApiJob), nextCursor: page.nextCursor };
   }
 
-  /** 200 `{items: [{fingerprint, sample, count, types, queues, firstAt, lastAt}]}`, largest group first (API.md v1.1). */
+  /** 200 `{items: [{fingerprint, sample, count, types, queues, firstAt, lastAt, summary}]}`, largest group first (API.md v1.1, v1.3 "Failure summaries"). */
   @Get('dlq/groups')
   @Access('viewer', 'producer')
   @ApiOperation({ operationId: 'listDeadLetterGroups', summary: 'The dead-letter queue grouped by error fingerprint (one cause per group), largest first' })
   @ApiAnswer(200, 'DlqGroups', "The project's dead-letter groups, largest first.")
   async groups(@Query() q: DlqGroupsQueryDto, @Req() req: FastifyRequest): Promise<{ items: ApiDlqGroup[] }> {
     const groups = await this.dlq.groups(principalOf(req).project, { queue: q.queue, limit: q.limit });
-    return { items: groups.map((g) => ({ ...g, firstAt: iso(g.firstAt) as string, lastAt: iso(g.lastAt) as string })) };
+    return { items: groups.map((g) => ({ ...g, firstAt: iso(g.firstAt) as string, lastAt: iso(g.lastAt) as string, summary: toApiSummary(g.summary) })) };
+  }
+
+  /**
+   * `POST /jobs/dlq/groups/:fingerprint/summary` (API.md v1.3 "Failure summaries"): 202 `{fingerprint, queued: true,
+   * summary}` — the scheduler role asks the model again at its next pass; 200 with `queued: false` when no model is
+   * configured. 400 malformed fingerprint, 404 no such group in the project. Operator; recorded in the operator log.
+   */
+  @Post('dlq/groups/:fingerprint/summary')
+  @Access('operator')
+  @Audited('dlq.summarize', { param: 'fingerprint' })
+  @HttpCode(202)
+  @ApiOperation({
+    operationId: 'summarizeDeadLetterGroup',
+    summary: "Summarize a dead-letter group again with the model (SUMMARY_MODEL_URL), off the request path",
+    description: 'Takes no body. The scheduler role makes the call at its next pass (SUMMARY_INTERVAL_MS), within SUMMARY_MAX_PER_HOUR; until then, and when the call fails, the group keeps its current summary. docs/failure-summaries.md.',
+  })
+  @ApiAnswer(202, 'SummaryRequest', 'Queued: the model summarizes the group again at the next pass.')
+  @ApiAnswer(200, 'SummaryRequest', 'No model is configured (queued false): the rules summary, always current.')
+  async summarize(@Param('fingerprint') fingerprint: string, @Req() req: FastifyRequest, @Res({ passthrough: true }) res: FastifyReply): Promise<{ fingerprint: string; queued: boolean; summary: ApiGroupSummary }> {
+    const r = await this.dlq.summarizeAgain(principalOf(req).project, fingerprint);
+    if (!r.queued) res.status(200);
+    return { ...r, summary: toApiSummary(r.summary) };
   }
 
   /** 200 `{retried: n}`: every dead-letter job of the queue/type (all when the body is empty). */

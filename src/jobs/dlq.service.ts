@@ -1,8 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DlqGroup, HistoryQueries, ListDlqFilter, Page } from '../history';
+import { GroupFacts, rulesSummary, RulesSummary, SUMMARY_HOURS } from '../core/dlq-summary';
 import type { SluiceConfig } from '../config/config';
 import { SLUICE_CONFIG } from '../config/config.module';
-import { JobNotFoundError, SluiceError, WrongStateError } from '../core/errors';
+import { JobNotFoundError, SluiceError, ValidationError, WrongStateError } from '../core/errors';
+import { FINGERPRINT_PATTERN } from '../core/error-fingerprint';
+import { CachedSummary, cachedSummaries, requestSummary } from '../history/summary-cache';
 import type { Job, Json } from '../core/job';
 import { PayloadTooLargeError } from '../core/job-options';
 import { DeadLetterStore, FlowRecordStore, QueueStore } from '../core/ports';
@@ -14,6 +17,36 @@ import type { RestoreJobFlow } from '../core/ports/restore';
 /** A DLQ filter of the API (bare queue name) → the history's: the qualified queue, else the project. */
 function scoped(filter: Omit<ListDlqFilter, 'project'>, project: string): ListDlqFilter {
   return filter.queue !== undefined ? { ...filter, queue: qualify(project, filter.queue) } : { ...filter, project };
+}
+
+/** A group's facts with bare queue names (what the API shows and the sentences name). */
+function bareFacts(f: GroupFacts): GroupFacts {
+  return { ...f, queues: f.queues.map(bareQueue), jobs: f.jobs.map((j) => ({ ...j, queue: bareQueue(j.queue) })) };
+}
+
+/** A model's summary of a group (API.md v1.3): its text beside the rules summary's fields (current); times epoch ms. */
+export interface ModelSummary extends Omit<RulesSummary, 'kind'> {
+  kind: 'model';
+  nextStep: string;
+  /** SUMMARY_MODEL that wrote it. */
+  model: string;
+  generatedAt: number;
+  /** The group's size when it was written (made again once it has doubled). */
+  summarizedCount: number;
+  /** The rules summary's sentences. */
+  rulesText: string;
+}
+
+/** The `summary` of a dead-letter group (API.md v1.3 "Failure summaries"); times epoch ms. */
+export type GroupSummary = RulesSummary | ModelSummary;
+
+/** The rules summary, or the model's when one was made for the group (a failed call keeps the last one made, if any). */
+function withModel(rules: RulesSummary, c: CachedSummary | undefined): GroupSummary {
+  if (!c || c.text === null || c.generatedAt === null) return rules;
+  return {
+    ...rules, kind: 'model', text: c.text, nextStep: c.nextStep ?? '', model: c.model ?? '', generatedAt: c.generatedAt,
+    summarizedCount: c.summarizedCount ?? rules.count, rulesText: rules.text,
+  };
 }
 
 /** DLQ pages read (and retried) per round of a bulk retry. */
@@ -52,10 +85,37 @@ export class DlqService {
    * @param project the caller's project: only its queues' dead-letter jobs are grouped.
    * @throws ValidationError (400) on a bad limit.
    */
-  async groups(project: string, filter: { queue?: string; limit?: number }): Promise<DlqGroup[]> {
+  async groups(project: string, filter: { queue?: string; limit?: number; fingerprint?: string }): Promise<(DlqGroup & { summary: GroupSummary })[]> {
     const queue = filter.queue !== undefined ? qualify(project, filter.queue) : undefined;
     const groups = await this.history.dlqGroups(project, { ...filter, queue });
-    return groups.map((g) => ({ ...g, queues: g.queues.map(bareQueue) }));
+    const now = Date.now();
+    const [{ facts }, cached] = await Promise.all([
+      this.history.dlqGroupFacts({ queue, project }, groups, now),
+      this.config.summaryModelUrl ? cachedSummaries(this.history.db, project, groups.map((g) => g.fingerprint)) : new Map<string, CachedSummary>(),
+    ]);
+    return groups.map((g) => {
+      const f = facts.get(g.fingerprint) ?? { ...g, hourly: new Array<number>(SUMMARY_HOURS).fill(0), jobs: [], earlierKeys: null };
+      const rules = rulesSummary(bareFacts(f), now);
+      return { ...g, queues: g.queues.map(bareQueue), summary: withModel(rules, cached.get(g.fingerprint)) };
+    });
+  }
+
+  /**
+   * `POST /jobs/dlq/groups/:fingerprint/summary`: asks the scheduler role to
+   * summarize `project`'s group again with the model (at its next pass, within
+   * the hourly budget); the group read never waits for it.
+   * @returns `queued` false when no model is configured (the rules summary is always current), and the summary as it is now.
+   * @throws ValidationError (400) for a malformed fingerprint; SluiceError not_found (404) when `project` has no such group.
+   */
+  async summarizeAgain(project: string, fingerprint: string): Promise<{ fingerprint: string; queued: boolean; summary: GroupSummary }> {
+    if (!FINGERPRINT_PATTERN.test(fingerprint)) {
+      throw new ValidationError('invalid fingerprint', [{ path: 'fingerprint', message: 'must be 16 lowercase hexadecimal characters (a group of GET /jobs/dlq/groups)' }]);
+    }
+    const [group] = await this.groups(project, { fingerprint, limit: 1 });
+    if (!group) throw new SluiceError('not_found', `no dead-letter group ${fingerprint} in this project`);
+    if (!this.config.summaryModelUrl) return { fingerprint, queued: false, summary: group.summary };
+    await requestSummary(this.history.db, project, fingerprint);
+    return { fingerprint, queued: true, summary: group.summary };
   }
 
   /**

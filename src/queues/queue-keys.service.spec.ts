@@ -18,6 +18,7 @@ function fakeStore(queues: Record<string, { settings?: Partial<QueueSettings>; k
     keyRateLimit: null,
     fairness: 'fifo',
     agingMs: null,
+    summaryIncludesPayload: false,
     ...queues[name]?.settings,
   });
   const store = {

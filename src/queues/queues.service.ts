@@ -30,6 +30,8 @@ export interface ApiQueue {
   fairness: Fairness;
   /** Priority aging step, ms; null = none. */
   agingMs: number | null;
+  /** API.md v1.3 "Failure summaries": the model may see this queue's payload values (never secret-keyed ones). */
+  summaryIncludesPayload: boolean;
   counts: QueueCounts;
   /**
    * Payload search index of the queue (v1.1 console, additive): false when
@@ -110,6 +112,7 @@ export class QueuesService {
       keyRateLimit: body.keyRateLimit === null ? null : body.keyRateLimit ? { max: body.keyRateLimit.max, durationMs: body.keyRateLimit.durationMs } : undefined,
       fairness: body.fairness,
       agingMs: body.agingMs,
+      summaryIncludesPayload: body.summaryIncludesPayload,
     };
     // Redis first, then PostgreSQL's copy (src/queues/settings-keeper.ts).
     await this.keeper.change(qualified, () => this.store.configure(qualified, change));
@@ -148,6 +151,7 @@ export class QueuesService {
       keyRateLimit: s.keyRateLimit,
       fairness: s.fairness,
       agingMs: s.agingMs,
+      summaryIncludesPayload: s.summaryIncludesPayload,
       counts: counts ?? { waiting: 0, delayed: 0, active: 0, completed: 0, failed: 0, cancelled: 0 },
       ...(search ? { payloadSearch: search.get(s.name) ?? false } : {}),
     };

@@ -227,5 +227,7 @@ export function asChange(c: QueueSnapshot['config']): QueueConfigChange {
     keyRateLimit: c.keyRateLimit,
     fairness: c.fairness,
     agingMs: c.agingMs,
+    // Copies kept before the setting existed lack it: off.
+    summaryIncludesPayload: c.summaryIncludesPayload ?? false,
   };
 }

@@ -34,6 +34,7 @@ describe('queues (e2e)', () => {
       keyRateLimit: null,
       fairness: 'fifo',
       agingMs: null,
+      summaryIncludesPayload: false,
       counts: { ...ZERO, waiting: 1, delayed: 1 },
       payloadSearch: false,
     });

@@ -89,6 +89,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/dlq/groups/{fingerprint}/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Summarize a dead-letter group again with the model (SUMMARY_MODEL_URL), off the request path
+         * @description Takes no body. The scheduler role makes the call at its next pass (SUMMARY_INTERVAL_MS), within SUMMARY_MAX_PER_HOUR; until then, and when the call fails, the group keeps its current summary. docs/failure-summaries.md.
+         */
+        post: operations["summarizeDeadLetterGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs/dlq/retry": {
         parameters: {
             query?: never;
@@ -1075,6 +1095,8 @@ export interface components {
             agingMs?: number | null;
             /** @description GET /jobs?payload= searches of this queue use an index of its own (a partial GIN index on jobs.payload, built in the background): only this queue's rows pay for it */
             payloadSearch?: boolean;
+            /** @description failure summaries by a model (API.md v1.3) may send this queue's payload values (up to 3 sample payloads; a value under a secret-looking key never): default false, only keys and value types */
+            summaryIncludesPayload?: boolean;
         };
         KeyOverrideDto: {
             /** @description at most this many active jobs of this key, in place of the queue's keyConcurrency; null = the queue's applies */
@@ -1860,6 +1882,8 @@ export interface components {
             /** @description a waiting job's effective priority rises by 1 per agingMs (up to 100); null = none */
             agingMs: number | null;
             counts: components["schemas"]["QueueCounts"];
+            /** @description failure summaries by a model may send this queue's payload values (API.md v1.3); always sent */
+            summaryIncludesPayload?: boolean;
             /** @description payload search index of the queue (v1.1 console): false when off, else the index's state; absent when PostgreSQL did not answer */
             payloadSearch?: false | ("building" | "ready" | "failed");
         };
@@ -2051,7 +2075,7 @@ export interface components {
             jobs: string[];
         };
         /**
-         * @description One dead-letter group: the failures sharing an error fingerprint (API.md v1.1).
+         * @description One dead-letter group: the failures sharing an error fingerprint (API.md v1.1), with its failure summary (v1.3).
          * @example {
          *       "fingerprint": "3f0c9a1e5b7d2c44",
          *       "sample": "order 41 not found",
@@ -2063,7 +2087,61 @@ export interface components {
          *         "orders"
          *       ],
          *       "firstAt": "2026-12-01T09:00:00.000Z",
-         *       "lastAt": "2026-12-01T10:00:00.000Z"
+         *       "lastAt": "2026-12-01T10:00:00.000Z",
+         *       "summary": {
+         *         "kind": "rules",
+         *         "text": "12 jobs of type charge in queue orders failed with \"order 41 not found\" since 09:00 UTC, 3 in the last hour. All 12 failed on worker w-3 after their 3rd attempt: check worker w-3 (drain or replace it) before retrying the group.",
+         *         "count": 12,
+         *         "firstAt": "2026-12-01T09:00:00.000Z",
+         *         "lastAt": "2026-12-01T10:00:00.000Z",
+         *         "hourly": [
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           0,
+         *           9,
+         *           3
+         *         ],
+         *         "types": [
+         *           "charge"
+         *         ],
+         *         "queues": [
+         *           "orders"
+         *         ],
+         *         "workers": [
+         *           "w-3"
+         *         ],
+         *         "attempts": [
+         *           3
+         *         ],
+         *         "payloadKeys": [
+         *           "amount",
+         *           "orderId"
+         *         ],
+         *         "exampleJobIds": [
+         *           "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f"
+         *         ],
+         *         "newPayloadKeys": [],
+         *         "sampleSize": 12
+         *       }
          *     }
          */
         DlqGroup: {
@@ -2087,6 +2165,68 @@ export interface components {
              * @description newest failure
              */
             lastAt: string;
+            summary: components["schemas"]["DlqGroupSummary"];
+        };
+        /** @description A failure summary (API.md v1.3 "Failure summaries", docs/failure-summaries.md). */
+        DlqGroupSummary: {
+            /**
+             * @description `rules`: made from the history without a model (always available); `model`: written by SUMMARY_MODEL_URL's model
+             * @enum {string}
+             */
+            kind: "rules" | "model";
+            /** @description one or two sentences an operator can act on; the model's diagnosis when kind is model (plain text, never HTML) */
+            text: string;
+            /** @description dead-letter jobs in the group now */
+            count: number;
+            /**
+             * Format: date-time
+             * @description oldest failure
+             */
+            firstAt: string;
+            /**
+             * Format: date-time
+             * @description newest failure
+             */
+            lastAt: string;
+            /** @description failures per hour over the last 24 h, oldest first; the last entry is the hour ending at the read */
+            hourly: number[];
+            /** @description distinct job types (≤ 20, sorted) */
+            types: string[];
+            /** @description distinct queues (≤ 20, sorted) */
+            queues: string[];
+            /** @description workers of the sampled jobs' last executions, most failures first (≤ 10) */
+            workers: string[];
+            /** @description distinct attempt counts of the sampled jobs, ascending */
+            attempts: number[];
+            /** @description top-level payload keys every sampled payload had (the newest ten read; sorted) */
+            payloadKeys: string[];
+            /** @description the newest failures (≤ 5) */
+            exampleJobIds: string[];
+            /** @description payload keys every failure had and none of the jobs of the same queue and type completed before the first failure had */
+            newPayloadKeys: string[];
+            /** @description the newest jobs read one by one (≤ 50) for workers, attempts and payload keys */
+            sampleSize: number;
+            /** @description kind model: the next step the model proposes (plain text) */
+            nextStep?: string;
+            /** @description kind model: SUMMARY_MODEL that wrote it */
+            model?: string;
+            /**
+             * Format: date-time
+             * @description kind model: when the model wrote it
+             */
+            generatedAt?: string;
+            /** @description kind model: the group's size when it was written (made again once the group has doubled) */
+            summarizedCount?: number;
+            /** @description kind model: the rules summary's sentences, beside the model's */
+            rulesText?: string;
+        };
+        /** @description Answer of POST /jobs/dlq/groups/:fingerprint/summary: the summary as it is now. */
+        SummaryRequest: {
+            /** @description 16 hex characters */
+            fingerprint: string;
+            /** @description true: the model summarizes the group again at the scheduler's next pass; false: no model is configured */
+            queued: boolean;
+            summary: components["schemas"]["DlqGroupSummary"];
         };
         DlqGroups: {
             /** @description largest group first (ties by fingerprint) */
@@ -2894,6 +3034,53 @@ export interface operations {
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    summarizeDeadLetterGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                fingerprint: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No model is configured (queued false): the rules summary, always current. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SummaryRequest"];
+                };
+            };
+            /** @description Queued: the model summarizes the group again at the next pass. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SummaryRequest"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["HeadersTooLarge"];
             503: components["responses"]["Unavailable"];

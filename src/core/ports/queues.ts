@@ -24,6 +24,8 @@ export interface QueueSettings {
   fairness: Fairness;
   /** A waiting job's effective priority rises by 1 per this many ms (bounded at 100); null = no aging. */
   agingMs: number | null;
+  /** Failure summaries may send this queue's payload values to the model (API.md v1.3; never secret-keyed ones). */
+  summaryIncludesPayload: boolean;
 }
 
 /** A cap on starts per window. */
@@ -66,6 +68,7 @@ export interface QueueConfigChange {
   /** null = back to the default (see {@link QueueSettings.fairness}). */
   fairness?: Fairness | null;
   agingMs?: number | null;
+  summaryIncludesPayload?: boolean;
 }
 
 /**

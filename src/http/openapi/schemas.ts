@@ -367,6 +367,7 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
     },
     { example: QUEUE_EXAMPLE },
     {
+      summaryIncludesPayload: { type: 'boolean', description: "failure summaries by a model may send this queue's payload values (API.md v1.3); always sent" },
       payloadSearch: {
         description: "payload search index of the queue (v1.1 console): false when off, else the index's state; absent when PostgreSQL did not answer",
         oneOf: [{ type: 'boolean', enum: [false] }, { type: 'string', enum: ['building', 'ready', 'failed'] }],
@@ -454,11 +455,56 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       queues: { type: 'array', items: str(), description: 'distinct queues (≤ 20, sorted)' },
       firstAt: time('oldest failure'),
       lastAt: time('newest failure'),
+      summary: ref('DlqGroupSummary'),
     },
     {
-      description: 'One dead-letter group: the failures sharing an error fingerprint (API.md v1.1).',
-      example: { fingerprint: '3f0c9a1e5b7d2c44', sample: 'order 41 not found', count: 12, types: ['charge'], queues: ['orders'], firstAt: '2026-12-01T09:00:00.000Z', lastAt: '2026-12-01T10:00:00.000Z' },
+      description: 'One dead-letter group: the failures sharing an error fingerprint (API.md v1.1), with its failure summary (v1.3).',
+      example: {
+        fingerprint: '3f0c9a1e5b7d2c44', sample: 'order 41 not found', count: 12, types: ['charge'], queues: ['orders'], firstAt: '2026-12-01T09:00:00.000Z', lastAt: '2026-12-01T10:00:00.000Z',
+        summary: {
+          kind: 'rules',
+          text: '12 jobs of type charge in queue orders failed with "order 41 not found" since 09:00 UTC, 3 in the last hour. All 12 failed on worker w-3 after their 3rd attempt: check worker w-3 (drain or replace it) before retrying the group.',
+          count: 12, firstAt: '2026-12-01T09:00:00.000Z', lastAt: '2026-12-01T10:00:00.000Z',
+          hourly: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 3],
+          types: ['charge'], queues: ['orders'], workers: ['w-3'], attempts: [3], payloadKeys: ['amount', 'orderId'],
+          exampleJobIds: [EXAMPLE_ID], newPayloadKeys: [], sampleSize: 12,
+        },
+      },
     },
+  ),
+  DlqGroupSummary: obj(
+    {
+      kind: { type: 'string', enum: ['rules', 'model'], description: '`rules`: made from the history without a model (always available); `model`: written by SUMMARY_MODEL_URL\'s model' },
+      text: str("one or two sentences an operator can act on; the model's diagnosis when kind is model (plain text, never HTML)"),
+      count: int('dead-letter jobs in the group now', { minimum: 1 }),
+      firstAt: time('oldest failure'),
+      lastAt: time('newest failure'),
+      hourly: { type: 'array', items: int(undefined, { minimum: 0 }), minItems: 24, maxItems: 24, description: 'failures per hour over the last 24 h, oldest first; the last entry is the hour ending at the read' },
+      types: { type: 'array', items: str(), description: 'distinct job types (≤ 20, sorted)' },
+      queues: { type: 'array', items: str(), description: 'distinct queues (≤ 20, sorted)' },
+      workers: { type: 'array', items: str(), description: "workers of the sampled jobs' last executions, most failures first (≤ 10)" },
+      attempts: { type: 'array', items: int(undefined, { minimum: 0 }), description: 'distinct attempt counts of the sampled jobs, ascending' },
+      payloadKeys: { type: 'array', items: str(), description: 'top-level payload keys every sampled payload had (the newest ten read; sorted)' },
+      exampleJobIds: { type: 'array', items: str(), description: 'the newest failures (≤ 5)' },
+      newPayloadKeys: { type: 'array', items: str(), description: 'payload keys every failure had and none of the jobs of the same queue and type completed before the first failure had' },
+      sampleSize: int('the newest jobs read one by one (≤ 50) for workers, attempts and payload keys', { minimum: 0 }),
+    },
+    { description: 'A failure summary (API.md v1.3 "Failure summaries", docs/failure-summaries.md).' },
+    {
+      nextStep: str('kind model: the next step the model proposes (plain text)'),
+      model: str('kind model: SUMMARY_MODEL that wrote it'),
+      generatedAt: time('kind model: when the model wrote it'),
+      summarizedCount: int('kind model: the group\'s size when it was written (made again once the group has doubled)', { minimum: 1 }),
+      rulesText: str('kind model: the rules summary\'s sentences, beside the model\'s'),
+    },
+  ),
+  SummaryRequest: obj(
+    {
+      fingerprint: str('16 hex characters'),
+      queued: { type: 'boolean', description: 'true: the model summarizes the group again at the scheduler\'s next pass; false: no model is configured' },
+      summary: ref('DlqGroupSummary'),
+    },
+    { description: 'Answer of POST /jobs/dlq/groups/:fingerprint/summary: the summary as it is now.' },
   ),
   DlqGroups: obj({ items: { type: 'array', items: ref('DlqGroup'), description: 'largest group first (ties by fingerprint)' } }),
   DashboardMetrics: obj(

@@ -119,4 +119,12 @@ export class ConfigureQueueDto {
   @ValidateIf((o: ConfigureQueueDto) => o.payloadSearch !== undefined)
   @IsBoolean()
   payloadSearch?: boolean;
+
+  @ApiPropertyOptional({
+    description:
+      "failure summaries by a model (API.md v1.3) may send this queue's payload values (up to 3 sample payloads; a value under a secret-looking key never): default false, only keys and value types",
+  })
+  @ValidateIf((o: ConfigureQueueDto) => o.summaryIncludesPayload !== undefined)
+  @IsBoolean()
+  summaryIncludesPayload?: boolean;
 }

@@ -50,6 +50,7 @@ export class RedisQueueStore implements QueueStore {
     const del: string[] = [];
     if (cfg.paused !== undefined) set.paused = cfg.paused ? 1 : 0;
     if (cfg.external !== undefined) set.ext = cfg.external ? 1 : 0;
+    if (cfg.summaryIncludesPayload !== undefined) set.sip = cfg.summaryIncludesPayload ? 1 : 0;
     if (cfg.maxConcurrency === null) del.push('mc');
     else if (cfg.maxConcurrency !== undefined) set.mc = cfg.maxConcurrency;
     if (cfg.rateLimit === null) del.push('rlMax', 'rlDur');
@@ -88,10 +89,10 @@ export class RedisQueueStore implements QueueStore {
     const k = this.ctx.keys(queue);
     const [known, m] = await Promise.all([
       this.ctx.redis.sismember(queuesKey(this.ctx.prefix), queue),
-      this.ctx.redis.hmget(k.meta, 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'dMa', 'dBo', 'dTo', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag'),
+      this.ctx.redis.hmget(k.meta, 'paused', 'mc', 'rlMax', 'rlDur', 'ext', 'dMa', 'dBo', 'dTo', 'kc', 'krm', 'krd', 'fm', 'kk', 'ag', 'sip'),
     ]);
     if (!known) return null;
-    const [paused, mc, rlMax, rlDur, ext, dMa, dBo, dTo, kc, krm, krd, fm, kk, ag] = m;
+    const [paused, mc, rlMax, rlDur, ext, dMa, dBo, dTo, kc, krm, krd, fm, kk, ag, sip] = m;
     const defaults: QueueSettings['defaults'] = {};
     if (dMa) defaults.maxAttempts = Number(dMa);
     if (dBo) {
@@ -113,6 +114,7 @@ export class RedisQueueStore implements QueueStore {
       keyRateLimit: krm && krd ? { max: Number(krm), durationMs: Number(krd) } : null,
       fairness: fm === 'f' ? 'fifo' : fm === 'r' || kk === '1' ? 'round_robin' : 'fifo',
       agingMs: ag ? Number(ag) : null,
+      summaryIncludesPayload: sip === '1',
     };
   }
 
@@ -135,6 +137,7 @@ export class RedisQueueStore implements QueueStore {
         keyRateLimit: s.keyRateLimit,
         fairness: fm === 'f' ? 'fifo' : fm === 'r' ? 'round_robin' : null,
         agingMs: s.agingMs,
+        summaryIncludesPayload: s.summaryIncludesPayload,
       },
       overrides: Object.entries(ov)
         .map(([key, v]) => ({ key, limits: decodeOverride(v) }))

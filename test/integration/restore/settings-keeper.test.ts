@@ -48,6 +48,7 @@ test('the copy follows each change; after a loss a partial change lands on the w
       maxConcurrency: 4,
       defaults: { maxAttempts: 9 },
       agingMs: 3000,
+      summaryIncludesPayload: true,
     }),
   );
   await keeper.change(q, () => queues.setKeyOverride(q, 'acme', { concurrency: 2 }));
@@ -61,6 +62,7 @@ test('the copy follows each change; after a loss a partial change lands on the w
     maxConcurrency: 4,
     agingMs: 3000,
     defaults: { maxAttempts: 9 },
+    summaryIncludesPayload: true,
   });
 
   await lose();
@@ -155,4 +157,9 @@ test('asChange sets exactly the snapshot: fields not set are removed', async () 
   const plain = (await queues.snapshot('default/a'))!.snapshot.config;
   await queues.configure(q, asChange(plain));
   expect((await queues.snapshot(q))!.snapshot.config).toEqual(plain);
+});
+
+test('a copy kept before summaryIncludesPayload existed gives it back off', () => {
+  const c = asChange({ paused: false, external: false, maxConcurrency: null, rateLimit: null, defaults: { maxAttempts: null, backoff: null, timeoutMs: null }, keyConcurrency: null, keyRateLimit: null, fairness: null, agingMs: null } as never);
+  expect(c.summaryIncludesPayload).toBe(false);
 });

@@ -1,5 +1,5 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { dlqGroups, dlqJobs, purgeDlq, retryDlq } from '../api/dlq';
+import { dlqGroups, dlqJobs, purgeDlq, retryDlq, summarizeGroup } from '../api/dlq';
 import { useLive } from './live';
 
 export function useDlqGroups(queue?: string) {
@@ -18,5 +18,6 @@ export function useDlqActions() {
   return {
     retryGroup: useMutation({ mutationFn: (fingerprint: string) => retryDlq({ fingerprint }), onSuccess: done }),
     purge: useMutation({ mutationFn: (queue?: string) => purgeDlq(queue), onSuccess: done }),
+    summarize: useMutation({ mutationFn: (fingerprint: string) => summarizeGroup(fingerprint), onSuccess: done }),
   };
 }

@@ -9,6 +9,7 @@ import { useJobActions } from '../../hooks/jobs';
 import { Pager, useCursorStack } from '../../components/Pager';
 import { useDlqActions, useDlqGroups, useDlqJobs } from '../../hooks/dlq';
 import { usePermissions } from '../../hooks/session';
+import { GroupSummary } from './GroupSummary';
 
 /** What an action in a group said; shown by the view, since a retried group may leave the list. */
 type Outcome = { ok: boolean; text: string };
@@ -89,7 +90,7 @@ function GroupJobs({
   );
 }
 
-/** `/ui/dlq`: dead letters grouped by cause (fingerprint), largest first; retry a group, purge (confirmed). */
+/** `/ui/dlq`: dead letters grouped by cause (fingerprint), largest first, each with its failure summary; retry a group, summarize it again, purge (confirmed). */
 export function DlqView() {
   const [queue, setQueue] = useState('');
   const groups = useDlqGroups(queue || undefined);
@@ -151,6 +152,7 @@ export function DlqView() {
                 ))}{' '}
                 · first <Time at={g.firstAt} /> · last <Time at={g.lastAt} />
               </p>
+              <GroupSummary fingerprint={g.fingerprint} summary={g.summary} canOperate={canOperate} summarizeAgain={(fp) => act.summarize.mutateAsync(fp)} />
               <div className="row">
                 <button
                   type="button"
