@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
-import { IsString, Matches } from 'class-validator';
+import { ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { IsOptional, IsString, Matches } from 'class-validator';
 import { PROJECT_PATTERN } from '../core/project-queue';
 import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import { Audited } from '../http/audited.decorator';
@@ -13,6 +13,12 @@ export class CreateProjectDto {
   @IsString()
   @Matches(PROJECT_PATTERN, { message: `must match ${PROJECT_PATTERN.source}` })
   name!: string;
+
+  @ApiPropertyOptional({ pattern: PROJECT_PATTERN.source, example: 'default', description: 'the organization that holds it (default `default`; 404 when unknown)' })
+  @IsOptional()
+  @IsString()
+  @Matches(PROJECT_PATTERN, { message: `must match ${PROJECT_PATTERN.source}` })
+  org?: string;
 }
 
 /**
@@ -31,9 +37,9 @@ export class ProjectsController {
   @Audited('project.create', { result: 'name' })
   @ApiOperation({ operationId: 'createProject', summary: 'Create a project (root key)' })
   @ApiAnswer(201, 'Project', 'The new project.')
-  @ApiErrors([409, 'A project with this name exists (code conflict).'])
+  @ApiErrors([404, 'No organization of that name (code not_found).'], [409, 'A project with this name exists (code conflict).'])
   create(@Body() body: CreateProjectDto): Promise<ProjectRecord> {
-    return this.projects.create(body.name);
+    return this.projects.create(body.name, body.org);
   }
 
   @Get()

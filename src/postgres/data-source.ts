@@ -21,6 +21,7 @@ import { PartitionedHistory1796001800000 } from './migrations/1796001800000-Part
 import { DependencyQueues1796002050000 } from './migrations/1796002050000-DependencyQueues';
 import { FoldedExecutionEvents1796001900000 } from './migrations/1796001900000-FoldedExecutionEvents';
 import { QueueSettings1796002000000 } from './migrations/1796002000000-QueueSettings';
+import { Organizations1796002200000 } from './migrations/1796002200000-Organizations';
 
 /** Every migration, in order. Append only. */
 export const MIGRATIONS = [
@@ -44,6 +45,7 @@ export const MIGRATIONS = [
   FoldedExecutionEvents1796001900000,
   QueueSettings1796002000000,
   DependencyQueues1796002050000,
+  Organizations1796002200000,
 ];
 
 /**
