@@ -1,5 +1,5 @@
 import { Global, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
-import { APP_GUARD, Reflector } from '@nestjs/core';
+import { APP_GUARD, APP_INTERCEPTOR, Reflector } from '@nestjs/core';
 import type { DataSource } from 'typeorm';
 import { POSTGRES_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
@@ -13,6 +13,7 @@ import { KeyStore } from './key-store';
 import { SessionStore } from './session-store';
 import { ProjectStore } from './project-store';
 import { MemberStore } from './member-store';
+import { HidePayloadsInterceptor } from './hide-payloads.interceptor';
 
 /**
  * Credentials for every HTTP route of the process: the key store, the
@@ -47,6 +48,8 @@ import { MemberStore } from './member-store';
         new AuthGuard(r, c, keys, sessions, new KeyRateLimiter(buckets, c.keyRateLimitPerSec, c.keyRateLimitBurst), projects, restore, members),
     },
     { provide: APP_GUARD, useExisting: AuthGuard },
+    // hidePayloads (API.md v1.3): every answer of a member who hides payloads, in one place.
+    { provide: APP_INTERCEPTOR, useClass: HidePayloadsInterceptor },
   ],
   exports: [KeyStore, SessionStore, AuthGuard, ProjectStore, RestoreState, MemberStore],
 })

@@ -37,6 +37,9 @@ const anyJson = (description: string): SchemaObject => ({ description });
 /** A status or null (OpenAPI 3.0: a `$ref` cannot carry `nullable`, so the enum is inline, null included). */
 const nullableStatus = (description: string): SchemaObject => ({ type: 'string', enum: [...JOB_STATUSES, null], nullable: true, description });
 
+/** What a member with hidePayloads reads in place of a payload (src/core/hidden-payloads.ts). */
+const HIDDEN_VALUE: SchemaObject = { type: 'string', enum: ['[hidden]'], description: 'hidden from this member (hidePayloads)' };
+
 const BACKOFF: SchemaObject = obj(
   {
     type: { type: 'string', enum: ['fixed', 'linear', 'exponential'] },
@@ -62,7 +65,10 @@ const JOB_PROPERTIES: Record<string, SchemaObject> = {
   id: str('UUIDv7, made by the server'),
   queue: str(),
   type: str(),
-  payload: { type: 'object', additionalProperties: {}, description: 'the JSON object the job was enqueued with' },
+  payload: {
+    oneOf: [{ type: 'object', additionalProperties: {} }, HIDDEN_VALUE],
+    description: 'the JSON object the job was enqueued with; the string "[hidden]" for a member with hidePayloads (API.md v1.3)',
+  },
   status: ref('JobStatus'),
   priority: int('−100..100; higher runs first', { minimum: -100, maximum: 100 }),
   attempts: int('executions started (a released attempt is refunded)', { minimum: 0 }),
@@ -384,7 +390,7 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       timezone: str('IANA time zone'),
       queue: str(),
       type: str(),
-      payload: { type: 'object', additionalProperties: {} },
+      payload: { oneOf: [{ type: 'object', additionalProperties: {} }, HIDDEN_VALUE], description: 'the string "[hidden]" for a member with hidePayloads' },
       priority: int(undefined, { minimum: -100, maximum: 100 }),
       maxAttempts: int("null = the queue's default", { nullable: true, minimum: 1 }),
       backoff: { ...BACKOFF, nullable: true, description: "null = the queue's default" },
