@@ -16,7 +16,8 @@ import { PRINCIPAL, type Principal } from './principal';
  * the same function per event (src/dashboard/live/sse-client.ts).
  *
  * Searching by payload (`GET /jobs?payload=`) would tell the values by
- * elimination: refused with 403 for such a member.
+ * elimination, and a claim hands the payload to run: both refused with 403
+ * for such a member.
  */
 @Injectable()
 export class HidePayloadsInterceptor implements NestInterceptor {
@@ -26,6 +27,8 @@ export class HidePayloadsInterceptor implements NestInterceptor {
     if (!p?.hidePayloads) return next.handle();
     const q = req.query as Record<string, unknown> | undefined;
     if (q && q.payload !== undefined) throw new ForbiddenError('payloads are hidden from this member: searching by payload is not available');
+    // Running a job needs its payload: a member who may not read payloads does not claim.
+    if (req.routeOptions.url === '/queues/:name/claim') throw new ForbiddenError('payloads are hidden from this member: it cannot claim jobs');
     markPayloadsHidden(req);
     return next.handle().pipe(map((answer: unknown) => hidePayloadsIn(answer)));
   }

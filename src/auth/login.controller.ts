@@ -34,6 +34,8 @@ export interface SessionAnswer {
   hidePayloads: boolean;
   /** Every project the user may switch to, with its role there (a key: its project). */
   projects: { name: string; org: string; role: Role }[];
+  /** The signed-in user's organizations with its role in each (the console offers the members page to owners and admins); [] for keys and AUTH=off. */
+  orgs: { name: string; orgRole: string }[];
 }
 
 /** Dashboard sign-in (the console of the operator issue uses these). */
@@ -101,6 +103,7 @@ export class LoginController {
           org: projects.find((x) => x.name === rec.project)?.org ?? ((await this.members.orgOfProject(rec.project)) || DEFAULT_ORG),
           hidePayloads: rec.hidePayloads === true,
           projects: projects.map(publicAccess),
+          orgs: (await this.members.orgsOf(rec.userId)).map((o) => ({ name: o.name, orgRole: o.orgRole })),
         };
       }
     }
@@ -115,6 +118,7 @@ export class LoginController {
       org,
       hidePayloads: false,
       projects: p.role ? [{ name: p.project, org, role: p.role }] : [],
+      orgs: [],
     };
   }
 
@@ -150,6 +154,7 @@ export class LoginController {
       org: to.org,
       hidePayloads: rec.hidePayloads === true,
       projects: projects.map(publicAccess),
+      orgs: (await this.members.orgsOf(rec.userId)).map((o) => ({ name: o.name, orgRole: o.orgRole })),
     };
   }
 

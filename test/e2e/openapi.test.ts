@@ -135,7 +135,7 @@ test('GET /auth/session with AUTH off answers the documented anonymous shape (va
   expect(res.status).toBe(200);
   expect(res.body).toEqual({
     kind: 'anonymous', user: null, keyId: null, project: 'default', role: 'admin', expiresAt: null,
-    org: 'default', hidePayloads: false, projects: [{ name: 'default', org: 'default', role: 'admin' }],
+    org: 'default', hidePayloads: false, projects: [{ name: 'default', org: 'default', role: 'admin' }], orgs: [],
   });
 });
 

@@ -1517,10 +1517,10 @@ export interface components {
             id: string;
             queue: string;
             type: string;
-            /** @description the JSON object the job was enqueued with; the string "[hidden]" for a member with hidePayloads (API.md v1.3) */
+            /** @description the JSON object the job was enqueued with */
             payload: {
                 [key: string]: unknown;
-            } | "[hidden]";
+            };
             status: components["schemas"]["JobStatus"];
             /** @description −100..100; higher runs first */
             priority: number;
@@ -2562,6 +2562,12 @@ export interface components {
          *           "org": "default",
          *           "role": "operator"
          *         }
+         *       ],
+         *       "orgs": [
+         *         {
+         *           "name": "default",
+         *           "orgRole": "member"
+         *         }
          *       ]
          *     }
          */
@@ -2601,6 +2607,12 @@ export interface components {
                 org: string;
                 /** @enum {string} */
                 role: "admin" | "operator" | "producer" | "worker" | "viewer";
+            }[];
+            /** @description the signed-in user's organizations with its role in each; [] for keys and AUTH=off */
+            orgs: {
+                name: string;
+                /** @enum {string} */
+                orgRole: "owner" | "admin" | "member" | "viewer";
             }[];
         };
         /**

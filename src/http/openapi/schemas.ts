@@ -218,6 +218,8 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
   ClaimedJob: obj(
     {
       ...JOB_PROPERTIES,
+      // A claim is never answered to a member who hides payloads (403): a claimed job always has its payload.
+      payload: { type: 'object', additionalProperties: {}, description: 'the JSON object the job was enqueued with' },
       lockToken: str('pass it to heartbeat, complete and fail'),
       leaseExpiresAt: time('lease end (Redis clock); renew with a heartbeat', true),
       traceparent: str(
@@ -555,12 +557,18 @@ RESPONSE_SCHEMAS.Session = obj(
     org: str('the organization of the project the request acts in'),
     hidePayloads: { type: 'boolean', description: 'payloads, results and log messages read as "[hidden]" for this request' },
     projects: { type: 'array', items: PROJECT_ACCESS, description: 'every project the user may switch to (`POST /auth/project`) with its role; a key: its project' },
+    orgs: {
+      type: 'array',
+      items: obj({ name: str(), orgRole: { type: 'string', enum: [...ORG_ROLES] } }),
+      description: "the signed-in user's organizations with its role in each; [] for keys and AUTH=off",
+    },
   },
   {
     description: 'Who a request acts as.',
     example: {
       kind: 'user', user: USER_REF_EXAMPLE, keyId: null, project: 'default', role: 'operator', expiresAt: '2026-12-01T18:00:00.000Z', org: 'default', hidePayloads: false,
       projects: [{ name: 'default', org: 'default', role: 'operator' }],
+      orgs: [{ name: 'default', orgRole: 'member' }],
     },
   },
 );
