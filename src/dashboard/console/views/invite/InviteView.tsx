@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { Link } from 'react-router';
 import { describeError } from '../../components/ActionButton';
 import { useAcceptInvite } from '../../hooks/orgs';
+import { ApiError } from '../../api/client';
 
 /** The token of an invitation link: `/ui/invite#token=…` (in the fragment: never sent to a server or a Referer), or `?token=`. */
 function tokenOfLocation(): string {
@@ -50,7 +51,9 @@ export function InviteView() {
           </button>
           {accept.error && (
             <p className="err" role="alert">
-              {describeError(accept.error)}
+              {accept.error instanceof ApiError && accept.error.details.length
+                ? accept.error.details.map((d) => `${d.path === 'token' ? 'This invitation' : 'The password'}: ${d.message}`).join('; ')
+                : describeError(accept.error)}
             </p>
           )}
         </form>

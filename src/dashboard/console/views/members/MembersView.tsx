@@ -30,7 +30,7 @@ export function MembersView() {
         <ul className="groups" aria-label="Members">
           {members.data.map((m) => (
             <MemberCard
-              key={`${m.id}:${m.orgRole}:${m.hidePayloads}:${JSON.stringify(m.projects)}`}
+              key={m.id}
               member={m}
               projects={projects}
               onSave={(change) => act.update.mutateAsync({ username: m.username, change })}
