@@ -1,5 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import type Redis from 'ioredis';
+import { createRedis } from '../../src/redis/connection';
+import { until } from '../support/console-browser';
 import { startTestApi, type TestApi } from '../support/http';
+import { deleteByPrefix, REDIS_URL } from '../support/redis';
 
 /**
  * Organizations and members (API.md v1.3): organizations, members with an
@@ -250,4 +254,22 @@ test('every change is in the operator log with its actor', async () => {
   expect(log.find((e) => e.action === 'org.member.add' && e.target === 'acme/ivy@example.com')).toBeTruthy();
   // The token never reaches the log.
   expect(JSON.stringify(log)).not.toMatch(/inv_/);
+});
+
+test('a Redis loss takes no member data: every prefix key deleted, members log in again with the same projects and roles', async () => {
+  const before = (await as((await login('mia')).token)(api.http.get('/auth/session'))).body.projects;
+  const stale = (await login('tom')).token;
+  const redis = createRedis({ redisUrl: REDIS_URL, redisClusterNodes: null });
+  try {
+    await deleteByPrefix(redis as Redis, api.prefix);
+  } finally {
+    redis.disconnect();
+  }
+  // Sessions are the one thing Redis alone held: that one is gone.
+  await until(async () => (await api.http.get('/queues').set('cookie', `sluice_session=${stale}`)).status === 401);
+  const mia = as((await login('mia')).token);
+  expect((await mia(api.http.get('/auth/session'))).body.projects).toEqual(before);
+  expect((await mia(api.http.post('/auth/project')).send({ project: 'beta-web' })).body.role).toBe('admin');
+  const tom = as((await login('tom')).token);
+  expect((await tom(api.http.get('/orgs/acme/members'))).status).toBe(200);
 });
