@@ -208,7 +208,10 @@ export class AuthGuard implements CanActivate {
    * anything of another tenant; a member that is not owner or admin → 403.
    */
   private async orgAdmin(req: FastifyRequest, principal: Principal): Promise<Principal> {
-    const org = (req.params as Record<string, unknown> | undefined)?.org;
+    // The path's `:org`; a route without one (`POST /projects`) names it in its body, default `default`.
+    const params = req.params as Record<string, unknown> | undefined;
+    const bodyOrg = (req.body as Record<string, unknown> | null | undefined)?.org;
+    const org = params && 'org' in params ? params.org : typeof bodyOrg === 'string' ? bodyOrg : DEFAULT_PROJECT;
     if (typeof org !== 'string' || !isProjectName(org)) throw new OrgNotFoundError(typeof org === 'string' ? org : '');
     const orgRole = this.members ? await this.members.orgRoleOf(principal.userId as string, org) : null;
     if (!orgRole) throw new OrgNotFoundError(org);

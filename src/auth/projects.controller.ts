@@ -22,7 +22,8 @@ export class CreateProjectDto {
 }
 
 /**
- * API.md v1.1 projects (tenants): create and list, root keys only. A root
+ * API.md v1.1 projects (tenants): create (root keys, and API.md v1.3 an owner or admin
+ * of the organization named in the body) and list (root keys). A root
  * key then acts in a project by sending `X-Sluice-Project: <name>`; keys and
  * users created there belong to it.
  */
@@ -33,11 +34,11 @@ export class ProjectsController {
 
   @Post()
   @HttpCode(201)
-  @Access('root')
+  @Access('root', 'org-admin')
   @Audited('project.create', { result: 'name' })
-  @ApiOperation({ operationId: 'createProject', summary: 'Create a project (root key)' })
+  @ApiOperation({ operationId: 'createProject', summary: "Create a project in an organization (root key, or an owner or admin of the body's `org`)" })
   @ApiAnswer(201, 'Project', 'The new project.')
-  @ApiErrors([404, 'No organization of that name (code not_found).'], [409, 'A project with this name exists (code conflict).'])
+  @ApiErrors([404, 'No organization of that name, or the signed-in user is no member of it (code not_found).'], [409, 'A project with this name exists (code conflict).'])
   create(@Body() body: CreateProjectDto): Promise<ProjectRecord> {
     return this.projects.create(body.name, body.org);
   }

@@ -23,7 +23,7 @@ export type Role = (typeof ROLES)[number];
  * - `root`: a root key only (projects).
  * - `user`: a dashboard user signed in by the session cookie (any role); never a key;
  * - `org-admin`: an `owner` or `admin` of the organization the route's `:org` names
- *   (a session's user), or a root key. Decided by the guard, which looks the
+ *   (`POST /projects`: its body's `org`, default `default`) (a session's user), or a root key. Decided by the guard, which looks the
  *   membership up (a user who is no member of it gets 404, as for anything unknown).
  */
 export type Requirement = Role | 'public' | 'metrics' | 'root' | 'user' | 'org-admin';

@@ -32,12 +32,14 @@ function concrete(path: string, org: string): string {
   return url === '/dashboard/events' ? `${url}?job=${ID}` : url;
 }
 
-function call(method: string, url: string, token: string) {
+/** `body`: `{}`, or for an `org-admin` route without `:org` (POST /projects) the organization it names. */
+function call(method: string, url: string, token: string, body = '{}') {
   const m = method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
   let r = api.http[m](url).set('cookie', `sluice_session=${token}`).set('origin', api.url);
-  if (m !== 'get' && m !== 'delete') r = r.set('content-type', 'application/json').send('{}');
+  if (m !== 'get' && m !== 'delete') r = r.set('content-type', 'application/json').send(body);
   return r;
 }
+const bodyFor = (r: RouteAccess, org: string) => (r.required!.includes('org-admin') && !r.path.includes(':org') ? JSON.stringify({ org }) : '{}');
 
 /** What the contract says a member may call: the effective role in the session's project, `user`, `org-admin` of `:org`. */
 function may(cell: Cell, required: readonly Requirement[]): boolean {
@@ -85,7 +87,7 @@ test('org role × project role × every route of the live table: 403 exactly whe
     for (const r of table) {
       const req = r.required as Requirement[];
       if (req.includes('public')) continue;
-      const res = await call(r.method, concrete(r.path, 'mx'), cell.token!);
+      const res = await call(r.method, concrete(r.path, 'mx'), cell.token!, bodyFor(r, 'mx'));
       calls++;
       const ok = may(cell, req);
       if (res.status === 401) wrong.push(`${cell.username} ${r.method} ${r.path} → 401 (session ended?)`);
@@ -98,12 +100,12 @@ test('org role × project role × every route of the live table: 403 exactly whe
 }, 300_000);
 
 test("the organization routes of an organization the member is not in: 404 for every cell, owners and admins included", async () => {
-  const orgRoutes = table.filter((r) => r.path.startsWith('/orgs/:org'));
-  expect(orgRoutes.length).toBeGreaterThanOrEqual(5);
+  const orgRoutes = table.filter((r) => r.required!.includes('org-admin'));
+  expect(orgRoutes.length).toBeGreaterThanOrEqual(6);
   const wrong: string[] = [];
   for (const cell of cells.filter((c) => c.token)) {
     for (const r of orgRoutes) {
-      const res = await call(r.method, concrete(r.path, 'other'), cell.token!);
+      const res = await call(r.method, concrete(r.path, 'other'), cell.token!, bodyFor(r, 'other'));
       if (res.status !== 404 || res.body.error?.code !== 'not_found') wrong.push(`${cell.username} ${r.method} ${r.path} (other) → ${res.status}`);
     }
   }

@@ -222,6 +222,19 @@ test('removal mid-session and a role change end the member’s sessions at once;
   expect((await vic(api.http.get('/auth/session'))).body.projects.map((p: { name: string; role: string }) => `${p.name}:${p.role}`)).toEqual(['acme-ops:viewer', 'acme-shop:viewer']);
 });
 
+test('an owner or admin creates projects in its organization (it is then admin there); elsewhere 404, a plain member 403', async () => {
+  const oona = as((await login('oona')).token);
+  const r = await oona(api.http.post('/projects')).send({ name: 'acme-new', org: 'acme' });
+  expect([r.status, r.body.org]).toEqual([201, 'acme']);
+  expect((await oona(api.http.post('/auth/project')).send({ project: 'acme-new' })).body.role).toBe('admin');
+  expect((await oona(api.http.post('/projects')).send({ name: 'beta-new', org: 'beta' })).status).toBe(404);
+  expect((await oona(api.http.post('/projects')).send({ name: 'dflt-new' })).status).toBe(404);
+  const vic = as((await login('vic')).token);
+  expect((await vic(api.http.post('/projects')).send({ name: 'vic-new', org: 'acme' })).status).toBe(403);
+  // A plain member of acme-new? None: no role given, so no member but owners and admins sees it.
+  expect((await vic(api.http.get('/auth/session'))).body.projects.map((p: { name: string }) => p.name)).toContain('acme-new');
+});
+
 test('POST /users and /users/:id keep working: the user becomes a member of the project’s organization with that role', async () => {
   const r = await root(api.http.post('/users')).set('x-sluice-project', 'acme-ops').send({ username: 'legacy-u', password: PW, role: 'producer' });
   expect(r.status).toBe(201);

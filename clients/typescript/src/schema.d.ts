@@ -695,7 +695,7 @@ export interface paths {
         /** Every project, `default` first (root key) */
         get: operations["listProjects"];
         put?: never;
-        /** Create a project (root key) */
+        /** Create a project in an organization (root key, or an owner or admin of the body's `org`) */
         post: operations["createProject"];
         delete?: never;
         options?: never;
@@ -5068,7 +5068,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description No organization of that name (code not_found). */
+            /** @description No organization of that name, or the signed-in user is no member of it (code not_found). */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
