@@ -1,4 +1,4 @@
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor, StreamableFile } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { map, type Observable } from 'rxjs';
 import { ForbiddenError } from '../core/errors';
@@ -30,6 +30,7 @@ export class HidePayloadsInterceptor implements NestInterceptor {
     // Running a job needs its payload: a member who may not read payloads does not claim.
     if (req.routeOptions.url === '/queues/:name/claim') throw new ForbiddenError('payloads are hidden from this member: it cannot claim jobs');
     markPayloadsHidden(req);
-    return next.handle().pipe(map((answer: unknown) => hidePayloadsIn(answer)));
+    // A StreamableFile is a large answer already hidden before it was sliced (src/http/large-answer.ts).
+    return next.handle().pipe(map((answer: unknown) => (answer instanceof StreamableFile ? answer : hidePayloadsIn(answer))));
   }
 }

@@ -152,6 +152,22 @@ test('answers of enqueue, batch, flows and DLQ retry', async () => {
   expect(JSON.stringify(hidden.body)).not.toContain(SECRET);
 });
 
+test('a large batch answer (streamed in slices) is hidden too', async () => {
+  const pad = 'x'.repeat(4000);
+  const jobs = Array.from({ length: 300 }, (_, i) => ({ queue: 'ext', type: 'ext.t', payload: { card: SECRET, i, pad } }));
+  await both(
+    async (w) => {
+      const r = await as(w)(api.http.post('/jobs/batch')).send({ jobs });
+      expect(r.status).toBe(201);
+      return r.body;
+    },
+    (b) => {
+      expect(b.jobs).toHaveLength(300);
+      expect(new Set(b.jobs.map((j: any) => j.payload))).toEqual(new Set([H]));
+    },
+  );
+});
+
 test('GET /schedules and /schedules/:id: the payload jobs will be enqueued with', async () => {
   const sc = await root(api.http.post('/schedules')).send({ name: 'nightly', cron: '0 3 * * *', queue: 'ext', type: 'ext.t', payload: { card: SECRET } });
   expect(sc.status).toBe(201);
