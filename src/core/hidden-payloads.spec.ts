@@ -36,5 +36,7 @@ describe('hidePayloadsIn', () => {
     for (const v of [null, 1, 'x', true, [], {}]) expect(hidePayloadsIn(v)).toEqual(v);
     const err = { error: { code: 'not_found', message: 'job x not found', details: [] } };
     expect(hidePayloadsIn(err)).toEqual(err);
+    const buf = Buffer.from('{"payload":1}');
+    expect(hidePayloadsIn(buf)).toBe(buf);
   });
 });

@@ -20,11 +20,15 @@ const MAX_DEPTH = 8;
 
 /**
  * A copy of `value` with payloads, results and log messages replaced by {@link HIDDEN};
- * `value` is not changed. Primitives come back as they are.
+ * `value` is not changed. Primitives and objects that are not plain (Buffer, Date, streams)
+ * come back as they are.
  */
 export function hidePayloadsIn(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return value;
   if (Array.isArray(value)) return value.map((v) => hidePayloadsIn(v, depth + 1));
+  // Only plain JSON objects: a Buffer, a stream or a Date is not an answer's JSON and is left whole.
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return value;
   const src = value as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   const logLine = typeof src.level === 'string' && 'message' in src;
