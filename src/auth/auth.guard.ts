@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { CanActivate, ExecutionContext, Inject, Injectable, Optional } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { roleSatisfies, type Requirement } from '../core/access';
+import { managesOrg, roleSatisfies, type Requirement } from '../core/access';
 import { bearerToken, SECRET_PATTERN, sameHash } from '../core/api-key';
 import { ForbiddenError, SluiceError, UnauthorizedError, UnavailableError } from '../core/errors';
 import { RestoreState } from '../restore/restore-state';
@@ -14,6 +14,7 @@ import { readsBody } from '../http/route-table';
 import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyStore, type KeyRecord } from './key-store';
 import { ProjectStore } from './project-store';
+import { MemberStore, OrgNotFoundError } from './member-store';
 import { isProjectName } from '../core/project-queue';
 import { ANONYMOUS_ADMIN, DEFAULT_PROJECT, PRINCIPAL, REFUSED_PRINCIPAL, type Principal } from './principal';
 import { cookieCsrfRefusal, hasSessionCookie, sessionToken } from './session-cookie';
@@ -65,6 +66,7 @@ export class AuthGuard implements CanActivate {
     @Optional() private readonly limiter?: KeyRateLimiter,
     @Optional() private readonly projects?: ProjectStore,
     @Optional() private readonly restore?: RestoreState,
+    @Optional() private readonly members?: MemberStore | null,
   ) {
     this.metricsTokenHash = config.metricsToken ? sha256(config.metricsToken) : null;
   }
@@ -176,11 +178,49 @@ export class AuthGuard implements CanActivate {
     return rec instanceof Promise ? rec.then((r) => this.userPrincipal(req, r, required)) : this.userPrincipal(req, rec, required);
   }
 
-  private userPrincipal(req: FastifyRequest, rec: SessionRecord | null, required: readonly Requirement[]): Principal {
+  /**
+   * A session acts in its current project with the user's role there (API.md v1.3; the
+   * record holds both, and any change of the user's roles ends its sessions);
+   * X-Sluice-Project is for root keys. `user` routes take any session; `org-admin`
+   * routes ask PostgreSQL for the user's role in the path's `:org`.
+   */
+  private userPrincipal(req: FastifyRequest, rec: SessionRecord | null, required: readonly Requirement[]): Principal | Promise<Principal> {
     if (!rec) throw new UnauthorizedError(SESSION_REFUSED);
-    // A session acts in the project it signed in to (a user has a role there, so it exists); X-Sluice-Project is for root keys.
-    if (!roleSatisfies(rec.role, false, required)) throw new ForbiddenError(`role ${rec.role} may not ${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]}`);
-    return { kind: 'user', project: rec.project, role: rec.role, root: false, keyId: null, userId: rec.userId, label: `user:${rec.userId}` };
+    const principal: Principal = {
+      kind: 'user',
+      project: rec.project,
+      role: rec.role,
+      root: false,
+      keyId: null,
+      userId: rec.userId,
+      hidePayloads: rec.hidePayloads === true,
+      label: `user:${rec.userId}`,
+    };
+    if (roleSatisfies(rec.role, false, required) || required.includes('user')) return principal;
+    if (required.includes('org-admin')) return this.orgAdmin(req, principal);
+    (req as unknown as Record<symbol, Principal>)[REFUSED_PRINCIPAL] = principal;
+    throw new ForbiddenError(`role ${rec.role} may not ${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]}`);
+  }
+
+  /**
+   * An `org-admin` route for a session: the user's role in the organization the
+   * path's `:org` names. No member of it (or no such organization) → 404, as for
+   * anything of another tenant; a member that is not owner or admin → 403.
+   */
+  private async orgAdmin(req: FastifyRequest, principal: Principal): Promise<Principal> {
+    // The path's `:org`; a route without one (`POST /projects`) names it in its body, default `default`.
+    const params = req.params as Record<string, unknown> | undefined;
+    const bodyOrg = (req.body as Record<string, unknown> | null | undefined)?.org;
+    const org = params && 'org' in params ? params.org : typeof bodyOrg === 'string' ? bodyOrg : DEFAULT_PROJECT;
+    if (typeof org !== 'string' || !isProjectName(org)) throw new OrgNotFoundError(typeof org === 'string' ? org : '');
+    const orgRole = this.members ? await this.members.orgRoleOf(principal.userId as string, org) : null;
+    if (!orgRole) throw new OrgNotFoundError(org);
+    const p = { ...principal, orgRole };
+    if (!managesOrg(orgRole)) {
+      (req as unknown as Record<symbol, Principal>)[REFUSED_PRINCIPAL] = p;
+      throw new ForbiddenError(`organization role ${orgRole} may not ${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]} (owner or admin only)`);
+    }
+    return p;
   }
 
   /**

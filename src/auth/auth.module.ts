@@ -1,5 +1,5 @@
 import { Global, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
-import { APP_GUARD, Reflector } from '@nestjs/core';
+import { APP_GUARD, APP_INTERCEPTOR, Reflector } from '@nestjs/core';
 import type { DataSource } from 'typeorm';
 import { POSTGRES_DB } from '../postgres/postgres.module';
 import type { SluiceConfig } from '../config/config';
@@ -12,6 +12,8 @@ import { KeyRateLimiter } from './key-rate-limiter';
 import { KeyStore } from './key-store';
 import { SessionStore } from './session-store';
 import { ProjectStore } from './project-store';
+import { MemberStore } from './member-store';
+import { HidePayloadsInterceptor } from './hide-payloads.interceptor';
 
 /**
  * Credentials for every HTTP route of the process: the key store, the
@@ -37,15 +39,19 @@ import { ProjectStore } from './project-store';
       useFactory: (registry: ProjectRegistry, db?: DataSource) => new ProjectStore(registry, db ?? null),
     },
     { provide: RestoreState, inject: [RestoreStore], useFactory: (store: RestoreStore) => new RestoreState(store) },
+    // Organizations' members (PostgreSQL only): the guard asks it on the `org-admin` routes.
+    { provide: MemberStore, inject: [{ token: POSTGRES_DB, optional: true }], useFactory: (db?: DataSource) => (db ? new MemberStore(db) : null) },
     {
       provide: AuthGuard,
-      inject: [Reflector, SLUICE_CONFIG, KeyStore, SessionStore, TokenBuckets, ProjectStore, RestoreState],
-      useFactory: (r: Reflector, c: SluiceConfig, keys: KeyStore, sessions: SessionStore, buckets: TokenBuckets, projects: ProjectStore, restore: RestoreState) =>
-        new AuthGuard(r, c, keys, sessions, new KeyRateLimiter(buckets, c.keyRateLimitPerSec, c.keyRateLimitBurst), projects, restore),
+      inject: [Reflector, SLUICE_CONFIG, KeyStore, SessionStore, TokenBuckets, ProjectStore, RestoreState, MemberStore],
+      useFactory: (r: Reflector, c: SluiceConfig, keys: KeyStore, sessions: SessionStore, buckets: TokenBuckets, projects: ProjectStore, restore: RestoreState, members: MemberStore | null) =>
+        new AuthGuard(r, c, keys, sessions, new KeyRateLimiter(buckets, c.keyRateLimitPerSec, c.keyRateLimitBurst), projects, restore, members),
     },
     { provide: APP_GUARD, useExisting: AuthGuard },
+    // hidePayloads (API.md v1.3): every answer of a member who hides payloads, in one place.
+    { provide: APP_INTERCEPTOR, useClass: HidePayloadsInterceptor },
   ],
-  exports: [KeyStore, SessionStore, AuthGuard, ProjectStore, RestoreState],
+  exports: [KeyStore, SessionStore, AuthGuard, ProjectStore, RestoreState, MemberStore],
 })
 export class AuthModule implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(

@@ -9,7 +9,8 @@ import { dummyHash, hashPassword, needsRehash, verifyPassword } from './password
 import { DEFAULT_PROJECT } from './principal';
 import { sessionToken } from './session-cookie';
 import { SessionStore } from './session-store';
-import { UserStore, type LoginUser } from './user-store';
+import { UserStore } from './user-store';
+import { MemberStore, type ProjectAccess } from './member-store';
 
 /** `POST /auth/login` answer (the token goes in the cookie only). */
 export interface LoginAnswer {
@@ -35,6 +36,7 @@ export class LoginService {
     private readonly users: UserStore,
     private readonly sessions: SessionStore,
     private readonly limiter: LoginLimiter,
+    private readonly members: MemberStore,
   ) {}
 
   /**
@@ -48,25 +50,28 @@ export class LoginService {
     }
     const attempt = await this.limiter.begin(usernameKey(body.username), addressBucket(req.ip));
     const user = await this.users.findForLogin(body.username);
+    // An invited user without a password yet is checked like an unknown one (same cost, same answer).
     const ok = await verifyPassword(user?.passwordHash ?? (await dummyHash()), body.password);
-    const project = user ? pickProject(user, body.project) : null;
-    if (!user || !ok || user.disabled || !project) throw new UnauthorizedError(BAD_LOGIN);
-    const role = user.roles.get(project) as Role;
+    const access = user && user.passwordHash ? pickProject(await this.members.projectsOf(user.id), body.project) : null;
+    if (!user || !user.passwordHash || !ok || user.disabled || !access) throw new UnauthorizedError(BAD_LOGIN);
+    const { name: project, role, hidePayloads } = access;
     await attempt.succeeded();
 
     const old = sessionToken(req.headers.cookie);
     if (old) await this.sessions.destroy(old);
-    const s = await this.sessions.create({ userId: user.id, username: user.username, project, role });
+    const s = await this.sessions.create({ userId: user.id, username: user.username, project, role, hidePayloads });
     // A disable or role change committed while we checked ended the sessions it listed; ours was
     // listed only now: read the user again, so either that revoke or this check ends it.
     const again = await this.users.findForLogin(user.username);
-    if (!again || again.id !== user.id || again.disabled || again.roles.get(project) !== role || again.passwordHash !== user.passwordHash) {
+    const still = again ? (await this.members.projectsOf(again.id)).find((a) => a.name === project) : undefined;
+    if (!again || again.id !== user.id || again.disabled || still?.role !== role || still.hidePayloads !== hidePayloads || again.passwordHash !== user.passwordHash) {
       await this.sessions.destroyHash(s.hash);
       throw new UnauthorizedError(BAD_LOGIN);
     }
-    if (needsRehash(user.passwordHash)) {
+    const oldHash = user.passwordHash;
+    if (needsRehash(oldHash)) {
       void hashPassword(body.password)
-        .then((h) => this.users.rehash(user.id, user.passwordHash, h))
+        .then((h) => this.users.rehash(user.id, oldHash, h))
         .catch(() => undefined);
     }
     return {
@@ -76,9 +81,12 @@ export class LoginService {
   }
 }
 
-/** The project a login signs in to: the one asked for, else `default` when the user has it, else its first by name; null when it has no role there. */
-function pickProject(user: LoginUser, asked: string | undefined): string | null {
-  if (asked !== undefined) return user.roles.has(asked) ? asked : null;
-  if (user.roles.has(DEFAULT_PROJECT)) return DEFAULT_PROJECT;
-  return [...user.roles.keys()].sort()[0] ?? null;
+/**
+ * The project a login signs in to (API.md v1.3: "the first the user may see"): the one asked
+ * for, else `default` when the user has it, else its first by name; null when it has no role there.
+ * @param access the user's projects as {@link MemberStore.projectsOf} lists them (`default` first, then by name).
+ */
+function pickProject(access: ProjectAccess[], asked: string | undefined): ProjectAccess | null {
+  if (asked !== undefined) return access.find((a) => a.name === asked) ?? null;
+  return access.find((a) => a.name === DEFAULT_PROJECT) ?? access[0] ?? null;
 }

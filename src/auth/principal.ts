@@ -1,4 +1,4 @@
-import type { Role } from '../core/access';
+import type { OrgRole, Role } from '../core/access';
 import { DEFAULT_PROJECT } from '../core/project-queue';
 
 /**
@@ -18,6 +18,10 @@ export interface Principal {
   keyId: string | null;
   /** The dashboard user of a `user` principal; absent or null otherwise. */
   userId?: string | null;
+  /** A member whose payloads, results and log messages read as "[hidden]" (API.md v1.3); absent = false. */
+  hidePayloads?: boolean;
+  /** On the `org-admin` routes: the user's role in the route's `:org` (absent for a root key). */
+  orgRole?: OrgRole;
   /** For logs and the operator audit log: `key:<id>`, `user:<id>` or `anonymous`; never a secret. */
   label: string;
 }

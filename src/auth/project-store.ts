@@ -3,10 +3,18 @@ import { SluiceError } from '../core/errors';
 import type { ProjectRegistry } from '../core/ports/projects';
 import { DEFAULT_PROJECT } from '../core/project-queue';
 
-/** A project as `GET /projects` lists it; `createdAt` ISO. */
+/** A project as `GET /projects` lists it; `createdAt` ISO; `org` the organization holding it (API.md v1.3). */
 export interface ProjectRecord {
   name: string;
+  org: string;
   createdAt: string;
+}
+
+/** `POST /projects` naming an organization that does not exist (HTTP 404 `not_found`). */
+export class ProjectOrgNotFoundError extends SluiceError {
+  constructor(org: string) {
+    super('not_found', `organization ${JSON.stringify(org.slice(0, 64))} not found`);
+  }
 }
 
 /** `POST /projects` with a name that exists (HTTP 409 `conflict`). */
@@ -50,14 +58,18 @@ export class ProjectStore {
   }
 
   /**
-   * Creates a project.
-   * @throws ProjectExistsError (409) when it exists; the client's error when a store is unreachable.
+   * Creates a project in organization `org` (default `default`).
+   * @throws ProjectExistsError (409) when it exists; ProjectOrgNotFoundError (404) for an unknown
+   *   organization; the client's error when a store is unreachable.
    */
-  async create(name: string): Promise<ProjectRecord> {
+  async create(name: string, org: string = DEFAULT_PROJECT): Promise<ProjectRecord> {
     if (name === DEFAULT_PROJECT) throw new ProjectExistsError(name);
+    if (!this.db && org !== DEFAULT_PROJECT) throw new ProjectOrgNotFoundError(org);
     const at = this.now();
     if (this.db) {
-      const rows: unknown[] = await this.db.query(`INSERT INTO projects (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING name`, [name, new Date(at)]);
+      const orgFound: unknown[] = await this.db.query(`SELECT 1 FROM orgs WHERE name = $1`, [org]);
+      if (!orgFound.length) throw new ProjectOrgNotFoundError(org);
+      const rows: unknown[] = await this.db.query(`INSERT INTO projects (name, created_at, org) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING RETURNING name`, [name, new Date(at), org]);
       if (!rows.length) {
         // Known to PostgreSQL: make sure Redis knows it too (it may have lost it), then refuse.
         await this.reconcile().catch(() => undefined);
@@ -68,18 +80,23 @@ export class ProjectStore {
       throw new ProjectExistsError(name);
     }
     this.known.add(name);
-    return { name, createdAt: new Date(at).toISOString() };
+    return { name, org, createdAt: new Date(at).toISOString() };
   }
 
-  /** Every project, `default` first, then by name. */
+  /** Every project, `default` first, then by name; `org` from PostgreSQL (`default` without it). */
   async list(): Promise<ProjectRecord[]> {
     const all = await this.registry.all();
+    const orgOf = new Map<string, string>();
+    if (this.db) {
+      const rows: { name: string; org: string }[] = await this.db.query(`SELECT name, org FROM projects`);
+      for (const r of rows) orgOf.set(r.name, r.org);
+    }
     const out: ProjectRecord[] = Object.entries(all)
       .filter(([name]) => name !== DEFAULT_PROJECT)
-      .map(([name, ms]) => ({ name, createdAt: new Date(Number(ms) || 0).toISOString() }))
+      .map(([name, ms]) => ({ name, org: orgOf.get(name) ?? DEFAULT_PROJECT, createdAt: new Date(Number(ms) || 0).toISOString() }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const dflt = all[DEFAULT_PROJECT] ?? (await this.defaultCreatedAt());
-    return [{ name: DEFAULT_PROJECT, createdAt: new Date(Number(dflt) || 0).toISOString() }, ...out];
+    return [{ name: DEFAULT_PROJECT, org: DEFAULT_PROJECT, createdAt: new Date(Number(dflt) || 0).toISOString() }, ...out];
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
-import { IsString, Matches } from 'class-validator';
+import { ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { IsOptional, IsString, Matches } from 'class-validator';
 import { PROJECT_PATTERN } from '../core/project-queue';
 import { ApiAnswer, ApiErrors } from '../http/openapi/decorators';
 import { Audited } from '../http/audited.decorator';
@@ -13,10 +13,17 @@ export class CreateProjectDto {
   @IsString()
   @Matches(PROJECT_PATTERN, { message: `must match ${PROJECT_PATTERN.source}` })
   name!: string;
+
+  @ApiPropertyOptional({ pattern: PROJECT_PATTERN.source, example: 'default', description: 'the organization that holds it (default `default`; 404 when unknown)' })
+  @IsOptional()
+  @IsString()
+  @Matches(PROJECT_PATTERN, { message: `must match ${PROJECT_PATTERN.source}` })
+  org?: string;
 }
 
 /**
- * API.md v1.1 projects (tenants): create and list, root keys only. A root
+ * API.md v1.1 projects (tenants): create (root keys, and API.md v1.3 an owner or admin
+ * of the organization named in the body) and list (root keys). A root
  * key then acts in a project by sending `X-Sluice-Project: <name>`; keys and
  * users created there belong to it.
  */
@@ -27,13 +34,13 @@ export class ProjectsController {
 
   @Post()
   @HttpCode(201)
-  @Access('root')
+  @Access('root', 'org-admin')
   @Audited('project.create', { result: 'name' })
-  @ApiOperation({ operationId: 'createProject', summary: 'Create a project (root key)' })
+  @ApiOperation({ operationId: 'createProject', summary: "Create a project in an organization (root key, or an owner or admin of the body's `org`)" })
   @ApiAnswer(201, 'Project', 'The new project.')
-  @ApiErrors([409, 'A project with this name exists (code conflict).'])
+  @ApiErrors([404, 'No organization of that name, or the signed-in user is no member of it (code not_found).'], [409, 'A project with this name exists (code conflict).'])
   create(@Body() body: CreateProjectDto): Promise<ProjectRecord> {
-    return this.projects.create(body.name);
+    return this.projects.create(body.name, body.org);
   }
 
   @Get()

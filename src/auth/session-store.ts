@@ -7,8 +7,11 @@ import { newSessionToken } from '../core/user-credentials';
 export interface SessionRecord {
   userId: string;
   username: string;
+  /** The session's current project (API.md v1.3: switched by `POST /auth/project`) and the user's role there. */
   project: string;
   role: Role;
+  /** The member's `hidePayloads` in the current project's organization; absent (sessions from before organizations) = false. */
+  hidePayloads?: boolean;
   createdAt: number;
   /** When activity last refreshed the idle expiry (at most every {@link SessionStore.refreshMs}). */
   lastSeenAt: number;
@@ -66,7 +69,7 @@ export class SessionStore {
    * @returns the token (for the cookie only: never stored or logged) and the record.
    * @throws when Redis cannot be reached.
    */
-  async create(input: { userId: string; username: string; project: string; role: Role }): Promise<{ token: string; hash: string; record: SessionRecord }> {
+  async create(input: { userId: string; username: string; project: string; role: Role; hidePayloads?: boolean }): Promise<{ token: string; hash: string; record: SessionRecord }> {
     const token = newSessionToken();
     const hash = hashSecret(token);
     const t = this.now();
@@ -107,6 +110,27 @@ export class SessionStore {
       if (ttl > 0) void this.records.refresh(hash, JSON.stringify(rec), ttl).catch(() => undefined);
     }
     return rec;
+  }
+
+  /**
+   * Moves a live session to another project (`POST /auth/project`): the same
+   * token, the same expiry, the new project, role and hidePayloads. A session
+   * revoked meanwhile is not brought back (the write needs the record to exist).
+   * @returns the record as it is now, or null when the session has ended.
+   */
+  async switchProject(token: string, to: { project: string; role: Role; hidePayloads: boolean }): Promise<SessionRecord | null> {
+    const hash = hashSecret(token);
+    const raw = await this.records.get(hash);
+    const rec = raw ? parseSession(raw) : null;
+    const t = this.now();
+    if (!rec || t >= this.expiresAt(rec)) return null;
+    const next: SessionRecord = { ...rec, project: to.project, role: to.role, hidePayloads: to.hidePayloads, lastSeenAt: t };
+    const ttl = Math.min(this.idleMs, rec.createdAt + this.maxMs - t);
+    if (ttl <= 0) return null;
+    await this.records.refresh(hash, JSON.stringify(next), ttl);
+    this.cache.delete(hash);
+    const again = await this.records.get(hash);
+    return again ? parseSession(again) : null;
   }
 
   /** Ends the session of this token (logout, or the old cookie of a new login); a no-op when there is none. */

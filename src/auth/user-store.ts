@@ -18,7 +18,8 @@ export interface UserView {
 export interface LoginUser {
   id: string;
   username: string;
-  passwordHash: string;
+  /** null: an invited user who has not set a password (no login matches). */
+  passwordHash: string | null;
   disabled: boolean;
   /** project → role. */
   roles: Map<string, Role>;
@@ -48,7 +49,7 @@ export class UsernameTakenError extends SluiceError {
 
 /**
  * Dashboard users in PostgreSQL (`users`, `user_roles`: migration
- * 1796001200000-Users). Users are global (one username, one password);
+ * 1796001200000-Users; each is a member of its projects' organizations, `org_members`). Users are global (one username, one password);
  * roles are per project. Every method that takes a `project` only sees users
  * with a role in it. Password hashes come in already hashed (argon2id PHC
  * strings, src/auth/password-hasher.ts); this store never sees a password.
@@ -66,6 +67,12 @@ export class UserStore {
       await this.db.transaction(async (m) => {
         await m.query(`INSERT INTO users (id, username, password_hash) VALUES ($1, $2, $3)`, [id, input.username, input.passwordHash]);
         await m.query(`INSERT INTO user_roles (user_id, project, role) VALUES ($1, $2, $3)`, [id, input.project, input.role]);
+        // API.md v1.3: a user of a project is a member of the project's organization (a root key's
+        // project may be one PostgreSQL does not list yet: then `default`'s).
+        await m.query(
+          `INSERT INTO org_members (org, user_id, org_role) VALUES (COALESCE((SELECT org FROM projects WHERE name = $2), 'default'), $1, 'member') ON CONFLICT DO NOTHING`,
+          [id, input.project],
+        );
       });
     } catch (e) {
       if ((e as { code?: string }).code === '23505') throw new UsernameTakenError();
@@ -94,7 +101,7 @@ export class UserStore {
 
   /** The user a login names (username without case), with every role, or null. */
   async findForLogin(username: string): Promise<LoginUser | null> {
-    const rows: { id: string; username: string; password_hash: string; disabled: boolean; project: string | null; role: Role | null }[] = await this.db.query(
+    const rows: { id: string; username: string; password_hash: string | null; disabled: boolean; project: string | null; role: Role | null }[] = await this.db.query(
       `SELECT u.id, u.username, u.password_hash, u.disabled_at IS NOT NULL AS disabled, r.project, r.role
          FROM users u LEFT JOIN user_roles r ON r.user_id = u.id WHERE lower(u.username) = lower($1)`,
       [username],
@@ -136,7 +143,18 @@ export class UserStore {
       const rows: Row[] = await m.query(`${VIEW} WHERE u.id = $1 AND r.project = $2 FOR UPDATE OF r`, [id, project]);
       if (!rows.length) return null;
       await m.query(`DELETE FROM user_roles WHERE user_id = $1 AND project = $2`, [id, project]);
-      await m.query(`DELETE FROM users WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM user_roles WHERE user_id = $1)`, [id]);
+      // A plain member left with no role in the project's organization leaves it; then a user in no
+      // organization and with no role is deleted (as before organizations).
+      await m.query(
+        `DELETE FROM org_members om WHERE om.user_id = $1 AND om.org_role = 'member'
+            AND om.org = COALESCE((SELECT org FROM projects WHERE name = $2), 'default')
+            AND NOT EXISTS (SELECT 1 FROM user_roles r JOIN projects p ON p.name = r.project WHERE r.user_id = $1 AND p.org = om.org)`,
+        [id, project],
+      );
+      await m.query(
+        `DELETE FROM users WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM user_roles WHERE user_id = $1) AND NOT EXISTS (SELECT 1 FROM org_members WHERE user_id = $1)`,
+        [id],
+      );
       return view(rows[0]);
     });
   }

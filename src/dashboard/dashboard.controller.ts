@@ -108,7 +108,8 @@ export class DashboardController {
     'An event stream (text/event-stream) that stays open.',
   )
   async events(@Query() q: LiveQueryDto, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    const project = principalOf(req).project;
+    const principal = principalOf(req);
+    const project = principal.project;
     if (q.job !== undefined) {
       const job = await this.history.getJob(q.job);
       // Another project's job is as unknown as a missing one.
@@ -118,7 +119,7 @@ export class DashboardController {
     this.live.assertCapacity();
     const headers = reply.getHeaders();
     reply.hijack();
-    this.live.open(reply.raw, headers, project, q.job?.toLowerCase() ?? null);
+    this.live.open(reply.raw, headers, project, q.job?.toLowerCase() ?? null, principal.hidePayloads === true);
   }
 
   @Get('dashboard/recent')

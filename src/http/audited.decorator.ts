@@ -12,11 +12,13 @@ export const AUDIT_METADATA = 'sluice:audit';
  * - `params`: route parameters joined with `/`, for a thing named within
  *   another (`/queues/:name/keys/:key` → `{params: ['name', 'key']}` → `emails/customer-42`;
  *   no target unless each is a non-empty string);
+ * - `paramBody`: a route parameter and a top-level string field of the body joined with `/`
+ *   (`POST /orgs/:org/members` `{username}` → `acme/ana@example.com`);
  * - `query`: a query-string field;
  * - `body`: a top-level string field of the JSON body (a queue name, never a payload);
  * - `result`: a top-level field of the answer (the id of what the call created).
  */
-export type AuditTarget = { param: string } | { params: string[] } | { query: string } | { body: string } | { result: string };
+export type AuditTarget = { param: string } | { params: string[] } | { paramBody: [string, string] } | { query: string } | { body: string } | { result: string };
 
 /**
  * A route's operator-audit declaration (docs/security.md, "Operator log"):

@@ -3,7 +3,8 @@ import { CallHandler, ExecutionContext, Injectable, NestInterceptor, StreamableF
 import type { FastifyRequest } from 'fastify';
 import { map, type Observable } from 'rxjs';
 import { heavyTurn } from './heavy-turns';
-import { bodyBytesOf, bodySinceOf } from './request-notes';
+import { hidePayloadsIn } from '../core/hidden-payloads';
+import { bodyBytesOf, bodySinceOf, payloadsHidden } from './request-notes';
 
 /** A request body from this size on gets its answer written in slices (bytes; as src/server/json-body.ts queues its parse). */
 export const LARGE_ANSWER_BODY_BYTES = 1_048_576;
@@ -51,7 +52,9 @@ export class LargeAnswerInterceptor implements NestInterceptor {
     return next.handle().pipe(
       map((answer: unknown) => {
         if (!answer || typeof answer !== 'object' || !Array.isArray((answer as { jobs?: unknown }).jobs)) return answer;
-        const stream = Readable.from(jobsJsonSlices(answer as { jobs: unknown[] }, bodySinceOf(req)), { objectMode: false });
+        // The global hidePayloads interceptor sees a stream from here on: hide before slicing.
+        const out = (payloadsHidden(req) ? hidePayloadsIn(answer) : answer) as { jobs: unknown[] };
+        const stream = Readable.from(jobsJsonSlices(out, bodySinceOf(req)), { objectMode: false });
         return new StreamableFile(stream, { type: 'application/json; charset=utf-8' });
       }),
     );

@@ -70,3 +70,15 @@ export function adviseRetry(req: FastifyRequest, advice: RetryAdvice): void {
 export function retryAdviceOf(req: FastifyRequest): RetryAdvice | undefined {
   return (req as Noted)[ADVICE];
 }
+
+const HIDE = Symbol('sluice.hidePayloads');
+
+/** Marks a request whose answer must have its payloads hidden (src/auth/hide-payloads.interceptor.ts sets it). */
+export function markPayloadsHidden(req: FastifyRequest): void {
+  (req as unknown as Record<symbol, boolean>)[HIDE] = true;
+}
+
+/** Whether the answer of this request hides payloads, results and log messages (API.md v1.3 `hidePayloads`). */
+export function payloadsHidden(req: FastifyRequest): boolean {
+  return (req as unknown as Record<symbol, boolean | undefined>)[HIDE] === true;
+}

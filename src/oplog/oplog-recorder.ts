@@ -88,6 +88,16 @@ export function registerOperatorAudit(app: NestFastifyApplication, log: Logger):
   return stats;
 }
 
+/**
+ * Where an organization's own changes are filed (`/orgs/:org/...`): the scope `org:<name>`,
+ * which no project name can be (`GET /orgs/:org/audit-log` reads it), so a member change is
+ * seen by that organization's owners and admins, never in another tenant's project log.
+ */
+export function oplogScope(req: FastifyRequest): string | null {
+  const org = (req.params as Record<string, unknown> | undefined)?.org;
+  return typeof org === 'string' && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(org) ? `org:${org}` : null;
+}
+
 /** The record of one answered request to an audited route. */
 function buildRecord(req: FastifyRequest, status: number, spec: { action: string; target: AuditTarget | null }): OplogRecord {
   const p = attemptedBy(req);
@@ -95,7 +105,7 @@ function buildRecord(req: FastifyRequest, status: number, spec: { action: string
   return {
     id: uuidv7(),
     at,
-    project: p?.project ?? DEFAULT_PROJECT,
+    project: oplogScope(req) ?? p?.project ?? DEFAULT_PROJECT,
     actor: p ? p.label : 'none',
     actorKind: p ? p.kind : 'none',
     action: spec.action,
@@ -114,6 +124,10 @@ function targetOf(req: FastifyRequest, t: AuditTarget | null): string | null {
   if ('param' in t) return targetValue(field(req.params, t.param));
   if ('params' in t) {
     const parts = t.params.map((k) => field(req.params, k));
+    return parts.every((v) => typeof v === 'string' && v.length > 0) ? targetValue(parts.join('/')) : null;
+  }
+  if ('paramBody' in t) {
+    const parts = [field(req.params, t.paramBody[0]), field(req.body, t.paramBody[1])];
     return parts.every((v) => typeof v === 'string' && v.length > 0) ? targetValue(parts.join('/')) : null;
   }
   if ('query' in t) return targetValue(field(req.query, t.query));

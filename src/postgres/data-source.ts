@@ -22,6 +22,7 @@ import { DependencyQueues1796002050000 } from './migrations/1796002050000-Depend
 import { FoldedExecutionEvents1796001900000 } from './migrations/1796001900000-FoldedExecutionEvents';
 import { QueueSettings1796002000000 } from './migrations/1796002000000-QueueSettings';
 import { DlqSummaries1796002100000 } from './migrations/1796002100000-DlqSummaries';
+import { Organizations1796002200000 } from './migrations/1796002200000-Organizations';
 
 /** Every migration, in order. Append only. */
 export const MIGRATIONS = [
@@ -46,6 +47,7 @@ export const MIGRATIONS = [
   QueueSettings1796002000000,
   DependencyQueues1796002050000,
   DlqSummaries1796002100000,
+  Organizations1796002200000,
 ];
 
 /**

@@ -133,7 +133,10 @@ test('the statuses of API.md are documented where they apply (201/200 replay, 20
 test('GET /auth/session with AUTH off answers the documented anonymous shape (validated like every answer here)', async () => {
   const res = await api.http.get('/auth/session');
   expect(res.status).toBe(200);
-  expect(res.body).toEqual({ kind: 'anonymous', user: null, keyId: null, project: 'default', role: 'admin', expiresAt: null });
+  expect(res.body).toEqual({
+    kind: 'anonymous', user: null, keyId: null, project: 'default', role: 'admin', expiresAt: null,
+    org: 'default', hidePayloads: false, projects: [{ name: 'default', org: 'default', role: 'admin' }], orgs: [],
+  });
 });
 
 test('a client generated with openapi-typescript gets typed answers, optional defaulted fields and free JSON as unknown', () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
 import { Projects1796001500000 } from '../../src/postgres/migrations/1796001500000-Projects';
+import { Organizations1796002200000 } from '../../src/postgres/migrations/1796002200000-Organizations';
 import { createRedis } from '../../src/redis/connection';
 import { startTestApi, type TestApi } from '../support/http';
 import { openTestDb, type TestDb } from '../support/postgres';
@@ -77,11 +78,13 @@ test('data of the version before projects stays visible and working as the proje
   }
   const qr = db.dataSource.createQueryRunner();
   try {
+    // Organizations (a later migration) hold projects: taken back first, as an upgrade from then replays both.
+    await new Organizations1796002200000().down(qr);
     await new Projects1796001500000().down(qr);
   } finally {
     await qr.release();
   }
-  await db.dataSource.query(`DELETE FROM sluice_migrations WHERE name = 'Projects1796001500000'`);
+  await db.dataSource.query(`DELETE FROM sluice_migrations WHERE name IN ('Projects1796001500000', 'Organizations1796002200000')`);
   const cols: { column_name: string }[] = await db.dataSource.query(`SELECT column_name FROM information_schema.columns WHERE table_name = 'schedules'`);
   expect(cols.map((x) => x.column_name)).not.toContain('project');
   expect(await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE queue = 'legacy'`)).toEqual([{ n: 4 }]);

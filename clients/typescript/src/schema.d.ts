@@ -715,7 +715,7 @@ export interface paths {
         /** Every project, `default` first (root key) */
         get: operations["listProjects"];
         put?: never;
-        /** Create a project (root key) */
+        /** Create a project in an organization (root key, or an owner or admin of the body's `org`) */
         post: operations["createProject"];
         delete?: never;
         options?: never;
@@ -800,8 +800,113 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Who this request acts as (the console asks on load); 401 without a session or key */
+        /** Who this request acts as, and the projects a signed-in user may switch to (the console asks on load); 401 without a session or key */
         get: operations["getSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/project": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Switch the session's current project (a signed-in user only; 403 where the user has no role) */
+        post: operations["switchProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/accept-invite": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set the password of an invited user with its invitation token (single use, 7 days); then log in */
+        post: operations["acceptInvite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Organizations: every one for a root key, a signed-in user its own (with its role) */
+        get: operations["listOrgs"];
+        put?: never;
+        /** Create an organization (root key) */
+        post: operations["createOrg"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's members with their roles (owner, admin or root) */
+        get: operations["listMembers"];
+        put?: never;
+        /** Add a member: an existing user joins; a new one gets an invitation token (shown once, 7 days, single use) */
+        post: operations["addMember"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orgs/{org}/members/{username}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a member (and its roles in the organization’s projects); ends its sessions at once */
+        delete: operations["removeMember"];
+        options?: never;
+        head?: never;
+        /** Change a member's organization role, project roles (replaced) or hidePayloads; ends its sessions at once */
+        patch: operations["updateMember"];
+        trace?: never;
+    };
+    "/orgs/{org}/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's own changes (members added, changed, removed), newest first (owner, admin or root) */
+        get: operations["listOrgAuditLog"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1170,6 +1275,11 @@ export interface components {
              * @example acme
              */
             name: string;
+            /**
+             * @description the organization that holds it (default `default`; 404 when unknown)
+             * @example default
+             */
+            org?: string;
         };
         CreateUserDto: {
             /**
@@ -1212,6 +1322,66 @@ export interface components {
              * @example default
              */
             project?: string;
+        };
+        SwitchProjectDto: {
+            /**
+             * @description a project the signed-in user has a role in (403 otherwise)
+             * @example acme
+             */
+            project: string;
+        };
+        AcceptInviteDto: {
+            /** @description the `inviteToken` of `POST /orgs/:org/members` (`inv_…`) */
+            token: string;
+            /**
+             * Format: password
+             * @description at least 12 characters, at most 1024 bytes (UTF-8)
+             */
+            password: string;
+        };
+        CreateOrgDto: {
+            /**
+             * @description the queue-name rule
+             * @example acme
+             */
+            name: string;
+        };
+        CreateMemberDto: {
+            /**
+             * @description an existing user joins; a new one is invited (the answer holds its `inviteToken`)
+             * @example ana@example.com
+             */
+            username: string;
+            /**
+             * @description owner and admin manage the members and are admin of every project; only an owner makes an owner
+             * @enum {string}
+             */
+            orgRole: "owner" | "admin" | "member" | "viewer";
+            /**
+             * @description project name → role there (admin, operator, producer, viewer); only projects of this organization; at most 500. An owner or admin is admin of every project of the organization whatever this says; an org viewer is viewer where it names none.
+             * @example {
+             *       "acme": "operator"
+             *     }
+             */
+            projects?: {
+                [key: string]: "admin" | "operator" | "producer" | "viewer";
+            };
+            /** @description true: payloads, results and log messages read as "[hidden]" everywhere this member reads (default false) */
+            hidePayloads?: boolean;
+        };
+        UpdateMemberDto: {
+            /** @enum {string} */
+            orgRole?: "owner" | "admin" | "member" | "viewer";
+            /**
+             * @description replaces the member's project roles: project name → role there (admin, operator, producer, viewer); only projects of this organization; at most 500. An owner or admin is admin of every project of the organization whatever this says; an org viewer is viewer where it names none.
+             * @example {
+             *       "acme": "viewer"
+             *     }
+             */
+            projects?: {
+                [key: string]: "admin" | "operator" | "producer" | "viewer";
+            };
+            hidePayloads?: boolean;
         };
         /**
          * @description The one envelope of every non-2xx response (API.md "Errors").
@@ -1308,10 +1478,10 @@ export interface components {
             id: string;
             queue: string;
             type: string;
-            /** @description the JSON object the job was enqueued with */
+            /** @description the JSON object the job was enqueued with; the string "[hidden]" for a member with hidePayloads (API.md v1.3) */
             payload: {
                 [key: string]: unknown;
-            };
+            } | "[hidden]";
             status: components["schemas"]["JobStatus"];
             /** @description −100..100; higher runs first */
             priority: number;
@@ -1501,10 +1671,10 @@ export interface components {
                 id: string;
                 queue: string;
                 type: string;
-                /** @description the JSON object the job was enqueued with */
+                /** @description the JSON object the job was enqueued with; the string "[hidden]" for a member with hidePayloads (API.md v1.3) */
                 payload: {
                     [key: string]: unknown;
-                };
+                } | "[hidden]";
                 status: components["schemas"]["JobStatus"];
                 /** @description −100..100; higher runs first */
                 priority: number;
@@ -1995,9 +2165,10 @@ export interface components {
             timezone: string;
             queue: string;
             type: string;
+            /** @description the string "[hidden]" for a member with hidePayloads */
             payload: {
                 [key: string]: unknown;
-            };
+            } | "[hidden]";
             priority: number;
             /** @description null = the queue's default */
             maxAttempts: number | null;
@@ -2296,12 +2467,15 @@ export interface components {
          * @description A project (tenant).
          * @example {
          *       "name": "acme",
+         *       "org": "default",
          *       "createdAt": "2026-12-01T00:00:00.000Z"
          *     }
          */
         Project: {
             /** @description the queue-name rule */
             name: string;
+            /** @description the organization that holds it (API.md v1.3) */
+            org: string;
             /** Format: date-time */
             createdAt: string;
         };
@@ -2545,7 +2719,22 @@ export interface components {
          *       "keyId": null,
          *       "project": "default",
          *       "role": "operator",
-         *       "expiresAt": "2026-12-01T18:00:00.000Z"
+         *       "expiresAt": "2026-12-01T18:00:00.000Z",
+         *       "org": "default",
+         *       "hidePayloads": false,
+         *       "projects": [
+         *         {
+         *           "name": "default",
+         *           "org": "default",
+         *           "role": "operator"
+         *         }
+         *       ],
+         *       "orgs": [
+         *         {
+         *           "name": "default",
+         *           "orgRole": "member"
+         *         }
+         *       ]
          *     }
          */
         Session: {
@@ -2574,6 +2763,169 @@ export interface components {
              * @description when the session ends unless activity refreshes it; null for keys and AUTH=off
              */
             expiresAt: string | null;
+            /** @description the organization of the project the request acts in */
+            org: string;
+            /** @description payloads, results and log messages read as "[hidden]" for this request */
+            hidePayloads: boolean;
+            /** @description every project the user may switch to (`POST /auth/project`) with its role; a key: its project */
+            projects: {
+                name: string;
+                org: string;
+                /** @enum {string} */
+                role: "admin" | "operator" | "producer" | "worker" | "viewer";
+            }[];
+            /** @description the signed-in user's organizations with its role in each; [] for keys and AUTH=off */
+            orgs: {
+                name: string;
+                /** @enum {string} */
+                orgRole: "owner" | "admin" | "member" | "viewer";
+            }[];
+        };
+        /**
+         * @description An organization: holds projects and members.
+         * @example {
+         *       "name": "acme",
+         *       "createdAt": "2026-12-05T10:00:00.000Z"
+         *     }
+         */
+        Org: {
+            /** @description the queue-name rule */
+            name: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * @description the signed-in user's role in it (a user's own list only)
+             * @enum {string}
+             */
+            orgRole?: "owner" | "admin" | "member" | "viewer";
+        };
+        /**
+         * @description A member of an organization.
+         * @example {
+         *       "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *       "username": "ana@example.com",
+         *       "org": "acme",
+         *       "orgRole": "member",
+         *       "projects": {
+         *         "shop": "operator"
+         *       },
+         *       "hidePayloads": false,
+         *       "invited": false,
+         *       "createdAt": "2026-12-05T10:00:00.000Z"
+         *     }
+         */
+        Member: {
+            /** @description the user (UUIDv7) */
+            id: string;
+            /** @description unique whatever its case */
+            username: string;
+            org: string;
+            /** @enum {string} */
+            orgRole: "owner" | "admin" | "member" | "viewer";
+            /** @description project → role given there (owner and admin are admin of every project whatever this says) */
+            projects: {
+                [key: string]: "admin" | "operator" | "producer" | "worker" | "viewer";
+            };
+            /** @description payloads, results and log messages read as "[hidden]" for this member */
+            hidePayloads: boolean;
+            /** @description true while the user has not set a password (invitation pending or expired) */
+            invited: boolean;
+            /**
+             * Format: date-time
+             * @description when the user joined the organization
+             */
+            createdAt: string;
+        };
+        /**
+         * @description A new member; a new user comes with its invitation (shown in this answer only).
+         * @example {
+         *       "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *       "username": "ana@example.com",
+         *       "org": "acme",
+         *       "orgRole": "member",
+         *       "projects": {
+         *         "shop": "operator"
+         *       },
+         *       "hidePayloads": false,
+         *       "invited": true,
+         *       "createdAt": "2026-12-05T10:00:00.000Z",
+         *       "inviteToken": "inv_…",
+         *       "inviteExpiresAt": "2026-12-12T10:00:00.000Z"
+         *     }
+         */
+        CreatedMember: {
+            /** @description the user (UUIDv7) */
+            id: string;
+            /** @description unique whatever its case */
+            username: string;
+            org: string;
+            /** @enum {string} */
+            orgRole: "owner" | "admin" | "member" | "viewer";
+            /** @description project → role given there (owner and admin are admin of every project whatever this says) */
+            projects: {
+                [key: string]: "admin" | "operator" | "producer" | "worker" | "viewer";
+            };
+            /** @description payloads, results and log messages read as "[hidden]" for this member */
+            hidePayloads: boolean;
+            /** @description true while the user has not set a password (invitation pending or expired) */
+            invited: boolean;
+            /**
+             * Format: date-time
+             * @description when the user joined the organization
+             */
+            createdAt: string;
+            /** @description `inv_…`: present when the user is new; shown in this answer only; valid 7 days, once (`POST /auth/accept-invite`) */
+            inviteToken?: string;
+            /**
+             * Format: date-time
+             * @description when the invitation ends
+             */
+            inviteExpiresAt?: string;
+        };
+        /** @description A member as it was before its removal. */
+        RemovedMember: {
+            /** @description the user (UUIDv7) */
+            id: string;
+            /** @description unique whatever its case */
+            username: string;
+            org: string;
+            /** @enum {string} */
+            orgRole: "owner" | "admin" | "member" | "viewer";
+            /** @description project → role given there (owner and admin are admin of every project whatever this says) */
+            projects: {
+                [key: string]: "admin" | "operator" | "producer" | "worker" | "viewer";
+            };
+            /** @description payloads, results and log messages read as "[hidden]" for this member */
+            hidePayloads: boolean;
+            /** @description true while the user has not set a password (invitation pending or expired) */
+            invited: boolean;
+            /**
+             * Format: date-time
+             * @description when the user joined the organization
+             */
+            createdAt: string;
+            /** @enum {boolean} */
+            removed: true;
+        };
+        /**
+         * @description The password is set: the user may log in (`POST /auth/login`).
+         * @example {
+         *       "user": {
+         *         "id": "0193a6f4-1c2b-7d3e-8f40-5a6b7c8d9e0f",
+         *         "username": "ana@example.com"
+         *       },
+         *       "org": "acme"
+         *     }
+         */
+        InviteAccepted: {
+            /** @description the user whose password is now set */
+            user: {
+                /** @description UUIDv7 */
+                id: string;
+                username: string;
+            };
+            /** @description the organization that invited it */
+            org: string;
         };
         /** @description One operator action: who, what, target, when, from where, answered how. Never a body, payload or secret. */
         AuditLogEntry: {
@@ -4938,7 +5290,16 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description No organization of that name, or the signed-in user is no member of it (code not_found). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             408: components["responses"]["RequestTimeout"];
             /** @description A project with this name exists (code conflict). */
             409: {
@@ -5220,6 +5581,449 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    switchProject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SwitchProjectDto"];
+            };
+        };
+        responses: {
+            /** @description The session as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The user has no role in that project, or the request is no session (code forbidden). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    acceptInvite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AcceptInviteDto"];
+            };
+        };
+        responses: {
+            /** @description The password is set. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InviteAccepted"];
+                };
+            };
+            /** @description The password breaks the rules (path password), or the token is unknown, used or expired — one answer for all three (path token). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listOrgs: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `default` first, then by name. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Org"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createOrg: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOrgDto"];
+            };
+        };
+        responses: {
+            /** @description The new organization. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Org"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description An organization with this name exists (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listMembers: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every member, oldest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such organization, or the caller is no member of it (code not_found). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    addMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateMemberDto"];
+            };
+        };
+        responses: {
+            /** @description The member; `inviteToken` and `inviteExpiresAt` when the user is new. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such organization, or the caller is no member of it (code not_found). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description The user is a member already (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    removeMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                org: string;
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The member as it was. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemovedMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such organization or member (code not_found). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description The last owner would be removed (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                org: string;
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateMemberDto"];
+            };
+        };
+        responses: {
+            /** @description The member as changed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such organization or member (code not_found). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description The last owner would be demoted (code conflict). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listOrgAuditLog: {
+        parameters: {
+            query?: {
+                /** @description the `nextCursor` of the previous page */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: {
+                /** @description Root keys only: the project to act in (default `default`); ignored for other keys and sessions. A project that does not exist → 404. */
+                "X-Sluice-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the log, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLogPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such organization, or the caller is no member of it (code not_found). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             408: components["responses"]["RequestTimeout"];
             414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];

@@ -10,6 +10,8 @@ import { OverviewView } from './views/overview/OverviewView';
 import { QueueView } from './views/queue/QueueView';
 import { SchedulesView } from './views/schedules/SchedulesView';
 import { WorkersView } from './views/workers/WorkersView';
+import { InviteView } from './views/invite/InviteView';
+import { MembersView } from './views/members/MembersView';
 
 /** A query client: one retry, no refetch storm on focus (views poll or follow the live feed). */
 export function makeQueryClient(): QueryClient {
@@ -21,6 +23,7 @@ export function AppRoutes() {
   return (
     <Routes>
       <Route path="/login" element={<LoginView />} />
+      <Route path="/invite" element={<InviteView />} />
       <Route element={<Shell />}>
         <Route index element={<OverviewView />} />
         <Route path="queues/:name" element={<QueueView />} />
@@ -29,6 +32,7 @@ export function AppRoutes() {
         <Route path="dlq" element={<DlqView />} />
         <Route path="workers" element={<WorkersView />} />
         <Route path="schedules" element={<SchedulesView />} />
+        <Route path="orgs/:org/members" element={<MembersView />} />
         <Route path="*" element={<p role="alert">No such view.</p>} />
       </Route>
     </Routes>

@@ -84,7 +84,7 @@ export class LiveHub implements OnModuleDestroy {
    * `counts` for the overview, or the job, its events and its log lines.
    * @throws UnavailableError (503) when {@link MAX_SSE_CONNECTIONS} are open.
    */
-  open(raw: ServerResponse, headers: Record<string, string | string[] | number | undefined>, project: string, jobId: string | null): SseClient {
+  open(raw: ServerResponse, headers: Record<string, string | string[] | number | undefined>, project: string, jobId: string | null, hidePayloads = false): SseClient {
     this.assertCapacity();
     const out: Record<string, string | string[] | number> = {};
     for (const [k, v] of Object.entries(headers)) if (v !== undefined && k !== 'content-length') out[k] = v;
@@ -92,7 +92,7 @@ export class LiveHub implements OnModuleDestroy {
     // No idle timeout on this socket: the stream is long-lived by design (heartbeats every 15 s).
     raw.socket?.setTimeout(0);
     raw.write('retry: 3000\n\n');
-    const client = new SseClient(raw, project, jobId);
+    const client = new SseClient(raw, project, jobId, undefined, hidePayloads);
     this.clients.add(client);
     if (jobId) this.watchers.set(client, { seq: -1, logs: 0, running: false, again: false });
     else this.pending.set(client, { jobs: new Map(), dropped: 0 });

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { hidePayloadsIn } from '../../core/hidden-payloads';
 
 /** Bytes a client may have unsent before it is dropped (a slow or stalled reader must not hold the process's memory). */
 export const MAX_BUFFERED_BYTES = 1024 * 1024;
@@ -17,12 +18,15 @@ export class SseClient {
   /**
    * @param project the project the client's credentials act in (what it may see).
    * @param jobId the job of a `?job=` stream, or null for the overview stream.
+   * @param hidePayloads a member who hides payloads (API.md v1.3): every event's data goes
+   *   through {@link hidePayloadsIn}, as the HTTP answers do.
    */
   constructor(
     readonly raw: ServerResponse,
     readonly project: string,
     readonly jobId: string | null,
     private readonly maxBufferedBytes = MAX_BUFFERED_BYTES,
+    readonly hidePayloads = false,
   ) {
     raw.once('close', () => this.end());
   }
@@ -39,7 +43,7 @@ export class SseClient {
 
   /** Sends one event; false when the client is gone or was just dropped for being slow. */
   send(event: string, data: unknown): boolean {
-    return this.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    return this.write(`event: ${event}\ndata: ${JSON.stringify(this.hidePayloads ? hidePayloadsIn(data) : data)}\n\n`);
   }
 
   /** A comment line (heartbeats: proxies and the client see traffic). */

@@ -1,5 +1,5 @@
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
-import { ROLES } from '../../core/access';
+import { ORG_ROLES, ROLES } from '../../core/access';
 import { JOB_STATUSES } from '../../core/job-status';
 import { RATE_LIMIT_MAX } from '../../core/api-key';
 
@@ -37,6 +37,9 @@ const anyJson = (description: string): SchemaObject => ({ description });
 /** A status or null (OpenAPI 3.0: a `$ref` cannot carry `nullable`, so the enum is inline, null included). */
 const nullableStatus = (description: string): SchemaObject => ({ type: 'string', enum: [...JOB_STATUSES, null], nullable: true, description });
 
+/** What a member with hidePayloads reads in place of a payload (src/core/hidden-payloads.ts). */
+const HIDDEN_VALUE: SchemaObject = { type: 'string', enum: ['[hidden]'], description: 'hidden from this member (hidePayloads)' };
+
 const BACKOFF: SchemaObject = obj(
   {
     type: { type: 'string', enum: ['fixed', 'linear', 'exponential'] },
@@ -62,7 +65,10 @@ const JOB_PROPERTIES: Record<string, SchemaObject> = {
   id: str('UUIDv7, made by the server'),
   queue: str(),
   type: str(),
-  payload: { type: 'object', additionalProperties: {}, description: 'the JSON object the job was enqueued with' },
+  payload: {
+    oneOf: [{ type: 'object', additionalProperties: {} }, HIDDEN_VALUE],
+    description: 'the JSON object the job was enqueued with; the string "[hidden]" for a member with hidePayloads (API.md v1.3)',
+  },
   status: ref('JobStatus'),
   priority: int('−100..100; higher runs first', { minimum: -100, maximum: 100 }),
   attempts: int('executions started (a released attempt is refunded)', { minimum: 0 }),
@@ -212,6 +218,8 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
   ClaimedJob: obj(
     {
       ...JOB_PROPERTIES,
+      // A claim is never answered to a member who hides payloads (403): a claimed job always has its payload.
+      payload: { type: 'object', additionalProperties: {}, description: 'the JSON object the job was enqueued with' },
       lockToken: str('pass it to heartbeat, complete and fail'),
       leaseExpiresAt: time('lease end (Redis clock); renew with a heartbeat', true),
       traceparent: str(
@@ -393,7 +401,7 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
       timezone: str('IANA time zone'),
       queue: str(),
       type: str(),
-      payload: { type: 'object', additionalProperties: {} },
+      payload: { oneOf: [{ type: 'object', additionalProperties: {} }, HIDDEN_VALUE], description: 'the string "[hidden]" for a member with hidePayloads' },
       priority: int(undefined, { minimum: -100, maximum: 100 }),
       maxAttempts: int("null = the queue's default", { nullable: true, minimum: 1 }),
       backoff: { ...BACKOFF, nullable: true, description: "null = the queue's default" },
@@ -529,7 +537,10 @@ export const RESPONSE_SCHEMAS: Record<string, SchemaObject> = {
     throughput: obj({ completedPerMin: int(undefined, { minimum: 0 }), failedPerMin: int(undefined, { minimum: 0 }) }),
     auditLagMs: int('age of the oldest audit event not yet in PostgreSQL, ms (0 = caught up)', { minimum: 0 }),
   }),
-  Project: obj({ name: str('the queue-name rule'), createdAt: time() }, { description: 'A project (tenant).', example: { name: 'acme', createdAt: '2026-12-01T00:00:00.000Z' } }),
+  Project: obj(
+    { name: str('the queue-name rule'), org: str('the organization that holds it (API.md v1.3)'), createdAt: time() },
+    { description: 'A project (tenant).', example: { name: 'acme', org: 'default', createdAt: '2026-12-01T00:00:00.000Z' } },
+  ),
   Health: obj({ status: { type: 'string', enum: ['ok'] } }, { example: { status: 'ok' } }),
   Readiness: {
     type: 'object',
@@ -587,6 +598,7 @@ RESPONSE_SCHEMAS.LoginSession = obj(
   },
   { description: 'A new dashboard session; its token is only in the `Set-Cookie` header.', example: { user: USER_REF_EXAMPLE, project: 'default', role: 'operator', expiresAt: '2026-12-01T18:00:00.000Z' } },
 );
+const PROJECT_ACCESS = obj({ name: str(), org: str(), role: { type: 'string', enum: [...ROLES] } }, { description: 'A project the request may act in, with its role there.' });
 RESPONSE_SCHEMAS.LoggedOut = obj({ loggedOut: { type: 'boolean', enum: [true] } }, { example: { loggedOut: true } });
 RESPONSE_SCHEMAS.Session = obj(
   {
@@ -596,11 +608,55 @@ RESPONSE_SCHEMAS.Session = obj(
     project: str('the project the request acts in'),
     role: { type: 'string', enum: [...ROLES, null], nullable: true, description: 'the role the request acts with' },
     expiresAt: time('when the session ends unless activity refreshes it; null for keys and AUTH=off', true),
+    org: str('the organization of the project the request acts in'),
+    hidePayloads: { type: 'boolean', description: 'payloads, results and log messages read as "[hidden]" for this request' },
+    projects: { type: 'array', items: PROJECT_ACCESS, description: 'every project the user may switch to (`POST /auth/project`) with its role; a key: its project' },
+    orgs: {
+      type: 'array',
+      items: obj({ name: str(), orgRole: { type: 'string', enum: [...ORG_ROLES] } }),
+      description: "the signed-in user's organizations with its role in each; [] for keys and AUTH=off",
+    },
   },
   {
     description: 'Who a request acts as.',
-    example: { kind: 'user', user: USER_REF_EXAMPLE, keyId: null, project: 'default', role: 'operator', expiresAt: '2026-12-01T18:00:00.000Z' },
+    example: {
+      kind: 'user', user: USER_REF_EXAMPLE, keyId: null, project: 'default', role: 'operator', expiresAt: '2026-12-01T18:00:00.000Z', org: 'default', hidePayloads: false,
+      projects: [{ name: 'default', org: 'default', role: 'operator' }],
+      orgs: [{ name: 'default', orgRole: 'member' }],
+    },
   },
+);
+
+/** Organizations and members (API.md v1.3; src/auth/org-store.ts, src/auth/member-store.ts). */
+RESPONSE_SCHEMAS.Org = obj(
+  { name: str('the queue-name rule'), createdAt: time() },
+  { description: 'An organization: holds projects and members.', example: { name: 'acme', createdAt: '2026-12-05T10:00:00.000Z' } },
+  { orgRole: { type: 'string', enum: [...ORG_ROLES], description: "the signed-in user's role in it (a user's own list only)" } },
+);
+const MEMBER_PROPERTIES: Record<string, SchemaObject> = {
+  id: str('the user (UUIDv7)'),
+  username: str('unique whatever its case'),
+  org: str(),
+  orgRole: { type: 'string', enum: [...ORG_ROLES] },
+  projects: { type: 'object', additionalProperties: { type: 'string', enum: [...ROLES] }, description: 'project → role given there (owner and admin are admin of every project whatever this says)' },
+  hidePayloads: { type: 'boolean', description: 'payloads, results and log messages read as "[hidden]" for this member' },
+  invited: { type: 'boolean', description: 'true while the user has not set a password (invitation pending or expired)' },
+  createdAt: time('when the user joined the organization'),
+};
+const MEMBER_EXAMPLE = { id: EXAMPLE_ID, username: 'ana@example.com', org: 'acme', orgRole: 'member', projects: { shop: 'operator' }, hidePayloads: false, invited: false, createdAt: '2026-12-05T10:00:00.000Z' };
+RESPONSE_SCHEMAS.Member = obj(MEMBER_PROPERTIES, { description: 'A member of an organization.', example: MEMBER_EXAMPLE });
+RESPONSE_SCHEMAS.CreatedMember = obj(
+  MEMBER_PROPERTIES,
+  { description: 'A new member; a new user comes with its invitation (shown in this answer only).', example: { ...MEMBER_EXAMPLE, invited: true, inviteToken: 'inv_…', inviteExpiresAt: '2026-12-12T10:00:00.000Z' } },
+  {
+    inviteToken: str('`inv_…`: present when the user is new; shown in this answer only; valid 7 days, once (`POST /auth/accept-invite`)'),
+    inviteExpiresAt: time('when the invitation ends'),
+  },
+);
+RESPONSE_SCHEMAS.RemovedMember = obj({ ...MEMBER_PROPERTIES, removed: { type: 'boolean', enum: [true] } }, { description: 'A member as it was before its removal.' });
+RESPONSE_SCHEMAS.InviteAccepted = obj(
+  { user: userRef('the user whose password is now set'), org: str('the organization that invited it') },
+  { description: 'The password is set: the user may log in (`POST /auth/login`).', example: { user: USER_REF_EXAMPLE, org: 'acme' } },
 );
 
 /** `GET /audit-log` (src/oplog/oplog-queries.ts ApiOplogEntry). */

@@ -4,7 +4,8 @@ import { LoginLimiter } from '../../../src/auth/login-limiter';
 import { LoginService } from '../../../src/auth/login.service';
 import type { Principal } from '../../../src/auth/principal';
 import { SessionStore } from '../../../src/auth/session-store';
-import { UserStore, type LoginUser } from '../../../src/auth/user-store';
+import { MemberStore, type ProjectAccess } from '../../../src/auth/member-store';
+import { UserStore } from '../../../src/auth/user-store';
 import { UsersService } from '../../../src/auth/users.service';
 import { createRedis, type RedisClient } from '../../../src/redis/connection';
 import { RedisLoginAttempts } from '../../../src/redis/stores/login-attempts';
@@ -15,14 +16,15 @@ import { deleteByPrefix, REDIS_URL, testPrefix } from '../../support/redis';
 /**
  * A login racing with a disable or a role change, on real PostgreSQL and
  * Redis, interleaved deterministically: the login is held right after it
- * read the user, the admin's change commits and revokes (finding no session
- * yet), then the login goes on. It must not leave a live session behind.
+ * read the user and its roles (API.md v1.3: the member's projects), the
+ * admin's change commits and revokes (finding no session yet), then the
+ * login goes on. It must not leave a live session behind.
  */
-class HeldUserStore extends UserStore {
+class HeldMemberStore extends MemberStore {
   hold: Promise<void> | null = null;
   reached: () => void = () => undefined;
-  override async findForLogin(username: string): Promise<LoginUser | null> {
-    const u = await super.findForLogin(username);
+  override async projectsOf(userId: string): Promise<ProjectAccess[]> {
+    const u = await super.projectsOf(userId);
     const h = this.hold;
     if (h) {
       this.hold = null;
@@ -53,16 +55,17 @@ test.each([
   ['disabled', { disabled: true }],
   ['given another role', { role: 'operator' as const }],
 ])('a user %s while its login is in flight gets no live session', async (_what, change) => {
-  const users = new HeldUserStore(db.dataSource);
+  const users = new UserStore(db.dataSource);
+  const members = new HeldMemberStore(db.dataSource);
   const sessions = new SessionStore(new RedisSessionRecords(redis, prefix), 60_000, 600_000);
   const admin = new UsersService(users, sessions);
-  const login = new LoginService(users, sessions, new LoginLimiter(new RedisLoginAttempts(redis, prefix)));
+  const login = new LoginService(users, sessions, new LoginLimiter(new RedisLoginAttempts(redis, prefix)), members);
   const username = `racer-${Object.keys(change)[0]}`;
   const u = await admin.create(ADMIN, { username, password: 'a long enough password', role: 'viewer' });
 
   let release!: () => void;
-  users.hold = new Promise<void>((r) => (release = r));
-  const reached = new Promise<void>((r) => (users.reached = r));
+  members.hold = new Promise<void>((r) => (release = r));
+  const reached = new Promise<void>((r) => (members.reached = r));
   const pending = login.login({ username, password: 'a long enough password' }, req).then(
     (ok) => ({ ok }),
     (err: Error) => ({ err }),

@@ -48,3 +48,16 @@ export type DlqGroup = S['DlqGroups']['items'][number];
 export type MetricsPoint = S['DashboardMetrics']['series'][number];
 /** One field's complaint in a 400 `validation_failed` envelope. */
 export type FieldError = S['ErrorDetail'];
+/** An organization (API.md v1.3); `orgRole` is the signed-in user's role in it. */
+export type Org = S['Org'];
+/** A member of an organization: its org role, project roles and hidePayloads. */
+export type Member = S['Member'];
+export type CreatedMember = S['CreatedMember'];
+export type OrgRole = Member['orgRole'];
+/** Organization roles, as the members page offers them. */
+export const ORG_ROLES: OrgRole[] = ['owner', 'admin', 'member', 'viewer'];
+/** A role a member may have in a project (no `worker`: that is for API keys). */
+export type MemberRole = Exclude<Role, 'worker'>;
+export const MEMBER_ROLES: MemberRole[] = ['admin', 'operator', 'producer', 'viewer'];
+/** A project of the session, with its organization and the user's role there. */
+export type ProjectAccess = Session['projects'][number];

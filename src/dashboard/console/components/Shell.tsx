@@ -4,6 +4,7 @@ import { ApiError } from '../api/client';
 import { useLive } from '../hooks/live';
 import { useLogout, useSession } from '../hooks/session';
 import { ago } from './bits';
+import { ProjectSwitcher } from './ProjectSwitcher';
 
 type Theme = 'light' | 'dark';
 const THEME_KEY = 'sluice.theme';
@@ -68,6 +69,9 @@ export function Shell() {
     return <Navigate to="/login" replace state={{ from: location.pathname + location.search }} />;
   }
   const s = session.data;
+  // The members page of the current project's organization when the user manages it, else of the first it manages.
+  const managed = (session.data?.orgs ?? []).filter((o) => o.orgRole === 'owner' || o.orgRole === 'admin').map((o) => o.name);
+  const membersOrg = s && managed.includes(s.org) ? s.org : managed[0];
   const who = s ? (s.user ? s.user.username : s.kind === 'anonymous' ? 'anonymous' : `key ${s.keyId ?? ''}`) : '…';
   return (
     <>
@@ -85,13 +89,19 @@ export function Shell() {
                 </NavLink>
               </li>
             ))}
+            {membersOrg && (
+              <li>
+                <NavLink to={`/orgs/${membersOrg}/members`}>Members</NavLink>
+              </li>
+            )}
           </ul>
         </nav>
         <div className="who">
           <ConnectionIndicator />
+          {s && <ProjectSwitcher session={s} />}
           <span>
             {who}
-            {s?.role && <span className="muted"> ({s.role}{s.project !== 'default' ? ` · ${s.project}` : ''})</span>}
+            {s?.role && <span className="muted"> ({s.role}{s.project !== 'default' && s.kind !== 'user' ? ` · ${s.project}` : ''})</span>}
           </span>
           {s?.kind === 'user' && (
             <button type="button" onClick={() => logout.mutate(undefined, { onSuccess: () => navigate('/login') })}>

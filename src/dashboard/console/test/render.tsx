@@ -30,9 +30,14 @@ export function signedInAs(role: Role | 'anonymous') {
   route(
     'GET /auth/session',
     role === 'anonymous'
-      ? { kind: 'anonymous', user: null, keyId: null, project: 'default', role: 'admin', expiresAt: null }
-      : { kind: 'user', user: { id: 'u1', username: `${role}@example.com` }, keyId: null, project: 'default', role, expiresAt: null },
+      ? { kind: 'anonymous', user: null, keyId: null, project: 'default', role: 'admin', expiresAt: null, org: 'default', hidePayloads: false, projects: [{ name: 'default', org: 'default', role: 'admin' }], orgs: [] }
+      : {
+          kind: 'user', user: { id: 'u1', username: `${role}@example.com` }, keyId: null, project: 'default', role, expiresAt: null, org: 'default', hidePayloads: false,
+          projects: [{ name: 'default', org: 'default', role }],
+          orgs: [{ name: 'default', orgRole: 'member' }],
+        },
   );
+
 }
 
 export function aJob(over: Partial<Job> = {}): Job {
