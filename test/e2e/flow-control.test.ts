@@ -211,10 +211,10 @@ describe('flow control per key (AUTH off)', () => {
     expect((await api.http.get(`/queues/${q}/keys`)).body.items[0].limits).toEqual({ concurrency: null, rateLimit: null });
   });
 
-  it('Sluice-Debounced is documented on the enqueue 200, with Idempotent-Replayed (either)', async () => {
+  it('Sluice-Debounced is documented on the enqueue 200, with Idempotent-Replayed (either) and Preference-Applied (v1.3)', async () => {
     const doc = (await api.http.get('/docs-json')).body;
     const ok = doc.paths['/jobs'].post.responses['200'];
-    expect(Object.keys(ok.headers).sort()).toEqual(['Idempotent-Replayed', 'Sluice-Debounced', 'X-Request-Id']);
+    expect(Object.keys(ok.headers).sort()).toEqual(['Idempotent-Replayed', 'Preference-Applied', 'Sluice-Debounced', 'X-Request-Id']);
     expect(doc.components.headers['Sluice-Debounced']).toMatchObject({ required: false, schema: { enum: ['true'] } });
   });
 
