@@ -115,7 +115,8 @@ test('members page: invite with roles and hidePayloads, the invitation page, a r
   await again.close();
 
   const nb = await logIn(browser, api.url, 'newbie@example.com', PASSWORD);
-  expect(await nb.page.locator('header').textContent()).toContain('newbie@example.com (operator)');
+  // The header names the user once the session has been read (a render after the login's navigation).
+  await until(async () => (await nb.page.locator('header').textContent())?.includes('newbie@example.com (operator)'));
   await nb.page.goto(`${api.url}/ui/jobs/${secretJob}`);
   await nb.page.getByRole('heading', { name: 'Payload' }).waitFor();
   await until(async () => (await nb.page.locator('main').textContent())?.includes('[hidden]'));

@@ -48,7 +48,7 @@ it('upgrades a history written by the previous schema with its data, and retires
   ds = createDataSource(url, 3);
   await ds.initialize();
   const applied = await ds.runMigrations({ transaction: 'each' });
-  expect(applied.map((m) => m.name)).toEqual(['PartitionedHistory1796001800000', 'FoldedExecutionEvents1796001900000', 'QueueSettings1796002000000', 'DependencyQueues1796002050000']);
+  expect(applied.map((m) => m.name)).toEqual(['PartitionedHistory1796001800000', 'FoldedExecutionEvents1796001900000', 'QueueSettings1796002000000', 'DependencyQueues1796002050000', 'DlqSummaries1796002100000', 'Organizations1796002200000']);
 
   // The queue's newest mirrored entry, seeded from the old rows (restore and the loss watch read it).
   const all = [...done, waiting, failed, recent].flatMap((j) => j.entries).map((e) => e.id.split('-').map(Number));
